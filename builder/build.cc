@@ -1,0 +1,314 @@
+// `sprout build`, `sprout validate` and `sprout base`: the image pipeline as named steps.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "builder/commands.h"
+#include "image/base.h"
+#include "image/disk.h"
+#include "image/fsimages.h"
+#include "image/gpt.h"
+#include "image/plan.h"
+#include "image/rootfs.h"
+#include "profile/profile.h"
+#include "util/fs.h"
+#include "util/process.h"
+#include "util/progress.h"
+#include "util/text.h"
+
+namespace sprout::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::optional<Profile> LoadAndReport(const fs::path& path) {
+  Diagnostics diags;
+  auto profile = LoadProfile(path, diags);
+  if (!diags.all().empty()) std::cerr << diags.Render(::isatty(2) != 0);
+  if (diags.has_errors()) {
+    std::cerr << path.string() << ": " << diags.error_count() << (diags.error_count() == 1 ? " error" : " errors")
+              << "\n";
+    return std::nullopt;
+  }
+  return profile;
+}
+
+fs::path SelfDir() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::current_path() : exe.parent_path();
+}
+
+// FirstbootBinary finds sprout-firstboot: $SPROUT_FIRSTBOOT, else beside sprout.
+Result<fs::path> FirstbootBinary() {
+  if (const char* p = std::getenv("SPROUT_FIRSTBOOT"); p && *p) return fs::path(p);
+  fs::path beside = SelfDir() / "sprout-firstboot";
+  std::error_code ec;
+  if (fs::is_regular_file(beside, ec)) return beside;
+  return Fail("cannot find sprout-firstboot beside " + SelfDir().string() +
+              "; build it (cmake --build build) or set SPROUT_FIRSTBOOT to its path");
+}
+
+int64_t SourceDateEpoch(const Profile& p) {
+  if (const char* s = std::getenv("SOURCE_DATE_EPOCH"); s && *s) {
+    try {
+      return std::stoll(s);
+    } catch (const std::exception&) {
+      std::cerr << "sprout: ignoring SOURCE_DATE_EPOCH='" << s << "', which is not a number\n";
+    }
+  }
+  return p.source_date_epoch;
+}
+
+// RootAdditions lists everything sprout puts on top of the base.
+Result<std::vector<RootEntry>> RootAdditions(const Profile& p, const DiskPlan& plan, const fs::path& firstboot) {
+  std::vector<RootEntry> add;
+  fs::path data = DataDir();
+  std::vector<fs::path> overlays{data / "overlays" / "common", data / "overlays" / RoleName(p.role)};
+  overlays.insert(overlays.end(), p.overlays.begin(), p.overlays.end());
+  for (const auto& o : overlays) {
+    std::error_code ec;
+    if (!fs::is_directory(o, ec)) return Fail("overlay " + o.string() + " is missing; is SPROUT_DATA_DIR right?");
+    if (auto s = AddTree(o, "", add); !s) return Fail(s.error());
+  }
+  add.push_back({RootEntry::Kind::kFile, "usr/lib/sprout/sprout-firstboot", "", firstboot, 0755});
+  add.push_back({RootEntry::Kind::kFile, "usr/lib/systemd/system/sprout-firstboot.service", "",
+                 data / "firstboot" / "sprout-firstboot.service", 0644});
+  add.push_back({RootEntry::Kind::kSymlink, "etc/systemd/system/multi-user.target.wants/sprout-firstboot.service",
+                 "/usr/lib/systemd/system/sprout-firstboot.service", {}, 0777});
+  add.push_back({RootEntry::Kind::kFile, "etc/fstab", plan.fstab, {}, 0644});
+  add.push_back({RootEntry::Kind::kFile, "etc/sprout/profile.json", ProfileToJson(p, p.file.parent_path()) + "\n", {}, 0644});
+  if (!p.hostname.empty()) add.push_back({RootEntry::Kind::kFile, "etc/hostname", p.hostname + "\n", {}, 0644});
+  for (const auto& f : p.files) {
+    RootEntry e;
+    e.path = f.path.substr(1);
+    e.mode = f.mode;
+    if (f.content) {
+      e.data = *f.content;
+    } else {
+      e.source = f.source;
+    }
+    add.push_back(e);
+  }
+  return add;
+}
+
+// Newest returns the captured file with the highest version-sorted name under prefix.
+const std::pair<const std::string, std::string>* Newest(const std::map<std::string, std::string>& files,
+                                                        const std::string& prefix) {
+  const std::pair<const std::string, std::string>* best = nullptr;
+  for (const auto& kv : files) {
+    if (kv.first.starts_with(prefix) && (!best || kv.first > best->first)) best = &kv;
+  }
+  return best;
+}
+
+}  // namespace
+
+fs::path DataDir() {
+  if (const char* d = std::getenv("SPROUT_DATA_DIR"); d && *d) return d;
+  // An installed sprout keeps its data in ../share/sprout; a build tree uses the sources.
+  fs::path installed = SelfDir().parent_path() / "share" / "sprout";
+  std::error_code ec;
+  if (fs::is_directory(installed / "overlays", ec)) return installed;
+  return SPROUT_DATA_DIR;
+}
+
+int Validate(const fs::path& path, bool print) {
+  auto p = LoadAndReport(path);
+  if (!p) return 1;
+  if (print) {
+    std::cout << ProfileToJson(*p, fs::current_path()) << "\n";
+  } else {
+    std::cout << path.string() << ": ok (name " << p->name << ", role " << RoleName(p->role);
+    for (std::size_t i = p->chain.size() - 1; i-- > 0;) std::cout << ", extends " << p->chain[i].filename().string();
+    std::cout << ")\n";
+  }
+  return 0;
+}
+
+int Base(const fs::path& what, const fs::path& cache_dir, bool force) {
+  fs::path recipe = what;
+  if (!IsRecipe(what)) {
+    auto p = LoadAndReport(what);
+    if (!p) return 1;
+    recipe = p->base;
+    if (!IsRecipe(recipe)) {
+      std::cout << "the profile's base " << recipe.string() << " is a ready root; nothing to build\n";
+      return 0;
+    }
+  }
+  auto key = RecipeKey(recipe, DefaultAptSources());
+  if (!key) {
+    std::cerr << "sprout: " << key.error() << "\n";
+    return 1;
+  }
+  fs::path cached = CachedBasePath(cache_dir, *key);
+  std::error_code ec;
+  if (!force && fs::is_regular_file(cached, ec)) {
+    std::cout << "base is cached: " << cached.string() << "\n";
+    return 0;
+  }
+  Progress progress(::isatty(2) != 0, 1);
+  progress.Begin("build base OS with mmdebstrap (log: " + (cache_dir / "base" / (*key + ".log")).string() + ")");
+  auto built = BuildBase(recipe, cache_dir, *key);
+  if (!built) {
+    progress.Note("sprout: " + built.error());
+    return 1;
+  }
+  progress.End(HumanSize(fs::file_size(*built, ec)));
+  std::cout << "base: " << built->string() << "\n";
+  return 0;
+}
+
+int Build(const BuildOptions& options) {
+  Progress progress(::isatty(2) != 0, 7);
+  auto fail = [&](const std::string& why) {
+    progress.Note("sprout: " + why);
+    return 1;
+  };
+
+  progress.Begin("resolve profile");
+  auto profile = LoadAndReport(options.profile);
+  if (!profile) return 1;
+  auto firstboot = FirstbootBinary();
+  if (!firstboot) return fail(firstboot.error());
+  progress.End(profile->name);
+
+  progress.Begin("prepare base OS");
+  auto base = ResolveBase(profile->base, options.cache_dir, options.build_base);
+  if (!base) return fail(base.error());
+  progress.End(base->id);
+
+  const int64_t epoch = SourceDateEpoch(*profile);
+  Profile recorded = *profile;
+  recorded.source_date_epoch = epoch;
+  const std::string profile_json = ProfileToJson(recorded, profile->file.parent_path());
+  const std::string seed = SeedOf(profile_json, base->id);
+  DiskPlan plan = PlanDisk(*profile, seed);
+
+  std::error_code ec;
+  fs::create_directories(options.out_dir, ec);
+  if (ec) return fail("cannot create the output directory " + options.out_dir.string() + ": " + ec.message());
+  // Everything is made in a work directory inside DIR and moved into place at the end,
+  // so a failed build leaves no half-written image behind.
+  TempDir work(options.out_dir, ".sprout-build");
+
+  progress.Begin("assemble root and pack squashfs");
+  auto additions = RootAdditions(*profile, plan, *firstboot);
+  if (!additions) return fail(additions.error());
+  RootSpec spec;
+  spec.base = base->root;
+  spec.additions = std::move(*additions);
+  spec.mtime = epoch;
+  spec.capture_prefixes = {"boot/vmlinuz-", "boot/initrd.img-", "usr/lib/systemd/boot/efi/systemd-bootx64.efi"};
+  fs::path root_img = work.path() / "root.squashfs";
+  int jobs = options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  auto packer = Pipe::Start({{"tar2sqfs", "--quiet", "--force", "--no-skip", "--compressor", "zstd", "--num-jobs",
+                              std::to_string(jobs), "--defaults", "mode=0755,uid=0,gid=0,mtime=" + std::to_string(epoch),
+                              root_img.string()}});
+  if (!packer) return fail(packer.error());
+  auto summary = WriteRootTar(spec, packer->fd(), [&](std::uint64_t done, std::uint64_t total) {
+    progress.Update(done, total);
+  });
+  auto packed = packer->Finish();
+  // A packer that failed explains why the stream broke, so its message comes first.
+  if (!packed) return fail("packing the root failed: " + packed.error());
+  if (!summary) return fail(summary.error());
+  const std::uint64_t root_bytes = fs::file_size(root_img);
+  progress.End(HumanSize(root_bytes) + " squashfs from " + std::to_string(summary->entries) + " entries");
+
+  progress.Begin("make initrd");
+  auto kernel = Newest(summary->captured, "boot/vmlinuz-");
+  auto initrd = Newest(summary->captured, "boot/initrd.img-");
+  auto bootloader = summary->captured.find("usr/lib/systemd/boot/efi/systemd-bootx64.efi");
+  if (!kernel || !initrd || bootloader == summary->captured.end()) {
+    return fail("the base lacks a kernel, an initrd or systemd-boot (/boot/vmlinuz-*, /boot/initrd.img-*, "
+                "systemd-bootx64.efi); add linux-image-amd64, initramfs-tools and systemd-boot-efi to its packages");
+  }
+  std::string kernel_version = kernel->first.substr(std::string("boot/vmlinuz-").size());
+  std::vector<RootEntry> stages{{RootEntry::Kind::kDir, "sprout", "", {}, 0755}};
+  for (const char* stage : {"local-top", "local-bottom"}) {
+    fs::path script = DataDir() / "images" / "initrd" / stage;
+    if (fs::exists(script, ec)) stages.push_back({RootEntry::Kind::kFile, std::string("sprout/") + stage, "", script, 0755});
+  }
+  auto cpio = MakeCpio(stages, epoch);
+  if (!cpio) return fail(cpio.error());
+  std::string initrd_bytes = initrd->second + *cpio;
+  progress.End("kernel " + kernel_version + ", " + HumanSize(initrd_bytes.size()));
+
+  progress.Begin("make ESP");
+  fs::path esp_img = work.path() / "esp.vfat";
+  std::vector<EspFile> esp_files{{"EFI/BOOT/BOOTX64.EFI", bootloader->second},
+                                 {"EFI/systemd/systemd-bootx64.efi", bootloader->second},
+                                 {"loader/loader.conf", plan.loader_conf},
+                                 {"loader/entries/sprout.conf", plan.loader_entry},
+                                 {"sprout/vmlinuz", kernel->second},
+                                 {"sprout/initrd.img", initrd_bytes}};
+  std::uint64_t esp_need = 0;
+  for (const auto& f : esp_files) esp_need += f.data.size();
+  if (esp_need + (8u << 20) > profile->esp_size) {
+    return fail("the ESP needs " + HumanSize(esp_need + (8u << 20)) + " but disk.espSize is " +
+                HumanSize(profile->esp_size) + "; raise disk.espSize in " + profile->file.string());
+  }
+  if (auto s = MakeFatImage(esp_img, profile->esp_size, plan.esp_volume_id, "SPROUT-ESP", esp_files, epoch, work.path());
+      !s) {
+    return fail(s.error());
+  }
+  progress.End(HumanSize(profile->esp_size));
+
+  progress.Begin("make state partition");
+  fs::path state_img = work.path() / "state.ext4";
+  if (auto s = MakeExt4Image(state_img, profile->state_size, plan.state_fs_uuid, kStateLabel, epoch); !s) {
+    return fail(s.error());
+  }
+  progress.End(HumanSize(profile->state_size));
+
+  progress.Begin("write raw disk");
+  std::uint64_t root_size = profile->root_size ? profile->root_size : root_bytes;
+  if (root_size < root_bytes) {
+    return fail("the root file system is " + HumanSize(root_bytes) + " but disk.rootSize is " + HumanSize(root_size) +
+                "; raise disk.rootSize or set it to auto");
+  }
+  auto layout = PlanGpt(plan.disk_guid, {{kEspLabel, *Guid::Parse(dps::kEsp), plan.esp_uuid, profile->esp_size, 0},
+                                         {kRootLabel, *Guid::Parse(dps::kRootX86_64), plan.root_uuid, root_size,
+                                          // read-only (bit 60) per the Discoverable Partitions Specification
+                                          1ull << 60},
+                                         {kStateLabel, *Guid::Parse(dps::kVar), plan.state_uuid, profile->state_size, 0}});
+  if (!layout) return fail(layout.error());
+  fs::path raw_tmp = work.path() / (profile->name + ".raw");
+  if (auto s = WriteRawDisk(*layout, {esp_img, root_img, state_img}, raw_tmp); !s) return fail(s.error());
+  progress.End(HumanSize(layout->disk_size));
+
+  // Publish: a small record of the build, then the image, each renamed into place.
+  nlohmann::ordered_json record;
+  record["sprout"] = SPROUT_VERSION;
+  record["profile"] = nlohmann::json::parse(profile_json);
+  record["base"] = base->id;
+  record["kernel"] = kernel_version;
+  record["seed"] = seed;
+  record["outputs"][profile->name + ".raw"] = {{"size", layout->disk_size},
+                                               {"diskGuid", plan.disk_guid.ToString()},
+                                               {"rootPartUuid", plan.root_uuid.ToString()},
+                                               {"statePartUuid", plan.state_uuid.ToString()}};
+  fs::path raw_out = options.out_dir / (profile->name + ".raw");
+  fs::rename(raw_tmp, raw_out, ec);
+  if (ec) return fail("cannot move the image into " + raw_out.string() + ": " + ec.message());
+  if (auto s = WriteFileAtomic(options.out_dir / "build.json", record.dump(2) + "\n"); !s) return fail(s.error());
+
+  struct stat st {};
+  std::uint64_t allocated = ::stat(raw_out.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_blocks) * 512 : 0;
+  std::fprintf(stderr, "\nbuilt %s (%s, %s allocated on disk)\n", raw_out.c_str(), HumanSize(layout->disk_size).c_str(),
+               HumanSize(allocated).c_str());
+  std::fprintf(stderr, "steps:\n%s", progress.Table().c_str());
+  std::fprintf(stderr, "boot it: sprout boot %s --snapshot\n", raw_out.c_str());
+  return 0;
+}
+
+}  // namespace sprout::cli

@@ -1,0 +1,43 @@
+// The sprout subcommands; main.cc parses arguments and dispatches here.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace sprout::cli {
+
+// BuildOptions are the settings of `sprout build`.
+struct BuildOptions {
+  std::filesystem::path profile;
+  std::filesystem::path out_dir;
+  std::filesystem::path cache_dir;
+  bool build_base = false;  // run the base recipe if its tarball is not cached
+  int jobs = 0;             // compressor threads; 0 = all cores
+};
+
+// Validate checks a profile and prints every problem; --print shows the resolved profile.
+int Validate(const std::filesystem::path& profile, bool print);
+
+// Build makes the profile's images in out_dir.
+int Build(const BuildOptions& options);
+
+// Base builds (or finds) the cached base of a profile or recipe directory.
+int Base(const std::filesystem::path& profile_or_recipe, const std::filesystem::path& cache_dir, bool force);
+
+// BootOptions are the settings of `sprout boot`.
+struct BootOptions {
+  std::filesystem::path image;
+  bool snapshot = false;
+  std::string memory = "2048";
+  int cpus = 2;
+  std::vector<std::string> extra;  // appended to the QEMU command line
+};
+
+// Boot starts QEMU on a raw image with UEFI firmware and a serial console.
+int Boot(const BootOptions& options);
+
+// DataDir is where sprout's overlays, units and initrd stages live.
+std::filesystem::path DataDir();
+
+}  // namespace sprout::cli

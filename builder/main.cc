@@ -1,0 +1,148 @@
+// sprout: builds bootable node images from a YAML profile.
+#include <unistd.h>
+
+#include <csignal>
+#include <cxxopts.hpp>
+#include <iostream>
+
+#include "builder/commands.h"
+#include "util/fs.h"
+
+namespace {
+
+const char* kUsage = R"(sprout builds bootable node images for self-hosted Kubernetes control planes.
+
+Usage:
+  sprout validate PROFILE [--print]        check a profile; every problem is reported at once
+  sprout build PROFILE -o DIR [options]    build the profile's images into DIR
+  sprout base PROFILE|RECIPE [--force]     build the base OS once and cache it (needs root)
+  sprout boot IMAGE [--snapshot]           boot an image in QEMU with UEFI and a serial console
+  sprout help                              show this text
+
+Start with:
+  sprout validate profiles/default.yaml
+  sudo sprout base profiles/default.yaml
+  sprout build profiles/default.yaml -o out/
+  sprout boot out/default.raw --snapshot
+
+Profiles are YAML; docs/profiles.md describes every setting and how `extends:` merges.
+)";
+
+std::filesystem::path DefaultCache() { return sprout::UserCacheDir(); }
+
+int Fail(const std::string& message) {
+  std::cerr << "sprout: " << message << "\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Children that stop reading (a packer that failed) must give an error, not kill sprout.
+  std::signal(SIGPIPE, SIG_IGN);
+  if (argc < 2 || std::string(argv[1]) == "help" || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+    std::cout << kUsage;
+    return argc < 2 ? 2 : 0;
+  }
+  if (std::string(argv[1]) == "--version") {
+    std::cout << "sprout " << SPROUT_VERSION << "\n";
+    return 0;
+  }
+  std::string command = argv[1];
+  // Each subcommand has its own options; argv[1] is dropped so cxxopts sees the rest.
+  int sub_argc = argc - 1;
+  char** sub_argv = argv + 1;
+  try {
+    if (command == "validate") {
+      cxxopts::Options o("sprout validate", "Check a profile and everything it extends; all problems are listed.");
+      o.add_options()("print", "print the resolved profile as JSON")("profile", "profile file",
+                                                                        cxxopts::value<std::string>())(
+          "h,help", "show help");
+      o.parse_positional({"profile"});
+      o.positional_help("PROFILE");
+      auto a = o.parse(sub_argc, sub_argv);
+      if (a.count("help")) {
+        std::cout << o.help();
+        return 0;
+      }
+      if (!a.count("profile")) return Fail("validate needs a PROFILE, such as profiles/default.yaml");
+      return sprout::cli::Validate(a["profile"].as<std::string>(), a.count("print") > 0);
+    }
+    if (command == "build") {
+      cxxopts::Options o("sprout build", "Build a profile's images. Runs without root once the base is cached.");
+      o.add_options()("o,output", "output directory", cxxopts::value<std::string>())(
+          "cache-dir", "cache of bases (default: ~/.cache/sprout)", cxxopts::value<std::string>())(
+          "build-base", "build the base recipe if it is not cached yet (needs root or user namespaces)")(
+          "j,jobs", "compressor threads (default: all cores)", cxxopts::value<int>()->default_value("0"))(
+          "profile", "profile file", cxxopts::value<std::string>())("h,help", "show help");
+      o.parse_positional({"profile"});
+      o.positional_help("PROFILE -o DIR");
+      auto a = o.parse(sub_argc, sub_argv);
+      if (a.count("help")) {
+        std::cout << o.help();
+        return 0;
+      }
+      if (!a.count("profile")) return Fail("build needs a PROFILE, such as profiles/default.yaml");
+      if (!a.count("output")) return Fail("build needs an output directory: -o DIR");
+      sprout::cli::BuildOptions b;
+      b.profile = a["profile"].as<std::string>();
+      b.out_dir = a["output"].as<std::string>();
+      b.cache_dir = a.count("cache-dir") ? std::filesystem::path(a["cache-dir"].as<std::string>()) : DefaultCache();
+      b.build_base = a.count("build-base") > 0;
+      b.jobs = a["jobs"].as<int>();
+      return sprout::cli::Build(b);
+    }
+    if (command == "base") {
+      cxxopts::Options o("sprout base", "Build the base OS of a profile (or a recipe directory) into the cache.");
+      o.add_options()("cache-dir", "cache of bases (default: ~/.cache/sprout)", cxxopts::value<std::string>())(
+          "force", "rebuild even if cached")("what", "profile or recipe", cxxopts::value<std::string>())(
+          "h,help", "show help");
+      o.parse_positional({"what"});
+      o.positional_help("PROFILE|RECIPE");
+      auto a = o.parse(sub_argc, sub_argv);
+      if (a.count("help")) {
+        std::cout << o.help();
+        return 0;
+      }
+      if (!a.count("what")) return Fail("base needs a PROFILE or a recipe directory, such as images/base");
+      auto cache = a.count("cache-dir") ? std::filesystem::path(a["cache-dir"].as<std::string>()) : DefaultCache();
+      return sprout::cli::Base(a["what"].as<std::string>(), cache, a.count("force") > 0);
+    }
+    if (command == "boot") {
+      cxxopts::Options o("sprout boot",
+                         "Boot an image in QEMU: UEFI firmware (OVMF), serial console on this terminal.\n"
+                         "Quit with Ctrl-A then X. Extra QEMU arguments go after --.");
+      o.add_options()("snapshot", "discard every write when QEMU exits")(
+          "m,memory", "memory in MiB", cxxopts::value<std::string>()->default_value("2048"))(
+          "smp", "virtual CPUs", cxxopts::value<int>()->default_value("2"))("image", "raw image",
+                                                                             cxxopts::value<std::string>())(
+          "h,help", "show help");
+      o.parse_positional({"image"});
+      o.positional_help("IMAGE [-- QEMU-ARGS...]");
+      std::vector<std::string> extra;
+      for (int i = 0; i < sub_argc; ++i) {
+        if (std::string(sub_argv[i]) == "--") {
+          for (int j = i + 1; j < sub_argc; ++j) extra.emplace_back(sub_argv[j]);
+          sub_argc = i;
+          break;
+        }
+      }
+      auto a = o.parse(sub_argc, sub_argv);
+      if (a.count("help")) {
+        std::cout << o.help();
+        return 0;
+      }
+      if (!a.count("image")) return Fail("boot needs an IMAGE, such as out/default.raw");
+      sprout::cli::BootOptions b;
+      b.image = a["image"].as<std::string>();
+      b.snapshot = a.count("snapshot") > 0;
+      b.memory = a["memory"].as<std::string>();
+      b.cpus = a["smp"].as<int>();
+      b.extra = extra;
+      return sprout::cli::Boot(b);
+    }
+  } catch (const cxxopts::exceptions::exception& e) {
+    return Fail(std::string(e.what()) + "\nsee `sprout " + command + " --help`");
+  }
+  return Fail("unknown command '" + command + "'; see `sprout help`");
+}

@@ -1,0 +1,523 @@
+#include "profile/profile.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "util/text.h"
+
+namespace sprout {
+
+namespace fs = std::filesystem;
+
+const char* RoleName(Role role) { return role == Role::kWorker ? "worker" : "control-plane"; }
+
+const char* FormatName(Format format) {
+  switch (format) {
+    case Format::kRaw:
+      return "raw";
+    case Format::kIso:
+      return "iso";
+    case Format::kPxe:
+      return "pxe";
+    case Format::kQcow2:
+      return "qcow2";
+  }
+  return "raw";
+}
+
+namespace {
+
+// Layer is what one profile file says by itself, before merging with what it extends.
+struct Layer {
+  fs::path file;
+  std::optional<fs::path> extends;
+  Location extends_where;
+  std::optional<std::string> name, description, hostname;
+  std::optional<fs::path> base;
+  Location base_where;
+  std::optional<Role> role;
+  std::optional<std::vector<Format>> formats;
+  std::vector<std::string> cmdline;
+  std::vector<fs::path> overlays;
+  std::vector<ProfileFile> files;
+  std::optional<std::uint64_t> esp_size, state_size, root_size;
+  std::optional<std::int64_t> source_date_epoch;
+};
+
+const char* KindName(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Scalar:
+      return "a scalar";
+    case YAML::NodeType::Null:
+      return "nothing";
+    default:
+      return "an undefined value";
+  }
+}
+
+// LayerParser turns one file's YAML into a Layer, recording every problem.
+class LayerParser {
+ public:
+  LayerParser(fs::path file, Diagnostics& diags) : file_(std::move(file)), dir_(file_.parent_path()), diags_(diags) {}
+
+  Layer Parse(const YAML::Node& root) {
+    Layer layer;
+    layer.file = file_;
+    if (!root.IsMap()) {
+      diags_.Error(At(root), std::string("a profile must be a mapping of settings, but this file holds ") + KindName(root),
+                   "start with 'name: my-image' and see docs/profiles.md for every setting");
+      return layer;
+    }
+    CheckKeys(root, "the profile",
+              {"extends", "name", "description", "base", "role", "formats", "kernel", "disk", "overlays", "files",
+               "reproducible", "hostname"});
+    if (auto n = root["extends"]) {
+      if (auto s = String(n, "extends")) {
+        layer.extends = Resolve(*s);
+        layer.extends_where = At(n);
+      }
+    }
+    if (auto n = root["name"]) {
+      if (auto s = String(n, "name")) {
+        if (ValidName(*s)) {
+          layer.name = *s;
+        } else {
+          diags_.Error(At(n), "'name' must be 1-63 characters of a-z, 0-9 and '-', starting with a letter or digit; got '" +
+                                  *s + "'",
+                       "the name ends up in file names and volume labels, so keep it plain, like 'edge-rack'");
+        }
+      }
+    }
+    if (auto n = root["description"]) layer.description = String(n, "description");
+    if (auto n = root["hostname"]) {
+      if (auto s = String(n, "hostname")) {
+        if (ValidName(*s)) {
+          layer.hostname = *s;
+        } else {
+          diags_.Error(At(n), "'hostname' must be a DNS label (a-z, 0-9, '-'); got '" + *s + "'",
+                       "leave it out to have each node generate a unique hostname at first boot");
+        }
+      }
+    }
+    if (auto n = root["base"]) {
+      if (auto s = String(n, "base")) {
+        fs::path p = Resolve(*s);
+        layer.base_where = At(n);
+        std::error_code ec;
+        if (!fs::exists(p, ec)) {
+          diags_.Error(At(n), "base '" + *s + "' does not exist (looked for " + p.string() + ")",
+                       "name a base recipe directory (like ../images/base), a root tarball, or a root directory; "
+                       "relative paths start at the profile's folder");
+        } else {
+          layer.base = p;
+        }
+      }
+    }
+    if (auto n = root["role"]) {
+      if (auto s = String(n, "role")) {
+        if (*s == "control-plane") {
+          layer.role = Role::kControlPlane;
+        } else if (*s == "worker") {
+          layer.role = Role::kWorker;
+        } else {
+          auto guess = ClosestMatch(*s, {"control-plane", "worker"});
+          diags_.Error(At(n), "'role' must be 'control-plane' or 'worker'; got '" + *s + "'",
+                       guess ? "did you mean '" + *guess + "'?"
+                             : "control-plane nodes run etcd and the API server; workers run only workloads");
+        }
+      }
+    }
+    if (auto n = root["formats"]) ParseFormats(n, layer);
+    if (auto n = root["kernel"]) {
+      if (ExpectMap(n, "kernel")) {
+        CheckKeys(n, "'kernel'", {"cmdline"});
+        if (auto c = n["cmdline"]) {
+          for (auto& s : StringList(c, "kernel.cmdline")) layer.cmdline.push_back(s);
+        }
+      }
+    }
+    if (auto n = root["disk"]) {
+      if (ExpectMap(n, "disk")) {
+        CheckKeys(n, "'disk'", {"espSize", "stateSize", "rootSize"});
+        if (auto s = n["espSize"]) layer.esp_size = Size(s, "disk.espSize", 32ull << 20);
+        if (auto s = n["stateSize"]) layer.state_size = Size(s, "disk.stateSize", 16ull << 20);
+        if (auto s = n["rootSize"]) {
+          if (s.IsScalar() && s.Scalar() == "auto") {
+            layer.root_size = 0;
+          } else {
+            layer.root_size = Size(s, "disk.rootSize", 16ull << 20);
+          }
+        }
+      }
+    }
+    if (auto n = root["overlays"]) {
+      for (const auto& item : Seq(n, "overlays")) {
+        auto s = String(item, "an overlay");
+        if (!s) continue;
+        fs::path p = Resolve(*s);
+        std::error_code ec;
+        if (!fs::is_directory(p, ec)) {
+          diags_.Error(At(item), "overlay '" + *s + "' is not a directory (looked for " + p.string() + ")",
+                       "an overlay is a folder whose tree is copied onto the root; relative paths start at the "
+                       "profile's folder");
+        } else {
+          layer.overlays.push_back(p);
+        }
+      }
+    }
+    if (auto n = root["files"]) {
+      for (const auto& item : Seq(n, "files")) ParseFile(item, layer);
+    }
+    if (auto n = root["reproducible"]) {
+      if (ExpectMap(n, "reproducible")) {
+        CheckKeys(n, "'reproducible'", {"sourceDateEpoch"});
+        if (auto s = n["sourceDateEpoch"]) {
+          if (auto v = String(s, "reproducible.sourceDateEpoch")) {
+            try {
+              std::size_t used = 0;
+              long long e = std::stoll(*v, &used);
+              if (used != v->size() || e < 0) throw std::invalid_argument("bad");
+              layer.source_date_epoch = e;
+            } catch (const std::exception&) {
+              diags_.Error(At(s), "'reproducible.sourceDateEpoch' must be a non-negative number of seconds; got '" + *v + "'",
+                           "use a Unix time such as 1700000000; the SOURCE_DATE_EPOCH environment variable overrides it");
+            }
+          }
+        }
+      }
+    }
+    return layer;
+  }
+
+ private:
+  Location At(const YAML::Node& n) const {
+    auto m = n.Mark();
+    if (m.line < 0) return {file_.string(), 0, 0};
+    return {file_.string(), m.line + 1, m.column + 1};
+  }
+
+  fs::path Resolve(const std::string& s) const {
+    fs::path p(s);
+    return (p.is_absolute() ? p : dir_ / p).lexically_normal();
+  }
+
+  static bool ValidName(const std::string& s) {
+    if (s.empty() || s.size() > 63 || s.front() == '-' || s.back() == '-') return false;
+    return std::all_of(s.begin(), s.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; });
+  }
+
+  void CheckKeys(const YAML::Node& map, const std::string& context, const std::vector<std::string>& allowed) {
+    std::set<std::string> seen;
+    for (auto it = map.begin(); it != map.end(); ++it) {
+      if (!it->first.IsScalar()) {
+        diags_.Error(At(it->first), "keys in " + context + " must be plain words", "write 'key: value'");
+        continue;
+      }
+      const std::string key = it->first.Scalar();
+      if (!seen.insert(key).second) {
+        diags_.Error(At(it->first), "'" + key + "' appears twice in " + context, "keep one of them; YAML keeps only one");
+        continue;
+      }
+      if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+      auto guess = ClosestMatch(key, allowed);
+      diags_.Error(At(it->first), "unknown key '" + key + "' in " + context,
+                   guess ? "did you mean '" + *guess + "'?" : "allowed keys here: " + Join(allowed, ", "));
+    }
+  }
+
+  bool ExpectMap(const YAML::Node& n, const std::string& what) {
+    if (n.IsMap()) return true;
+    diags_.Error(At(n), "'" + what + "' must be a mapping of settings, but it is " + KindName(n),
+                 "indent its settings below it, as in docs/profiles.md");
+    return false;
+  }
+
+  std::optional<std::string> String(const YAML::Node& n, const std::string& what) {
+    if (n.IsScalar()) return n.Scalar();
+    diags_.Error(At(n), "'" + what + "' must be a single value, but it is " + KindName(n),
+                 n.IsNull() ? "give it a value, or remove the key" : "write it on one line, as 'key: value'");
+    return std::nullopt;
+  }
+
+  std::vector<YAML::Node> Seq(const YAML::Node& n, const std::string& what) {
+    std::vector<YAML::Node> out;
+    if (!n.IsSequence()) {
+      diags_.Error(At(n), "'" + what + "' must be a list, but it is " + KindName(n),
+                   "write one item per line, each starting with '- '");
+      return out;
+    }
+    for (const auto& item : n) out.push_back(item);
+    return out;
+  }
+
+  std::vector<std::string> StringList(const YAML::Node& n, const std::string& what) {
+    std::vector<std::string> out;
+    for (const auto& item : Seq(n, what)) {
+      if (auto s = String(item, "an item of " + what)) out.push_back(*s);
+    }
+    return out;
+  }
+
+  std::optional<std::uint64_t> Size(const YAML::Node& n, const std::string& what, std::uint64_t minimum) {
+    auto s = String(n, what);
+    if (!s) return std::nullopt;
+    auto v = ParseSize(*s);
+    if (!v) {
+      diags_.Error(At(n), "'" + what + "' must be a size; got '" + *s + "'",
+                   "write a number with a unit, such as 64MiB or 2GiB");
+      return std::nullopt;
+    }
+    if (*v < minimum) {
+      diags_.Error(At(n), "'" + what + "' is " + HumanSize(*v) + ", below the minimum of " + HumanSize(minimum),
+                   "raise it to at least " + HumanSize(minimum));
+      return std::nullopt;
+    }
+    return v;
+  }
+
+  void ParseFormats(const YAML::Node& n, Layer& layer) {
+    std::vector<Format> formats;
+    for (const auto& item : Seq(n, "formats")) {
+      auto s = String(item, "a format");
+      if (!s) continue;
+      static const std::vector<std::string> kKnown{"raw", "iso", "pxe", "qcow2"};
+      if (*s == "raw") {
+        formats.push_back(Format::kRaw);
+      } else if (std::find(kKnown.begin(), kKnown.end(), *s) != kKnown.end()) {
+        diags_.Error(At(item), "format '" + *s + "' is not supported by this version of sprout",
+                     "this version writes 'raw' disks; qemu and dd take them as they are");
+      } else {
+        auto guess = ClosestMatch(*s, kKnown);
+        diags_.Error(At(item), "unknown format '" + *s + "'",
+                     guess ? "did you mean '" + *guess + "'?" : "formats are: raw, iso, pxe, qcow2");
+      }
+    }
+    if (n.IsSequence() && n.size() == 0) {
+      diags_.Error(At(n), "'formats' is empty, so the build would make nothing", "list at least one format, such as [raw]");
+    }
+    layer.formats = formats;
+  }
+
+  void ParseFile(const YAML::Node& item, Layer& layer) {
+    if (!ExpectMap(item, "files[]")) return;
+    CheckKeys(item, "a 'files' entry", {"path", "source", "content", "mode"});
+    ProfileFile f;
+    f.where = At(item);
+    bool ok = true;
+    if (auto p = item["path"]) {
+      auto s = String(p, "files[].path");
+      if (!s) {
+        ok = false;
+      } else if (s->empty() || s->front() != '/' || s->find("/../") != std::string::npos || s->ends_with("/..")) {
+        diags_.Error(At(p), "'path' must be an absolute path inside the image, without '..'; got '" + *s + "'",
+                     "write it as it appears on the booted node, such as /etc/motd");
+        ok = false;
+      } else if (s->starts_with("/var/") || *s == "/var") {
+        diags_.Error(At(p), "'" + *s + "' lies under /var, which is the node's state partition, not the root",
+                     "put defaults under /usr/share/factory/var/...; sprout copies them into /var at first boot");
+        ok = false;
+      } else {
+        f.path = *s;
+      }
+    } else {
+      diags_.Error(At(item), "a 'files' entry needs a 'path'", "add 'path: /where/on/the/node'");
+      ok = false;
+    }
+    auto src = item["source"];
+    auto content = item["content"];
+    if (src && content) {
+      diags_.Error(At(content), "a 'files' entry takes 'source' or 'content', not both", "remove one of them");
+      ok = false;
+    } else if (src) {
+      if (auto s = String(src, "files[].source")) {
+        f.source = Resolve(*s);
+        std::error_code ec;
+        if (!fs::is_regular_file(f.source, ec)) {
+          diags_.Error(At(src), "source file '" + *s + "' does not exist (looked for " + f.source.string() + ")",
+                       "relative paths start at the profile's folder");
+          ok = false;
+        }
+      } else {
+        ok = false;
+      }
+    } else if (content) {
+      if (auto s = String(content, "files[].content")) {
+        f.content = *s;
+      } else {
+        ok = false;
+      }
+    } else {
+      diags_.Error(At(item), "a 'files' entry needs 'source' (a file next to the profile) or 'content' (inline text)",
+                   "add 'content: |' followed by the text, indented");
+      ok = false;
+    }
+    if (auto m = item["mode"]) {
+      if (auto s = String(m, "files[].mode")) {
+        bool octal = !s->empty() && s->size() <= 4 &&
+                     std::all_of(s->begin(), s->end(), [](char c) { return c >= '0' && c <= '7'; });
+        if (octal) {
+          f.mode = static_cast<std::uint32_t>(std::stoul(*s, nullptr, 8));
+        } else {
+          diags_.Error(At(m), "'mode' must be octal permissions such as 0644 or 0755; got '" + *s + "'",
+                       "write the mode in octal, as chmod takes it");
+          ok = false;
+        }
+      }
+    }
+    if (ok) layer.files.push_back(std::move(f));
+  }
+
+  fs::path file_;
+  fs::path dir_;
+  Diagnostics& diags_;
+};
+
+// LoadLayers reads path and its ancestors, root first.
+std::vector<Layer> LoadLayers(const fs::path& path, Diagnostics& diags) {
+  std::vector<Layer> layers;
+  std::vector<fs::path> seen;
+  fs::path current = fs::absolute(path).lexically_normal();
+  Location from;  // the `extends:` that led here
+  for (;;) {
+    if (std::find(seen.begin(), seen.end(), current) != seen.end()) {
+      diags.Error(from, "'extends' makes a cycle: " + current.string() + " is already in the chain",
+                  "a profile may extend another only if that one does not lead back to it");
+      break;
+    }
+    seen.push_back(current);
+    std::error_code ec;
+    if (!fs::is_regular_file(current, ec)) {
+      if (from.file.empty()) {
+        diags.Error({path.string(), 0, 0}, "cannot read the profile: no such file",
+                    "give the path of a .yaml profile, such as profiles/default.yaml");
+      } else {
+        diags.Error(from, "the profile to extend, " + current.string() + ", does not exist",
+                    "relative paths in 'extends' start at this profile's folder");
+      }
+      break;
+    }
+    YAML::Node root;
+    // Show paths as the user gave them where possible.
+    fs::path shown = current.lexically_relative(fs::current_path());
+    if (shown.empty() || shown.string().starts_with("../../..")) shown = current;
+    try {
+      root = YAML::LoadFile(current.string());
+    } catch (const YAML::ParserException& e) {
+      diags.Error({shown.string(), e.mark.line + 1, e.mark.column + 1}, "this is not valid YAML: " + e.msg,
+                  "check the indentation and quoting around this place");
+      break;
+    } catch (const YAML::Exception& e) {
+      diags.Error({shown.string(), 0, 0}, std::string("cannot read the profile: ") + e.what(), "");
+      break;
+    }
+    LayerParser parser(shown, diags);
+    Layer layer = parser.Parse(root);
+    layer.file = current;
+    auto next = layer.extends;
+    from = layer.extends_where;
+    layers.push_back(std::move(layer));
+    if (!next) break;
+    current = *next;
+  }
+  std::reverse(layers.begin(), layers.end());
+  return layers;
+}
+
+}  // namespace
+
+std::optional<Profile> LoadProfile(const fs::path& path, Diagnostics& diags) {
+  int errors_before = diags.error_count();
+  std::vector<Layer> layers = LoadLayers(path, diags);
+  Profile p;
+  p.file = fs::absolute(path).lexically_normal();
+  bool have_name = false, have_base = false;
+  for (auto& l : layers) {
+    p.chain.push_back(l.file);
+    if (l.name) {
+      p.name = *l.name;
+      have_name = true;
+    }
+    if (l.description) p.description = *l.description;
+    if (l.hostname) p.hostname = *l.hostname;
+    if (l.base) {
+      p.base = *l.base;
+      p.base_where = l.base_where;
+      have_base = true;
+    }
+    if (l.role) p.role = *l.role;
+    if (l.formats) p.formats = *l.formats;
+    p.cmdline.insert(p.cmdline.end(), l.cmdline.begin(), l.cmdline.end());
+    p.overlays.insert(p.overlays.end(), l.overlays.begin(), l.overlays.end());
+    for (auto& f : l.files) {
+      auto same = std::find_if(p.files.begin(), p.files.end(), [&](const ProfileFile& g) { return g.path == f.path; });
+      if (same != p.files.end()) {
+        *same = f;
+      } else {
+        p.files.push_back(f);
+      }
+    }
+    if (l.esp_size) p.esp_size = *l.esp_size;
+    if (l.state_size) p.state_size = *l.state_size;
+    if (l.root_size) p.root_size = *l.root_size;
+    if (l.source_date_epoch) p.source_date_epoch = *l.source_date_epoch;
+  }
+  if (!layers.empty() && diags.error_count() == errors_before) {
+    std::string top = fs::path(path).string();
+    if (!have_name) diags.Error({top, 0, 0}, "the profile has no 'name'", "add 'name: my-image' (or extend a profile that has one)");
+    if (!have_base) {
+      diags.Error({top, 0, 0}, "the profile has no 'base'",
+                  "add 'base: ../images/base' to build on sprout's Debian base recipe");
+    }
+  }
+  if (diags.error_count() != errors_before) return std::nullopt;
+  return p;
+}
+
+std::string ProfileToJson(const Profile& p, const fs::path& base_dir) {
+  auto rel = [&](const fs::path& x) {
+    fs::path r = x.lexically_relative(base_dir);
+    return (r.empty() || r.string().starts_with("..")) ? x.string() : r.string();
+  };
+  nlohmann::ordered_json j;
+  j["name"] = p.name;
+  j["description"] = p.description;
+  j["base"] = rel(p.base);
+  j["role"] = RoleName(p.role);
+  j["formats"] = nlohmann::json::array();
+  for (auto f : p.formats) j["formats"].push_back(FormatName(f));
+  j["kernel"]["cmdline"] = p.cmdline;
+  j["disk"]["espSize"] = p.esp_size;
+  j["disk"]["stateSize"] = p.state_size;
+  j["disk"]["rootSize"] = p.root_size;
+  j["overlays"] = nlohmann::json::array();
+  for (const auto& o : p.overlays) j["overlays"].push_back(rel(o));
+  j["files"] = nlohmann::json::array();
+  for (const auto& f : p.files) {
+    nlohmann::ordered_json e;
+    e["path"] = f.path;
+    if (f.content) {
+      e["content"] = *f.content;
+    } else {
+      e["source"] = rel(f.source);
+    }
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", f.mode);
+    e["mode"] = mode;
+    j["files"].push_back(e);
+  }
+  j["reproducible"]["sourceDateEpoch"] = p.source_date_epoch;
+  if (!p.hostname.empty()) j["hostname"] = p.hostname;
+  j["extends"] = nlohmann::json::array();
+  for (const auto& c : p.chain) j["extends"].push_back(rel(c));
+  return j.dump(2);
+}
+
+}  // namespace sprout

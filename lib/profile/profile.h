@@ -1,0 +1,65 @@
+// Profiles: the YAML description of an image, its `extends:` chain, and validation.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "util/diag.h"
+#include "util/result.h"
+
+namespace sprout {
+
+// Role says which overlay and which first-boot behaviour a node gets.
+enum class Role { kControlPlane, kWorker };
+
+// RoleName is the profile spelling of a role ("control-plane", "worker").
+const char* RoleName(Role role);
+
+// Format is one kind of output image.
+enum class Format { kRaw, kIso, kPxe, kQcow2 };
+
+// FormatName is the profile spelling of a format.
+const char* FormatName(Format format);
+
+// ProfileFile is one file to place into the root: from a source file or inline content.
+struct ProfileFile {
+  std::string path;                  // absolute path inside the image
+  std::filesystem::path source;      // absolute path on the build host, if from a file
+  std::optional<std::string> content;  // inline content, if given
+  std::uint32_t mode = 0644;
+  Location where;  // the profile entry that declared it
+};
+
+// Profile is a fully resolved profile: every `extends:` merged, every path absolute.
+struct Profile {
+  std::filesystem::path file;               // the profile that was asked for
+  std::vector<std::filesystem::path> chain;  // that file and its ancestors, root first
+  std::string name;
+  std::string description;
+  std::filesystem::path base;  // base OS: recipe directory, tarball, or directory
+  Location base_where;
+  Role role = Role::kControlPlane;
+  std::vector<Format> formats{Format::kRaw};
+  std::vector<std::string> cmdline;  // extra kernel command-line words
+  std::vector<std::filesystem::path> overlays;  // extra overlays, after common and role
+  std::vector<ProfileFile> files;
+  std::uint64_t esp_size = 64ull << 20;
+  std::uint64_t state_size = 256ull << 20;
+  std::uint64_t root_size = 0;  // 0 = just large enough for the root file system
+  std::int64_t source_date_epoch = 1700000000;
+  std::string hostname;  // baked default hostname; empty = generated at first boot
+};
+
+// LoadProfile reads path and everything it extends, reports every problem it finds in
+// diags (it does not stop at the first), and returns the merged profile if there were
+// no errors.
+std::optional<Profile> LoadProfile(const std::filesystem::path& path, Diagnostics& diags);
+
+// ProfileToJson renders the resolved profile, with paths relative to base_dir where
+// they lie below it, for the image's record and `sprout validate --print`.
+std::string ProfileToJson(const Profile& profile, const std::filesystem::path& base_dir);
+
+}  // namespace sprout

@@ -1,0 +1,39 @@
+// Small text helpers: edit distance for "did you mean", sizes, trimming.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sprout {
+
+// EditDistance is the Levenshtein distance between a and b.
+std::size_t EditDistance(std::string_view a, std::string_view b);
+
+// ClosestMatch returns the candidate nearest to word, if it is near enough to be a typo.
+std::optional<std::string> ClosestMatch(std::string_view word, const std::vector<std::string>& candidates);
+
+// ParseSize reads "512", "64KiB", "128MiB", "2GiB" (also K/M/G/T, KB/MB/GB as powers of 1024).
+std::optional<std::uint64_t> ParseSize(std::string_view text);
+
+// HumanSize renders bytes as "1.5 GiB".
+std::string HumanSize(std::uint64_t bytes);
+
+// Trim removes leading and trailing white space.
+std::string_view Trim(std::string_view s);
+
+// Split cuts s at every sep; empty fields are kept.
+std::vector<std::string> Split(std::string_view s, char sep);
+
+// StartsWith and EndsWith exist in C++20 std::string_view; these read better at call sites.
+inline bool HasPrefix(std::string_view s, std::string_view p) { return s.starts_with(p); }
+
+// Join concatenates parts with sep between them.
+std::string Join(const std::vector<std::string>& parts, std::string_view sep);
+
+// Hex renders bytes as lower-case hexadecimal.
+std::string Hex(const std::uint8_t* data, std::size_t size);
+
+}  // namespace sprout
