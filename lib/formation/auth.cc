@@ -1,0 +1,142 @@
+#include "formation/auth.h"
+
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/kdf.h>
+#include <openssl/params.h>
+
+#include <memory>
+
+#include "util/sha256.h"
+
+namespace sprout::formation {
+
+namespace {
+
+// The salt names the protocol and its version: a future v2 key schedule then yields
+// different keys even from the same secret and cluster name.
+constexpr std::string_view kHkdfSalt = "sprout formation v1";
+
+}  // namespace
+
+Result<Key> DeriveKey(std::string_view secret, std::string_view cluster_name) {
+  if (secret.empty()) return Fail("the cluster secret is empty; give one in the profile or at boot");
+  std::unique_ptr<EVP_KDF, decltype(&EVP_KDF_free)> kdf(EVP_KDF_fetch(nullptr, "HKDF", nullptr), EVP_KDF_free);
+  if (!kdf) return Fail("OpenSSL has no HKDF implementation");
+  std::unique_ptr<EVP_KDF_CTX, decltype(&EVP_KDF_CTX_free)> ctx(EVP_KDF_CTX_new(kdf.get()), EVP_KDF_CTX_free);
+  if (!ctx) return Fail("cannot create an HKDF context");
+  // OSSL_PARAM wants non-const pointers although it only reads these buffers.
+  std::string digest = "SHA256";
+  std::string key(secret);
+  std::string salt(kHkdfSalt);
+  std::string info = "cluster:" + std::string(cluster_name);
+  OSSL_PARAM params[] = {
+      OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, digest.data(), 0),
+      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, key.data(), key.size()),
+      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, salt.data(), salt.size()),
+      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, info.data(), info.size()),
+      OSSL_PARAM_construct_end(),
+  };
+  Key out{};
+  int rc = EVP_KDF_derive(ctx.get(), out.data(), out.size(), params);
+  OPENSSL_cleanse(key.data(), key.size());
+  if (rc != 1) return Fail("HKDF-SHA256 key derivation failed");
+  return out;
+}
+
+ClusterTag TagFor(std::string_view cluster_name) {
+  Sha256 h;
+  h.Update("sprout cluster tag:");
+  h.Update(cluster_name);
+  auto d = h.Digest();
+  ClusterTag t{};
+  std::copy(d.begin(), d.begin() + kTagSize, t.begin());
+  return t;
+}
+
+Mac ComputeMac(const Key& key, std::span<const std::uint8_t> data) {
+  Mac out{};
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), data.data(), data.size(), out.data(), &len);
+  return out;
+}
+
+Sealer::Sealer(Key key, std::string_view cluster_name, std::string sender, std::uint64_t incarnation)
+    : key_(key) {
+  header_.cluster_tag = TagFor(cluster_name);
+  header_.sender = std::move(sender);
+  header_.incarnation = incarnation;
+}
+
+std::vector<std::uint8_t> Sealer::Seal(const Message& message) {
+  ++header_.counter;  // starts at 1, so a zero counter never appears on the wire
+  std::vector<std::uint8_t> out = EncodeUnsigned(header_, message);
+  Mac mac = ComputeMac(key_, out);
+  out.insert(out.end(), mac.begin(), mac.end());
+  return out;
+}
+
+Gate::Gate(Key key, std::string_view cluster_name, std::string self)
+    : key_(key), tag_(TagFor(cluster_name)), self_(std::move(self)) {}
+
+std::optional<Frame> Gate::Open(std::span<const std::uint8_t> bytes) {
+  auto frame = DecodeMessage(bytes);
+  if (!frame) {
+    ++counters_.malformed;
+    last_reason_ = frame.error();
+    return std::nullopt;
+  }
+  const Header& h = frame->header;
+  if (h.cluster_tag != tag_) {
+    ++counters_.other_cluster;
+    last_reason_ = "frame from " + h.sender + " belongs to another cluster";
+    return std::nullopt;
+  }
+  Mac want = ComputeMac(key_, bytes.first(frame->signed_size));
+  // Constant-time comparison: a timing difference must not reveal how much of a MAC matched.
+  if (CRYPTO_memcmp(want.data(), frame->mac.data(), kMacSize) != 0) {
+    ++counters_.forged;
+    last_reason_ = "frame claiming to be from " + h.sender + " has a bad MAC (wrong secret or tampered)";
+    return std::nullopt;
+  }
+  if (h.sender == self_) {
+    ++counters_.own;
+    last_reason_ = "own frame";
+    return std::nullopt;
+  }
+  if (!Fresh(h)) {
+    ++counters_.replayed;
+    last_reason_ = "replayed frame from " + h.sender + " (incarnation " + std::to_string(h.incarnation) +
+                   ", counter " + std::to_string(h.counter) + ")";
+    return std::nullopt;
+  }
+  ++counters_.accepted;
+  return std::move(*frame);
+}
+
+bool Gate::Fresh(const Header& h) {
+  auto it = windows_.find(h.sender);
+  if (it == windows_.end() || h.incarnation > it->second.incarnation) {
+    // A new boot of the sender restarts its counter; everything of older boots is stale.
+    windows_[h.sender] = Window{h.incarnation, h.counter, 1};
+    return true;
+  }
+  Window& w = it->second;
+  if (h.incarnation < w.incarnation) return false;
+  if (h.counter > w.top) {
+    std::uint64_t shift = h.counter - w.top;
+    w.seen = shift >= kReplayWindow ? 1 : (w.seen << shift) | 1;
+    w.top = h.counter;
+    return true;
+  }
+  std::uint64_t behind = w.top - h.counter;
+  if (behind >= kReplayWindow) return false;
+  std::uint64_t bit = std::uint64_t{1} << behind;
+  if (w.seen & bit) return false;
+  w.seen |= bit;
+  return true;
+}
+
+}  // namespace sprout::formation

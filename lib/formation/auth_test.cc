@@ -1,0 +1,120 @@
+#include "formation/auth.h"
+
+#include <catch2/catch.hpp>
+
+using namespace sprout::formation;
+
+namespace {
+
+std::span<const std::uint8_t> Bytes(std::string_view s) {
+  return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
+}
+
+Key MustKey(std::string_view secret, std::string_view cluster) {
+  auto k = DeriveKey(secret, cluster);
+  REQUIRE(k.ok());
+  return *k;
+}
+
+}  // namespace
+
+TEST_CASE("the key is HKDF-SHA256 of the secret, salted by protocol, bound to the cluster name", "[formation]") {
+  // RFC 5869 spelled out with plain HMAC: PRK = HMAC(salt, secret); OKM = HMAC(PRK, info | 0x01).
+  Key salt_key{};
+  std::string salt = "sprout formation v1";
+  // HMAC pads keys shorter than a block with zeros, so a 19-byte salt equals itself padded to 32.
+  std::copy(salt.begin(), salt.end(), salt_key.begin());
+  Mac prk = ComputeMac(salt_key, Bytes("s3cret"));
+  std::string info = std::string("cluster:edge-1") + '\x01';
+  Mac okm = ComputeMac(prk, Bytes(info));
+  CHECK(MustKey("s3cret", "edge-1") == okm);
+  CHECK(MustKey("s3cret", "edge-1") != MustKey("s3cret", "edge-2"));
+  CHECK(MustKey("s3cret", "edge-1") != MustKey("other", "edge-1"));
+  CHECK_FALSE(DeriveKey("", "edge-1").ok());
+}
+
+TEST_CASE("a sealed frame opens at a peer of the same cluster", "[formation]") {
+  Key k = MustKey("s3cret", "edge");
+  Sealer a(k, "edge", "n1", 1);
+  Gate g(k, "edge", "n2");
+  auto f = g.Open(a.Seal(Beacon{"https://n1:2380", true}));
+  REQUIRE(f);
+  CHECK(f->header.sender == "n1");
+  CHECK(f->header.counter == 1);
+  CHECK(std::get<Beacon>(f->message).peer_url == "https://n1:2380");
+  CHECK(g.counters() == DropCounters{.accepted = 1});
+}
+
+TEST_CASE("a frame with any byte tampered is rejected and counted", "[formation]") {
+  Key k = MustKey("s3cret", "edge");
+  Sealer a(k, "edge", "n1", 1);
+  auto good = a.Seal(VoteRequest{{3, "n1"}, "https://n1:2380"});
+  // A flipped bit inside the body keeps the frame well-formed, so only the MAC catches it.
+  {
+    Gate g(k, "edge", "n2");
+    auto bad = good;
+    bad[bad.size() - kMacSize - 3] ^= 0x01;  // inside the peer URL
+    CHECK_FALSE(g.Open(bad));
+    CHECK(g.counters() == DropCounters{.forged = 1});
+  }
+  // Every other single-byte change is refused too, as malformed, other cluster or forged.
+  for (std::size_t i = 0; i < good.size(); ++i) {
+    Gate g(k, "edge", "n2");
+    auto bad = good;
+    bad[i] ^= 0x20;
+    CHECK_FALSE(g.Open(bad));
+    const auto& c = g.counters();
+    CHECK(c.accepted == 0);
+    CHECK(c.malformed + c.other_cluster + c.forged == 1);
+  }
+}
+
+TEST_CASE("a frame made with the wrong secret is counted as forged", "[formation]") {
+  Sealer intruder(MustKey("guess", "edge"), "edge", "n9", 1);
+  Gate g(MustKey("s3cret", "edge"), "edge", "n2");
+  CHECK_FALSE(g.Open(intruder.Seal(Beacon{"https://n9:2380", true})));
+  CHECK(g.counters() == DropCounters{.forged = 1});
+  CHECK(g.last_reason() == "frame claiming to be from n9 has a bad MAC (wrong secret or tampered)");
+}
+
+TEST_CASE("a beacon of another cluster is counted as other-cluster, even with the same secret", "[formation]") {
+  Sealer other(MustKey("s3cret", "lab"), "lab", "x1", 1);
+  Gate g(MustKey("s3cret", "edge"), "edge", "n2");
+  CHECK_FALSE(g.Open(other.Seal(Beacon{"https://x1:2380", true})));
+  CHECK(g.counters() == DropCounters{.other_cluster = 1});
+}
+
+TEST_CASE("garbage and our own looped-back frames are counted separately", "[formation]") {
+  Key k = MustKey("s3cret", "edge");
+  Gate g(k, "edge", "n2");
+  CHECK_FALSE(g.Open(Bytes("hello, world")));
+  Sealer self(k, "edge", "n2", 1);
+  CHECK_FALSE(g.Open(self.Seal(Beacon{"https://n2:2380", true})));
+  CHECK(g.counters() == DropCounters{.malformed = 1, .own = 1});
+}
+
+TEST_CASE("replayed frames are dropped and counted; reordering inside the window is not", "[formation]") {
+  Key k = MustKey("s3cret", "edge");
+  Sealer a(k, "edge", "n1", 5);
+  Gate g(k, "edge", "n2");
+  std::vector<std::vector<std::uint8_t>> frames;
+  for (int i = 0; i < 100; ++i) frames.push_back(a.Seal(Beacon{"https://n1:2380", true}));
+
+  CHECK(g.Open(frames[10]));  // counter 11 first
+  CHECK(g.Open(frames[5]));   // an older one that was merely late: fine once
+  CHECK_FALSE(g.Open(frames[5]));   // the same one again: replay
+  CHECK_FALSE(g.Open(frames[10]));  // replay of the newest
+  CHECK(g.counters().replayed == 2);
+
+  CHECK(g.Open(frames[99]));       // counter 100
+  CHECK_FALSE(g.Open(frames[20]));  // 80 behind: outside the 64-frame window
+  CHECK(g.Open(frames[40]));        // 60 behind and unseen: inside
+  CHECK(g.counters().replayed == 3);
+
+  // A reboot (higher incarnation) restarts the counter; frames of the old boot are stale.
+  Sealer rebooted(k, "edge", "n1", 6);
+  CHECK(g.Open(rebooted.Seal(Beacon{"https://n1:2380", true})));
+  CHECK_FALSE(g.Open(frames[98]));
+  CHECK(g.counters().replayed == 4);
+  CHECK(g.counters().accepted == 5);
+}
