@@ -53,9 +53,14 @@ int Boot(const BootOptions& o) {
     std::cerr << "sprout: cannot copy the UEFI variable store: " << ec.message() << "\n";
     return 2;
   }
-  bool kvm = ::access("/dev/kvm", R_OK | W_OK) == 0;
+  // /dev/kvm can exist and still fail (nested virtualization), so KVM is opt-in.
+  bool kvm = o.kvm;
+  if (kvm && ::access("/dev/kvm", R_OK | W_OK) != 0) {
+    std::cerr << "sprout: --kvm given but /dev/kvm is not usable; leave it out to use software emulation\n";
+    return 2;
+  }
   std::vector<std::string> argv{"qemu-system-x86_64",
-                                "-machine", std::string("q35,accel=") + (kvm ? "kvm:tcg" : "tcg"),
+                                "-machine", std::string("q35,accel=") + (kvm ? "kvm" : "tcg"),
                                 "-cpu", kvm ? "host" : "max",
                                 "-m", o.memory,
                                 "-smp", std::to_string(o.cpus),

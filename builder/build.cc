@@ -84,7 +84,8 @@ Result<std::vector<RootEntry>> RootAdditions(const Profile& p, const DiskPlan& p
                  "/usr/lib/systemd/system/sprout-firstboot.service", {}, 0777});
   add.push_back({RootEntry::Kind::kFile, "etc/fstab", plan.fstab, {}, 0644});
   add.push_back({RootEntry::Kind::kFile, "etc/sprout/profile.json", ProfileToJson(p, p.file.parent_path()) + "\n", {}, 0644});
-  if (!p.hostname.empty()) add.push_back({RootEntry::Kind::kFile, "etc/hostname", p.hostname + "\n", {}, 0644});
+  // "localhost" tells the initrd to make a per-node hostname at first boot.
+  add.push_back({RootEntry::Kind::kFile, "etc/hostname", (p.hostname.empty() ? "localhost" : p.hostname) + "\n", {}, 0644});
   for (const auto& f : p.files) {
     RootEntry e;
     e.path = f.path.substr(1);

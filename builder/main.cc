@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
       cxxopts::Options o("sprout boot",
                          "Boot an image in QEMU: UEFI firmware (OVMF), serial console on this terminal.\n"
                          "Quit with Ctrl-A then X. Extra QEMU arguments go after --.");
-      o.add_options()("snapshot", "discard every write when QEMU exits")(
+      o.add_options()("snapshot", "discard every write when QEMU exits")("kvm", "use KVM (default: software emulation)")(
           "m,memory", "memory in MiB", cxxopts::value<std::string>()->default_value("2048"))(
           "smp", "virtual CPUs", cxxopts::value<int>()->default_value("2"))("image", "raw image",
                                                                              cxxopts::value<std::string>())(
@@ -138,6 +138,7 @@ int main(int argc, char** argv) {
       b.snapshot = a.count("snapshot") > 0;
       b.memory = a["memory"].as<std::string>();
       b.cpus = a["smp"].as<int>();
+      b.kvm = a.count("kvm") > 0;
       b.extra = extra;
       return sprout::cli::Boot(b);
     }

@@ -108,6 +108,21 @@ void KeepSupportedXattrs(struct archive_entry* e) {
   for (const auto& [n, v] : keep) archive_entry_xattr_add_entry(e, n.c_str(), v.data(), v.size());
 }
 
+// EnsureParents writes a 0755 directory for every parent of path not yet written.
+Status EnsureParents(Writer& w, const std::string& path, std::set<std::string>& dirs) {
+  for (std::size_t slash = path.find('/'); slash != std::string::npos; slash = path.find('/', slash + 1)) {
+    std::string parent = path.substr(0, slash);
+    if (dirs.count(parent)) continue;
+    EntryPtr d(archive_entry_new(), archive_entry_free);
+    archive_entry_set_pathname(d.get(), parent.c_str());
+    archive_entry_set_filetype(d.get(), AE_IFDIR);
+    archive_entry_set_perm(d.get(), 0755);
+    if (auto s = w.Header(d.get()); !s) return s;
+    dirs.insert(parent);
+  }
+  return Ok{};
+}
+
 bool Captured(const RootSpec& spec, const std::string& path) {
   return std::any_of(spec.capture_prefixes.begin(), spec.capture_prefixes.end(),
                      [&](const std::string& p) { return path.starts_with(p); });
@@ -141,15 +156,8 @@ Status CopyBaseTar(const RootSpec& spec, const std::set<std::string>& replaced, 
     path = Relocate(path, spec.relocate_var);
     if (replaced.count(path)) continue;
     if (spec.relocate_var && path != original && !factory_made) {
-      // The factory tree needs its parent before its first entry.
-      EntryPtr d(archive_entry_new(), archive_entry_free);
-      archive_entry_set_pathname(d.get(), "usr/share/factory");
-      archive_entry_set_filetype(d.get(), AE_IFDIR);
-      archive_entry_set_perm(d.get(), 0755);
-      if (!base_dirs.count("usr/share/factory")) {
-        if (auto s = w.Header(d.get()); !s) return s;
-        base_dirs.insert("usr/share/factory");
-      }
+      // The factory tree needs its parents before its first entry.
+      if (auto s = EnsureParents(w, "usr/share/factory/var", base_dirs); !s) return s;
       factory_made = true;
     }
     EntryPtr out(archive_entry_clone(e), archive_entry_free);
@@ -200,11 +208,7 @@ Status CopyBaseDir(const RootSpec& spec, const std::set<std::string>& replaced, 
     struct stat st {};
     if (::lstat(host.c_str(), &st) != 0) return Fail("cannot stat " + host.string() + ": " + std::strerror(errno));
     if (spec.relocate_var && path != re.path && !factory_made) {
-      EntryPtr d(archive_entry_new(), archive_entry_free);
-      archive_entry_set_pathname(d.get(), "usr/share/factory");
-      archive_entry_set_filetype(d.get(), AE_IFDIR);
-      archive_entry_set_perm(d.get(), 0755);
-      if (auto s = w.Header(d.get()); !s) return s;
+      if (auto s = EnsureParents(w, "usr/share/factory/var", base_dirs); !s) return s;
       factory_made = true;
     }
     EntryPtr e(archive_entry_new(), archive_entry_free);
@@ -294,17 +298,9 @@ Result<RootSummary> WriteRootTar(const RootSpec& spec, int out_fd, const Progres
 
   for (const auto& [path, e] : additions) {
     if (e->kind == RootEntry::Kind::kDir && base_dirs.count(path)) continue;  // the base's directory stays
-    // Parents that neither the base nor the additions have are made 0755.
-    for (std::size_t slash = path.find('/'); slash != std::string::npos; slash = path.find('/', slash + 1)) {
-      std::string parent = path.substr(0, slash);
-      if (base_dirs.count(parent) || additions.count(parent)) continue;
-      EntryPtr d(archive_entry_new(), archive_entry_free);
-      archive_entry_set_pathname(d.get(), parent.c_str());
-      archive_entry_set_filetype(d.get(), AE_IFDIR);
-      archive_entry_set_perm(d.get(), 0755);
-      if (auto s = w.Header(d.get()); !s) return Fail(s.error());
-      base_dirs.insert(parent);
-    }
+    // Parents that neither the base nor the additions have are made 0755 (sorted order
+    // puts an added parent directory before its children, so it is already written).
+    if (auto s = EnsureParents(w, path, base_dirs); !s) return Fail(s.error());
     if (e->kind == RootEntry::Kind::kDir) base_dirs.insert(path);
     EntryPtr out(archive_entry_new(), archive_entry_free);
     archive_entry_set_pathname(out.get(), path.c_str());

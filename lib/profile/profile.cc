@@ -407,7 +407,7 @@ std::vector<Layer> LoadLayers(const fs::path& path, Diagnostics& diags) {
     YAML::Node root;
     // Show paths as the user gave them where possible.
     fs::path shown = current.lexically_relative(fs::current_path());
-    if (shown.empty() || shown.string().starts_with("../../..")) shown = current;
+    if (shown.empty() || shown.string().starts_with("..")) shown = current;
     try {
       root = YAML::LoadFile(current.string());
     } catch (const YAML::ParserException& e) {

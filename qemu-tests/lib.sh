@@ -1,0 +1,51 @@
+# Shared helpers of the QEMU tests (sourced). Everything a test starts, it stops.
+
+# find_ovmf sets OVMF_CODE and OVMF_VARS to Debian's UEFI firmware files.
+find_ovmf() {
+  for pair in "/usr/share/OVMF/OVMF_CODE_4M.fd /usr/share/OVMF/OVMF_VARS_4M.fd" \
+              "/usr/share/OVMF/OVMF_CODE.fd /usr/share/OVMF/OVMF_VARS.fd"; do
+    set -- $pair
+    if [ -f "$1" ] && [ -f "$2" ]; then OVMF_CODE=$1; OVMF_VARS=$2; return 0; fi
+  done
+  echo "OVMF not found: apt-get install ovmf" >&2
+  return 1
+}
+
+# boot_vm DISK VARS LOG TIMEOUT: boots DISK under UEFI with no network at all, serial to
+# LOG, until the guest powers off or TIMEOUT seconds pass (then it is killed: status 124).
+# Sets BOOT_LOGIN_SECONDS to when "login:" first appeared, and BOOT_TOTAL_SECONDS.
+boot_vm() {
+  local disk=$1 vars=$2 log=$3 limit=$4
+  # KVM may exist but not work here (nested virtualization), so TCG unless asked.
+  local accel=${SPROUT_QEMU_ACCEL:-tcg} cpu=max
+  [ "$accel" = kvm ] && cpu=host
+  : > "$log"
+  local start=$(date +%s.%N)
+  qemu-system-x86_64 -machine "q35,accel=$accel" -cpu "$cpu" -m 2048 -smp 2 \
+    -drive "if=pflash,format=raw,unit=0,readonly=on,file=$OVMF_CODE" \
+    -drive "if=pflash,format=raw,unit=1,file=$vars" \
+    -drive "if=virtio,file=$disk" \
+    -display none -serial "file:$log" -monitor none -nic none -no-reboot &
+  local pid=$!
+  BOOT_LOGIN_SECONDS=""
+  local deadline=$(( $(date +%s) + limit ))
+  while kill -0 "$pid" 2>/dev/null; do
+    if [ -z "$BOOT_LOGIN_SECONDS" ] && grep -aq 'login:' "$log"; then
+      BOOT_LOGIN_SECONDS=$(echo "$(date +%s.%N) - $start" | bc)
+    fi
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+      return 124
+    fi
+    sleep 0.5
+  done
+  wait "$pid"
+  local rc=$?
+  BOOT_TOTAL_SECONDS=$(echo "$(date +%s.%N) - $start" | bc)
+  return $rc
+}
+
+# smoke_value LOG KEY prints the value of the last "SPROUT-SMOKE KEY=value" line.
+smoke_value() {
+  grep -a "SPROUT-SMOKE $2=" "$1" | tail -n 1 | sed "s/^.*SPROUT-SMOKE $2=//" | tr -d '\r'
+}

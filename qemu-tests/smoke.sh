@@ -1,0 +1,94 @@
+#!/bin/bash
+# QEMU smoke test: build the smoke image (as an unprivileged user when run as root, to
+# prove `sprout build` needs no root), boot it twice under UEFI with no network, and
+# check: multi-user.target reached, sprout-firstboot ready, root read-only squashfs,
+# /var on the state partition, and a file written in boot 1 read back in boot 2.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+. "$here/lib.sh"
+
+SPROUT=${SPROUT:-$top/build/sprout}
+SPROUT_FIRSTBOOT=${SPROUT_FIRSTBOOT:-$(dirname "$SPROUT")/sprout-firstboot}
+CACHE=${SPROUT_CACHE:-/var/cache/sprout}
+work=$(mktemp -d /tmp/sprout-smoke.XXXXXX)
+chmod 0755 "$work"
+keep_logs=${KEEP_LOGS:-}
+passed=0 failed=0
+cleanup() {
+  if [ "$failed" -gt 0 ] || [ -n "$keep_logs" ]; then
+    echo "logs kept in $work"
+    rm -f "$work"/*.raw "$work"/*.qcow2 "$work"/data -r 2>/dev/null
+  else
+    rm -rf "$work"
+  fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+check() {  # check NAME ACTUAL EXPECTED-REGEX
+  if [[ "$2" =~ $3 ]]; then
+    echo "ok   $1: $2"; passed=$((passed + 1))
+  else
+    echo "FAIL $1: got '$2', want /$3/"; failed=$((failed + 1))
+  fi
+}
+
+find_ovmf || exit 1
+mkdir -p "$CACHE"
+echo "== base OS (cached in $CACHE)"
+"$SPROUT" base "$top/profiles/default.yaml" --cache-dir "$CACHE" || exit 1
+
+echo "== build the smoke image"
+if [ "$(id -u)" -eq 0 ]; then
+  # Stage sprout and its data where an unprivileged user can read them, then build as that user.
+  id sprout-build >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin sprout-build
+  data="$work/data"
+  mkdir -p "$data/bin"
+  cp -a "$top/profiles" "$top/overlays" "$top/images" "$top/firstboot" "$top/qemu-tests" "$data/"
+  cp "$SPROUT" "$SPROUT_FIRSTBOOT" "$data/bin/"
+  chmod -R a+rX "$data"
+  mkdir -p "$work/out" && chown sprout-build "$work/out"
+  runuser -u sprout-build -- env HOME="$work" SPROUT_DATA_DIR="$data" SPROUT_FIRSTBOOT="$data/bin/sprout-firstboot" \
+    "$data/bin/sprout" build "$data/qemu-tests/smoke.yaml" -o "$work/out" --cache-dir "$CACHE" 2>&1 | tee "$work/build.log"
+  build_rc=${PIPESTATUS[0]}
+  check "build as unprivileged user $(id -u sprout-build)" "$build_rc" '^0$'
+else
+  "$SPROUT" build "$here/smoke.yaml" -o "$work/out" --cache-dir "$CACHE" 2>&1 | tee "$work/build.log"
+  build_rc=${PIPESTATUS[0]}
+  check "build as user $(id -u)" "$build_rc" '^0$'
+fi
+[ "$build_rc" -eq 0 ] || exit 1
+
+# One copy-on-write disk over the image keeps both boots' writes; the image stays pristine.
+qemu-img create -q -f qcow2 -b "$work/out/smoke.raw" -F raw "$work/disk.qcow2"
+cp "$OVMF_VARS" "$work/vars.fd"
+
+for boot in 1 2; do
+  echo "== boot $boot"
+  boot_vm "$work/disk.qcow2" "$work/vars.fd" "$work/serial-$boot.log" 420
+  rc=$?
+  check "boot $boot: guest powered off by itself" "$rc" '^0$'
+  log="$work/serial-$boot.log"
+  echo "   login prompt after ${BOOT_LOGIN_SECONDS:-never} s, powered off after ${BOOT_TOTAL_SECONDS:-?} s"
+  echo "BOOT_LOGIN_SECONDS boot=$boot ${BOOT_LOGIN_SECONDS:-never}" >> "$work/figures"
+  check "boot $boot: reached multi-user.target" "$(grep -ac 'Reached target.*Multi-User System' "$log")" '^[1-9]'
+  check "boot $boot: login prompt" "$(grep -ac 'login:' "$log")" '^[1-9]'
+  check "boot $boot: smoke report complete" "$(smoke_value "$log" done; grep -ac 'SPROUT-SMOKE done' "$log")" '1$'
+  check "boot $boot: boot counter" "$(smoke_value "$log" boot)" "^$boot\$"
+  check "boot $boot: system state" "$(smoke_value "$log" system)" '^running$'
+  check "boot $boot: sprout-firstboot active (READY sent)" "$(smoke_value "$log" firstboot)" '^active$'
+  check "boot $boot: sprout-firstboot status" "$(smoke_value "$log" firstboot-status)" '^ready'
+  check "boot $boot: sprout-firstboot logged to the journal" "$(smoke_value "$log" journal)" '^[1-9]'
+  check "boot $boot: root is read-only squashfs" "$(smoke_value "$log" root)" '^squashfs +ro'
+  check "boot $boot: writing the root is refused" "$(smoke_value "$log" root-write)" '^refused$'
+  check "boot $boot: /var is ext4 on the state partition" "$(smoke_value "$log" var)" '^ext4 +/dev/vda3'
+done
+check "/var persists: boot 2 reads boot 1's file" "$(smoke_value "$work/serial-2.log" prev-marker)" '^written-in-boot-1$'
+id1=$(smoke_value "$work/serial-1.log" machine-id)
+check "machine-id is stable across reboots" "$(smoke_value "$work/serial-2.log" machine-id)" "^${id1:-none}\$"
+check "machine-id is set" "$id1" '^[0-9a-f]{32}$'
+
+cat "$work/figures" 2>/dev/null
+echo "smoke: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
