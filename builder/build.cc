@@ -241,7 +241,11 @@ int Build(const BuildOptions& options) {
   }
   auto cpio = MakeCpio(stages, epoch);
   if (!cpio) return fail(cpio.error());
-  std::string initrd_bytes = initrd->second + *cpio;
+  // The kernel looks for a following uncompressed cpio only at 4-byte-aligned offsets
+  // after a compressed one, skipping zeros, so pad the distribution's initrd first.
+  std::string initrd_bytes = initrd->second;
+  initrd_bytes.append((4 - initrd_bytes.size() % 4) % 4, '\0');
+  initrd_bytes += *cpio;
   progress.End("kernel " + kernel_version + ", " + HumanSize(initrd_bytes.size()));
 
   progress.Begin("make ESP");

@@ -83,11 +83,14 @@ for boot in 1 2; do
   check "boot $boot: root is read-only squashfs" "$(smoke_value "$log" root)" '^squashfs +ro'
   check "boot $boot: writing the root is refused" "$(smoke_value "$log" root-write)" '^refused$'
   check "boot $boot: /var is ext4 on the state partition" "$(smoke_value "$log" var)" '^ext4 +/dev/vda3'
+  check "boot $boot: the initrd seeded /var from the factory copy" "$(smoke_value "$log" seeded)" '^yes$'
+  check "boot $boot: hostname generated per node" "$(smoke_value "$log" hostname)" '^sprout-[0-9a-f]{8}$'
 done
 check "/var persists: boot 2 reads boot 1's file" "$(smoke_value "$work/serial-2.log" prev-marker)" '^written-in-boot-1$'
 id1=$(smoke_value "$work/serial-1.log" machine-id)
 check "machine-id is stable across reboots" "$(smoke_value "$work/serial-2.log" machine-id)" "^${id1:-none}\$"
 check "machine-id is set" "$id1" '^[0-9a-f]{32}$'
+check "hostname is stable across reboots" "$(smoke_value "$work/serial-2.log" hostname)" "^$(smoke_value "$work/serial-1.log" hostname)\$"
 
 cat "$work/figures" 2>/dev/null
 echo "smoke: $passed passed, $failed failed"
