@@ -60,22 +60,32 @@ int Boot(const BootOptions& o) {
     return 2;
   }
   std::vector<std::string> argv{"qemu-system-x86_64",
-                                "-machine", std::string("q35,accel=") + (kvm ? "kvm" : "tcg"),
-                                "-cpu", kvm ? "host" : "max",
-                                "-m", o.memory,
-                                "-smp", std::to_string(o.cpus),
-                                "-drive", "if=pflash,format=raw,unit=0,readonly=on,file=" + code.string(),
-                                "-drive", "if=pflash,format=raw,unit=1,file=" + vars.string(),
-                                "-drive", "if=virtio,format=raw,file=" + o.image.string(),
+                                "-machine",
+                                std::string("q35,accel=") + (kvm ? "kvm" : "tcg"),
+                                "-cpu",
+                                kvm ? "host" : "max",
+                                "-m",
+                                o.memory,
+                                "-smp",
+                                std::to_string(o.cpus),
+                                "-drive",
+                                "if=pflash,format=raw,unit=0,readonly=on,file=" + code.string(),
+                                "-drive",
+                                "if=pflash,format=raw,unit=1,file=" + vars.string(),
+                                "-drive",
+                                "if=virtio,format=raw,file=" + o.image.string(),
                                 "-nographic",
-                                "-serial", "mon:stdio",
-                                "-nic", "user,model=virtio-net-pci,restrict=on"};
-  if (o.snapshot) argv.push_back("-snapshot");
+                                "-serial",
+                                "mon:stdio",
+                                "-nic",
+                                "user,model=virtio-net-pci,restrict=on"};
+  if (o.snapshot) argv.emplace_back("-snapshot");
   argv.insert(argv.end(), o.extra.begin(), o.extra.end());
   std::cerr << "sprout: booting " << o.image.string() << (kvm ? " with KVM" : " in software emulation (no KVM)")
             << (o.snapshot ? ", writes discarded at exit" : ", writes kept in the image") << "\n"
             << "sprout: quit with Ctrl-A then X; the serial console follows\n";
   std::vector<char*> args;
+  args.reserve(argv.size() + 1);
   for (auto& a : argv) args.push_back(a.data());
   args.push_back(nullptr);
   // QEMU takes over the terminal; sprout waits so the temporary firmware vars are removed after.

@@ -80,12 +80,17 @@ Result<std::vector<RootEntry>> RootAdditions(const Profile& p, const DiskPlan& p
   add.push_back({RootEntry::Kind::kFile, "usr/lib/sprout/sprout-firstboot", "", firstboot, 0755});
   add.push_back({RootEntry::Kind::kFile, "usr/lib/systemd/system/sprout-firstboot.service", "",
                  data / "firstboot" / "sprout-firstboot.service", 0644});
-  add.push_back({RootEntry::Kind::kSymlink, "etc/systemd/system/multi-user.target.wants/sprout-firstboot.service",
-                 "/usr/lib/systemd/system/sprout-firstboot.service", {}, 0777});
+  add.push_back({RootEntry::Kind::kSymlink,
+                 "etc/systemd/system/multi-user.target.wants/sprout-firstboot.service",
+                 "/usr/lib/systemd/system/sprout-firstboot.service",
+                 {},
+                 0777});
   add.push_back({RootEntry::Kind::kFile, "etc/fstab", plan.fstab, {}, 0644});
-  add.push_back({RootEntry::Kind::kFile, "etc/sprout/profile.json", ProfileToJson(p, p.file.parent_path()) + "\n", {}, 0644});
+  add.push_back(
+      {RootEntry::Kind::kFile, "etc/sprout/profile.json", ProfileToJson(p, p.file.parent_path()) + "\n", {}, 0644});
   // "localhost" tells the initrd to make a per-node hostname at first boot.
-  add.push_back({RootEntry::Kind::kFile, "etc/hostname", (p.hostname.empty() ? "localhost" : p.hostname) + "\n", {}, 0644});
+  add.push_back(
+      {RootEntry::Kind::kFile, "etc/hostname", (p.hostname.empty() ? "localhost" : p.hostname) + "\n", {}, 0644});
   for (const auto& f : p.files) {
     RootEntry e;
     e.path = f.path.substr(1);
@@ -211,13 +216,12 @@ int Build(const BuildOptions& options) {
   spec.capture_prefixes = {"boot/vmlinuz-", "boot/initrd.img-", "usr/lib/systemd/boot/efi/systemd-bootx64.efi"};
   fs::path root_img = work.path() / "root.squashfs";
   int jobs = options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  auto packer = Pipe::Start({{"tar2sqfs", "--quiet", "--force", "--no-skip", "--compressor", "zstd", "--num-jobs",
-                              std::to_string(jobs), "--defaults", "mode=0755,uid=0,gid=0,mtime=" + std::to_string(epoch),
-                              root_img.string()}});
+  auto packer = Pipe::Start(
+      {{"tar2sqfs", "--quiet", "--force", "--no-skip", "--compressor", "zstd", "--num-jobs", std::to_string(jobs),
+        "--defaults", "mode=0755,uid=0,gid=0,mtime=" + std::to_string(epoch), root_img.string()}});
   if (!packer) return fail(packer.error());
-  auto summary = WriteRootTar(spec, packer->fd(), [&](std::uint64_t done, std::uint64_t total) {
-    progress.Update(done, total);
-  });
+  auto summary =
+      WriteRootTar(spec, packer->fd(), [&](std::uint64_t done, std::uint64_t total) { progress.Update(done, total); });
   auto packed = packer->Finish();
   // A packer that failed explains why the stream broke, so its message comes first.
   if (!packed) return fail("packing the root failed: " + packed.error());
@@ -230,14 +234,16 @@ int Build(const BuildOptions& options) {
   auto initrd = Newest(summary->captured, "boot/initrd.img-");
   auto bootloader = summary->captured.find("usr/lib/systemd/boot/efi/systemd-bootx64.efi");
   if (!kernel || !initrd || bootloader == summary->captured.end()) {
-    return fail("the base lacks a kernel, an initrd or systemd-boot (/boot/vmlinuz-*, /boot/initrd.img-*, "
-                "systemd-bootx64.efi); add linux-image-amd64, initramfs-tools and systemd-boot-efi to its packages");
+    return fail(
+        "the base lacks a kernel, an initrd or systemd-boot (/boot/vmlinuz-*, /boot/initrd.img-*, "
+        "systemd-bootx64.efi); add linux-image-amd64, initramfs-tools and systemd-boot-efi to its packages");
   }
   std::string kernel_version = kernel->first.substr(std::string("boot/vmlinuz-").size());
   std::vector<RootEntry> stages{{RootEntry::Kind::kDir, "sprout", "", {}, 0755}};
   for (const char* stage : {"local-top", "local-bottom"}) {
     fs::path script = DataDir() / "images" / "initrd" / stage;
-    if (fs::exists(script, ec)) stages.push_back({RootEntry::Kind::kFile, std::string("sprout/") + stage, "", script, 0755});
+    if (fs::exists(script, ec))
+      stages.push_back({RootEntry::Kind::kFile, std::string("sprout/") + stage, "", script, 0755});
   }
   auto cpio = MakeCpio(stages, epoch);
   if (!cpio) return fail(cpio.error());
@@ -250,19 +256,18 @@ int Build(const BuildOptions& options) {
 
   progress.Begin("make ESP");
   fs::path esp_img = work.path() / "esp.vfat";
-  std::vector<EspFile> esp_files{{"EFI/BOOT/BOOTX64.EFI", bootloader->second},
-                                 {"EFI/systemd/systemd-bootx64.efi", bootloader->second},
-                                 {"loader/loader.conf", plan.loader_conf},
-                                 {"loader/entries/sprout.conf", plan.loader_entry},
-                                 {"sprout/vmlinuz", kernel->second},
-                                 {"sprout/initrd.img", initrd_bytes}};
+  std::vector<EspFile> esp_files{
+      {"EFI/BOOT/BOOTX64.EFI", bootloader->second}, {"EFI/systemd/systemd-bootx64.efi", bootloader->second},
+      {"loader/loader.conf", plan.loader_conf},     {"loader/entries/sprout.conf", plan.loader_entry},
+      {"sprout/vmlinuz", kernel->second},           {"sprout/initrd.img", initrd_bytes}};
   std::uint64_t esp_need = 0;
   for (const auto& f : esp_files) esp_need += f.data.size();
   if (esp_need + (8u << 20) > profile->esp_size) {
     return fail("the ESP needs " + HumanSize(esp_need + (8u << 20)) + " but disk.espSize is " +
                 HumanSize(profile->esp_size) + "; raise disk.espSize in " + profile->file.string());
   }
-  if (auto s = MakeFatImage(esp_img, profile->esp_size, plan.esp_volume_id, "SPROUT-ESP", esp_files, epoch, work.path());
+  if (auto s =
+          MakeFatImage(esp_img, profile->esp_size, plan.esp_volume_id, "SPROUT-ESP", esp_files, epoch, work.path());
       !s) {
     return fail(s.error());
   }
@@ -281,11 +286,12 @@ int Build(const BuildOptions& options) {
     return fail("the root file system is " + HumanSize(root_bytes) + " but disk.rootSize is " + HumanSize(root_size) +
                 "; raise disk.rootSize or set it to auto");
   }
-  auto layout = PlanGpt(plan.disk_guid, {{kEspLabel, *Guid::Parse(dps::kEsp), plan.esp_uuid, profile->esp_size, 0},
-                                         {kRootLabel, *Guid::Parse(dps::kRootX86_64), plan.root_uuid, root_size,
-                                          // read-only (bit 60) per the Discoverable Partitions Specification
-                                          1ull << 60},
-                                         {kStateLabel, *Guid::Parse(dps::kVar), plan.state_uuid, profile->state_size, 0}});
+  auto layout =
+      PlanGpt(plan.disk_guid, {{kEspLabel, *Guid::Parse(dps::kEsp), plan.esp_uuid, profile->esp_size, 0},
+                               {kRootLabel, *Guid::Parse(dps::kRootX86_64), plan.root_uuid, root_size,
+                                // read-only (bit 60) per the Discoverable Partitions Specification
+                                1ull << 60},
+                               {kStateLabel, *Guid::Parse(dps::kVar), plan.state_uuid, profile->state_size, 0}});
   if (!layout) return fail(layout.error());
   fs::path raw_tmp = work.path() / (profile->name + ".raw");
   if (auto s = WriteRawDisk(*layout, {esp_img, root_img, state_img}, raw_tmp); !s) return fail(s.error());

@@ -31,7 +31,7 @@ struct BootOptions {
   bool snapshot = false;
   std::string memory = "2048";
   int cpus = 2;
-  bool kvm = false;  // use KVM instead of software emulation
+  bool kvm = false;                // use KVM instead of software emulation
   std::vector<std::string> extra;  // appended to the QEMU command line
 };
 

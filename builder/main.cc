@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdio>
 #include <cxxopts.hpp>
 #include <iostream>
 
@@ -37,7 +38,9 @@ int Fail(const std::string& message) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+int Main(int argc, char** argv) {
   // Children that stop reading (a packer that failed) must give an error, not kill sprout.
   std::signal(SIGPIPE, SIG_IGN);
   if (argc < 2 || std::string(argv[1]) == "help" || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
@@ -55,9 +58,8 @@ int main(int argc, char** argv) {
   try {
     if (command == "validate") {
       cxxopts::Options o("sprout validate", "Check a profile and everything it extends; all problems are listed.");
-      o.add_options()("print", "print the resolved profile as JSON")("profile", "profile file",
-                                                                        cxxopts::value<std::string>())(
-          "h,help", "show help");
+      o.add_options()("print", "print the resolved profile as JSON")(
+          "profile", "profile file", cxxopts::value<std::string>())("h,help", "show help");
       o.parse_positional({"profile"});
       o.positional_help("PROFILE");
       auto a = o.parse(sub_argc, sub_argv);
@@ -95,8 +97,8 @@ int main(int argc, char** argv) {
     if (command == "base") {
       cxxopts::Options o("sprout base", "Build the base OS of a profile (or a recipe directory) into the cache.");
       o.add_options()("cache-dir", "cache of bases (default: ~/.cache/sprout)", cxxopts::value<std::string>())(
-          "force", "rebuild even if cached")("what", "profile or recipe", cxxopts::value<std::string>())(
-          "h,help", "show help");
+          "force", "rebuild even if cached")("what", "profile or recipe", cxxopts::value<std::string>())("h,help",
+                                                                                                         "show help");
       o.parse_positional({"what"});
       o.positional_help("PROFILE|RECIPE");
       auto a = o.parse(sub_argc, sub_argv);
@@ -112,11 +114,11 @@ int main(int argc, char** argv) {
       cxxopts::Options o("sprout boot",
                          "Boot an image in QEMU: UEFI firmware (OVMF), serial console on this terminal.\n"
                          "Quit with Ctrl-A then X. Extra QEMU arguments go after --.");
-      o.add_options()("snapshot", "discard every write when QEMU exits")("kvm", "use KVM (default: software emulation)")(
-          "m,memory", "memory in MiB", cxxopts::value<std::string>()->default_value("2048"))(
-          "smp", "virtual CPUs", cxxopts::value<int>()->default_value("2"))("image", "raw image",
-                                                                             cxxopts::value<std::string>())(
-          "h,help", "show help");
+      o.add_options()("snapshot", "discard every write when QEMU exits")(
+          "kvm", "use KVM (default: software emulation)")("m,memory", "memory in MiB",
+                                                          cxxopts::value<std::string>()->default_value("2048"))(
+          "smp", "virtual CPUs", cxxopts::value<int>()->default_value("2"))(
+          "image", "raw image", cxxopts::value<std::string>())("h,help", "show help");
       o.parse_positional({"image"});
       o.positional_help("IMAGE [-- QEMU-ARGS...]");
       std::vector<std::string> extra;
@@ -146,4 +148,16 @@ int main(int argc, char** argv) {
     return Fail(std::string(e.what()) + "\nsee `sprout " + command + " --help`");
   }
   return Fail("unknown command '" + command + "'; see `sprout help`");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {
+    // Anything unexpected still ends with a message, never an abort.
+    std::fprintf(stderr, "%s: %s\n", "sprout", e.what());
+    return 1;
+  }
 }

@@ -24,8 +24,8 @@ void OnSignal(int) { g_stop = 1; }
 // Log writes a structured journal entry when running under systemd, else a plain line.
 void Log(int priority, const std::string& phase, const std::string& message) {
   if (std::getenv("JOURNAL_STREAM") || std::getenv("INVOCATION_ID")) {
-    sd_journal_send("MESSAGE=sprout-firstboot: %s", message.c_str(), "PRIORITY=%d", priority,
-                    "SPROUT_PHASE=%s", phase.c_str(), "SYSLOG_IDENTIFIER=sprout-firstboot", nullptr);
+    sd_journal_send("MESSAGE=sprout-firstboot: %s", message.c_str(), "PRIORITY=%d", priority, "SPROUT_PHASE=%s",
+                    phase.c_str(), "SYSLOG_IDENTIFIER=sprout-firstboot", nullptr);
   } else {
     std::fprintf(stderr, "sprout-firstboot: %s\n", message.c_str());
   }
@@ -55,7 +55,9 @@ int Run(const std::string& state_dir) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+int Main(int argc, char** argv) {
   cxxopts::Options options("sprout-firstboot",
                            "Runs on every sprout node at boot: discovers peers and forms or joins the cluster.\n");
   options.add_options()("state-dir", "where the node keeps its state",
@@ -88,4 +90,16 @@ int main(int argc, char** argv) {
   }
   std::cerr << "sprout-firstboot: unknown command '" << command << "'; use 'run' or 'status'\n";
   return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {
+    // Anything unexpected still ends with a message, never an abort.
+    std::fprintf(stderr, "%s: %s\n", "sprout-firstboot", e.what());
+    return 1;
+  }
 }

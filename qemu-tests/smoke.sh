@@ -72,7 +72,9 @@ for boot in 1 2; do
   log="$work/serial-$boot.log"
   echo "   login prompt after ${BOOT_LOGIN_SECONDS:-never} s, powered off after ${BOOT_TOTAL_SECONDS:-?} s"
   echo "BOOT_LOGIN_SECONDS boot=$boot ${BOOT_LOGIN_SECONDS:-never}" >> "$work/figures"
-  check "boot $boot: reached multi-user.target" "$(grep -ac 'Reached target.*Multi-User System' "$log")" '^[1-9]'
+  # systemd's own "Reached target" console line is racy once a getty owns the serial
+  # console, so the guest's answer is what counts.
+  check "boot $boot: reached multi-user.target" "$(smoke_value "$log" multi-user)" '^active$'
   check "boot $boot: login prompt" "$(grep -ac 'login:' "$log")" '^[1-9]'
   check "boot $boot: smoke report complete" "$(smoke_value "$log" done; grep -ac 'SPROUT-SMOKE done' "$log")" '1$'
   check "boot $boot: boot counter" "$(smoke_value "$log" boot)" "^$boot\$"

@@ -21,8 +21,8 @@ Status MakeFatImage(const fs::path& out, std::uint64_t size, std::uint32_t volum
   fs::remove(out, ec);
   char volid[16];
   std::snprintf(volid, sizeof volid, "%08x", volume_id);
-  std::map<std::string, std::string> env{{"SOURCE_DATE_EPOCH", std::to_string(mtime)}, {"MTOOLS_SKIP_CHECK", "1"},
-                                         {"TZ", "UTC"}};
+  std::map<std::string, std::string> env{
+      {"SOURCE_DATE_EPOCH", std::to_string(mtime)}, {"MTOOLS_SKIP_CHECK", "1"}, {"TZ", "UTC"}};
   if (auto r = RunChecked({{"mkfs.fat", "-C", "-F", "32", "-n", label, "-i", volid, "--invariant", out.string(),
                             std::to_string(size / 1024)},
                            env});
@@ -48,8 +48,8 @@ Status MakeFatImage(const fs::path& out, std::uint64_t size, std::uint32_t volum
     fs::path staged = workdir / ("esp-" + std::to_string(i));
     if (auto s = WriteFileAtomic(staged, sorted[i].data); !s) return s;
     // mcopy -m keeps the source's modification time, which we fix here.
-    fs::last_write_time(staged, fs::file_time_type::clock::from_sys(std::chrono::sys_seconds(std::chrono::seconds(mtime))),
-                        ec);
+    fs::last_write_time(staged,
+                        fs::file_time_type::clock::from_sys(std::chrono::sys_seconds(std::chrono::seconds(mtime))), ec);
     if (ec) return Fail("cannot set the time of " + staged.string() + ": " + ec.message());
     if (auto r = RunChecked({{"mcopy", "-m", "-o", "-i", out.string(), staged.string(), "::/" + sorted[i].path}, env});
         !r) {

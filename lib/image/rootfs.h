@@ -17,15 +17,15 @@ namespace sprout {
 struct RootEntry {
   enum class Kind { kFile, kDir, kSymlink };
   Kind kind = Kind::kFile;
-  std::string path;                // inside the root, without a leading '/'
-  std::string data;                // file contents or link target (when source is empty)
-  std::filesystem::path source;    // a host file to copy contents from
+  std::string path;              // inside the root, without a leading '/'
+  std::string data;              // file contents or link target (when source is empty)
+  std::filesystem::path source;  // a host file to copy contents from
   std::uint32_t mode = 0644;
 };
 
 // RootSpec is everything that goes into the root file system.
 struct RootSpec {
-  std::filesystem::path base;  // a tarball (any compression libarchive reads) or a directory
+  std::filesystem::path base;        // a tarball (any compression libarchive reads) or a directory
   std::vector<RootEntry> additions;  // applied after the base; a path here replaces the base's
   std::int64_t mtime = 0;            // every entry gets this modification time
   // Base paths under `var/` move to `usr/share/factory/var/`; /var itself stays empty,

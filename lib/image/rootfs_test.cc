@@ -34,8 +34,12 @@ std::vector<TarEntry> ReadTar(const fs::path& file) {
   REQUIRE(archive_read_open_filename(a, file.c_str(), 65536) == ARCHIVE_OK);
   struct archive_entry* e;
   while (archive_read_next_header(a, &e) == ARCHIVE_OK) {
-    TarEntry t{archive_entry_pathname(e), static_cast<int>(archive_entry_filetype(e)), archive_entry_perm(e),
-               static_cast<long>(archive_entry_uid(e)), static_cast<long>(archive_entry_mtime(e)), {}};
+    TarEntry t{archive_entry_pathname(e),
+               static_cast<int>(archive_entry_filetype(e)),
+               archive_entry_perm(e),
+               static_cast<long>(archive_entry_uid(e)),
+               static_cast<long>(archive_entry_mtime(e)),
+               {}};
     char buf[4096];
     la_ssize_t n;
     while ((n = archive_read_data(a, buf, sizeof buf)) > 0) t.data.append(buf, static_cast<std::size_t>(n));
@@ -145,9 +149,8 @@ TEST_CASE("Root assembly moves /var to the factory copy, applies additions and m
     REQUIRE(by.count(parent) == 1);
     CHECK(by[parent].type == AE_IFDIR);
     auto pos = std::find(order.begin(), order.end(), parent);
-    auto child = std::find_if(order.begin(), order.end(), [&](const std::string& p) {
-      return p.starts_with(std::string(parent) + "/");
-    });
+    auto child = std::find_if(order.begin(), order.end(),
+                              [&](const std::string& p) { return p.starts_with(std::string(parent) + "/"); });
     CHECK(pos < child);
   }
 }

@@ -72,7 +72,8 @@ class LayerParser {
     Layer layer;
     layer.file = file_;
     if (!root.IsMap()) {
-      diags_.Error(At(root), std::string("a profile must be a mapping of settings, but this file holds ") + KindName(root),
+      diags_.Error(At(root),
+                   std::string("a profile must be a mapping of settings, but this file holds ") + KindName(root),
                    "start with 'name: my-image' and see docs/profiles.md for every setting");
       return layer;
     }
@@ -90,9 +91,10 @@ class LayerParser {
         if (ValidName(*s)) {
           layer.name = *s;
         } else {
-          diags_.Error(At(n), "'name' must be 1-63 characters of a-z, 0-9 and '-', starting with a letter or digit; got '" +
-                                  *s + "'",
-                       "the name ends up in file names and volume labels, so keep it plain, like 'edge-rack'");
+          diags_.Error(
+              At(n),
+              "'name' must be 1-63 characters of a-z, 0-9 and '-', starting with a letter or digit; got '" + *s + "'",
+              "the name ends up in file names and volume labels, so keep it plain, like 'edge-rack'");
         }
       }
     }
@@ -187,8 +189,9 @@ class LayerParser {
               if (used != v->size() || e < 0) throw std::invalid_argument("bad");
               layer.source_date_epoch = e;
             } catch (const std::exception&) {
-              diags_.Error(At(s), "'reproducible.sourceDateEpoch' must be a non-negative number of seconds; got '" + *v + "'",
-                           "use a Unix time such as 1700000000; the SOURCE_DATE_EPOCH environment variable overrides it");
+              diags_.Error(
+                  At(s), "'reproducible.sourceDateEpoch' must be a non-negative number of seconds; got '" + *v + "'",
+                  "use a Unix time such as 1700000000; the SOURCE_DATE_EPOCH environment variable overrides it");
             }
           }
         }
@@ -211,7 +214,8 @@ class LayerParser {
 
   static bool ValidName(const std::string& s) {
     if (s.empty() || s.size() > 63 || s.front() == '-' || s.back() == '-') return false;
-    return std::all_of(s.begin(), s.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; });
+    return std::all_of(s.begin(), s.end(),
+                       [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; });
   }
 
   void CheckKeys(const YAML::Node& map, const std::string& context, const std::vector<std::string>& allowed) {
@@ -223,7 +227,8 @@ class LayerParser {
       }
       const std::string key = it->first.Scalar();
       if (!seen.insert(key).second) {
-        diags_.Error(At(it->first), "'" + key + "' appears twice in " + context, "keep one of them; YAML keeps only one");
+        diags_.Error(At(it->first), "'" + key + "' appears twice in " + context,
+                     "keep one of them; YAML keeps only one");
         continue;
       }
       if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
@@ -301,7 +306,8 @@ class LayerParser {
       }
     }
     if (n.IsSequence() && n.size() == 0) {
-      diags_.Error(At(n), "'formats' is empty, so the build would make nothing", "list at least one format, such as [raw]");
+      diags_.Error(At(n), "'formats' is empty, so the build would make nothing",
+                   "list at least one format, such as [raw]");
     }
     layer.formats = formats;
   }
@@ -471,7 +477,8 @@ std::optional<Profile> LoadProfile(const fs::path& path, Diagnostics& diags) {
   }
   if (!layers.empty() && diags.error_count() == errors_before) {
     std::string top = fs::path(path).string();
-    if (!have_name) diags.Error({top, 0, 0}, "the profile has no 'name'", "add 'name: my-image' (or extend a profile that has one)");
+    if (!have_name)
+      diags.Error({top, 0, 0}, "the profile has no 'name'", "add 'name: my-image' (or extend a profile that has one)");
     if (!have_base) {
       diags.Error({top, 0, 0}, "the profile has no 'base'",
                   "add 'base: ../images/base' to build on sprout's Debian base recipe");

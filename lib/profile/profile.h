@@ -26,8 +26,8 @@ const char* FormatName(Format format);
 
 // ProfileFile is one file to place into the root: from a source file or inline content.
 struct ProfileFile {
-  std::string path;                  // absolute path inside the image
-  std::filesystem::path source;      // absolute path on the build host, if from a file
+  std::string path;                    // absolute path inside the image
+  std::filesystem::path source;        // absolute path on the build host, if from a file
   std::optional<std::string> content;  // inline content, if given
   std::uint32_t mode = 0644;
   Location where;  // the profile entry that declared it
@@ -35,7 +35,7 @@ struct ProfileFile {
 
 // Profile is a fully resolved profile: every `extends:` merged, every path absolute.
 struct Profile {
-  std::filesystem::path file;               // the profile that was asked for
+  std::filesystem::path file;                // the profile that was asked for
   std::vector<std::filesystem::path> chain;  // that file and its ancestors, root first
   std::string name;
   std::string description;
@@ -43,7 +43,7 @@ struct Profile {
   Location base_where;
   Role role = Role::kControlPlane;
   std::vector<Format> formats{Format::kRaw};
-  std::vector<std::string> cmdline;  // extra kernel command-line words
+  std::vector<std::string> cmdline;             // extra kernel command-line words
   std::vector<std::filesystem::path> overlays;  // extra overlays, after common and role
   std::vector<ProfileFile> files;
   std::uint64_t esp_size = 64ull << 20;

@@ -55,18 +55,21 @@ TEST_CASE("A profile with three mistakes gets three errors, each with line, colu
   std::string shown = file.string();
   shown = fs::path(shown).lexically_relative(fs::current_path()).string();
   if (shown.starts_with("..")) shown = file.string();
-  CHECK(out == shown + ":3:1: error: unknown key 'formts' in the profile\n"
-                       "  formts: [raw]\n"
-                       "  ^\n"
-                       "  hint: did you mean 'formats'?\n" +
-                   shown + ":4:7: error: 'role' must be 'control-plane' or 'worker'; got 'master'\n"
-                           "  role: master\n"
-                           "        ^\n"
-                           "  hint: control-plane nodes run etcd and the API server; workers run only workloads\n" +
-                   shown + ":6:12: error: 'disk.espSize' must be a size; got 'lots'\n"
-                           "    espSize: lots\n"
-                           "             ^\n"
-                           "  hint: write a number with a unit, such as 64MiB or 2GiB\n");
+  CHECK(out == shown +
+                   ":3:1: error: unknown key 'formts' in the profile\n"
+                   "  formts: [raw]\n"
+                   "  ^\n"
+                   "  hint: did you mean 'formats'?\n" +
+                   shown +
+                   ":4:7: error: 'role' must be 'control-plane' or 'worker'; got 'master'\n"
+                   "  role: master\n"
+                   "        ^\n"
+                   "  hint: control-plane nodes run etcd and the API server; workers run only workloads\n" +
+                   shown +
+                   ":6:12: error: 'disk.espSize' must be a size; got 'lots'\n"
+                   "    espSize: lots\n"
+                   "             ^\n"
+                   "  hint: write a number with a unit, such as 64MiB or 2GiB\n");
 }
 
 TEST_CASE("Unknown nested keys suggest the nearest known key", "[profile]") {
@@ -112,8 +115,8 @@ TEST_CASE("extends merges maps, appends lists and replaces files by path", "[pro
   CHECK(p->name == "child");
   CHECK(p->role == Role::kWorker);  // inherited
   CHECK(p->cmdline == std::vector<std::string>{"quiet", "loglevel=3"});
-  CHECK(p->esp_size == 64ull << 20);    // inherited inside the merged map
-  CHECK(p->state_size == 1ull << 30);   // overridden
+  CHECK(p->esp_size == 64ull << 20);   // inherited inside the merged map
+  CHECK(p->state_size == 1ull << 30);  // overridden
   REQUIRE(p->overlays.size() == 2);
   CHECK(p->overlays[0].filename() == "ov1");
   CHECK(p->overlays[1].filename() == "ov2");

@@ -57,8 +57,7 @@ TempDir::TempDir(const fs::path& parent, const std::string& prefix) {
   fs::create_directories(parent);
   std::string tmpl = (parent / (prefix + "-XXXXXX")).string();
   if (::mkdtemp(tmpl.data()) == nullptr) {
-    throw std::runtime_error("cannot create a temporary directory in " + parent.string() + ": " +
-                             std::strerror(errno));
+    throw std::runtime_error("cannot create a temporary directory in " + parent.string() + ": " + std::strerror(errno));
   }
   path_ = tmpl;
 }
