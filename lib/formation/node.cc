@@ -101,10 +101,14 @@ void Node::ScheduleElection() {
   election_at_ = now_ + Random(config_.timing.election_min, config_.timing.election_max * scale);
 }
 
+bool Node::IsVoter(const std::string& name) const {
+  return config_.voters.empty() || std::find(config_.voters.begin(), config_.voters.end(), name) != config_.voters.end();
+}
+
 int Node::UpPeers() const {
   int n = 0;
   for (const auto& [name, p] : peers_)
-    if (p.control_plane && now_ - p.last_seen <= config_.timing.peer_timeout) ++n;
+    if (p.control_plane && IsVoter(name) && now_ - p.last_seen <= config_.timing.peer_timeout) ++n;
   return n;
 }
 
@@ -141,7 +145,7 @@ Output Node::OnTick(std::uint64_t now) {
     Broadcast(out, Beacon{config_.peer_url, config_.control_plane});
     next_beacon_ = now_ + config_.timing.beacon_interval;
   }
-  if (!config_.control_plane) return Finish(std::move(out));
+  if (!config_.control_plane || !IsVoter(config_.name)) return Finish(std::move(out));
   const Timing& t = config_.timing;
   switch (phase_) {
     case Phase::kCandidate:
@@ -312,7 +316,8 @@ Output Node::OnMessage(const std::string& from, const Message& message) {
             return;
           }
           // A candidate asks only for itself; anything else is a confused or buggy peer.
-          if (!config_.control_plane || m.ballot.candidate != from || m.ballot.round == 0) return;
+          if (!config_.control_plane || !IsVoter(config_.name) || m.ballot.candidate != from || m.ballot.round == 0)
+            return;
           peer.peer_url = m.peer_url;
           if (state_.promised < m.ballot) {
             state_.promised = m.ballot;
@@ -324,7 +329,9 @@ Output Node::OnMessage(const std::string& from, const Message& message) {
           Send(out, from, GrantFor(m.ballot, state_.promised == m.ballot));
         } else if constexpr (std::is_same_v<T, VoteGrant>) {
           highest_round_seen_ = std::max(highest_round_seen_, m.promised.round);
-          if (phase_ != Phase::kCandidate || !(m.ballot == ballot_)) return;
+          // Votes of nodes outside a configured voter list would let two disjoint
+          // "majorities" exist, so they do not count.
+          if (phase_ != Phase::kCandidate || !(m.ballot == ballot_) || !IsVoter(from)) return;
           if (!m.granted) {
             GiveUp(m.promised.round);  // someone holds a higher ballot: retry above it later
             return;
@@ -339,7 +346,8 @@ Output Node::OnMessage(const std::string& from, const Message& message) {
             Send(out, from, ClusterAdvertisement{*state_.cluster});
             return;
           }
-          if (!config_.control_plane || m.ballot.candidate != from || m.ballot.round == 0) return;
+          if (!config_.control_plane || !IsVoter(config_.name) || m.ballot.candidate != from || m.ballot.round == 0)
+            return;
           if (m.ballot < state_.promised) {
             Send(out, from, FoundingAccepted{m.ballot, false, state_.promised});
             return;
@@ -353,7 +361,7 @@ Output Node::OnMessage(const std::string& from, const Message& message) {
           Send(out, from, FoundingAccepted{m.ballot, true, state_.promised});
         } else if constexpr (std::is_same_v<T, FoundingAccepted>) {
           highest_round_seen_ = std::max(highest_round_seen_, m.promised.round);
-          if (phase_ != Phase::kProposing || !(m.ballot == ballot_)) return;
+          if (phase_ != Phase::kProposing || !(m.ballot == ballot_) || !IsVoter(from)) return;
           if (!m.accepted) {
             GiveUp(m.promised.round);
             return;

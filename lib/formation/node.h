@@ -36,6 +36,7 @@ struct NodeConfig {
   std::string cluster_name;          // the cluster identity it belongs to
   int expected_control_plane = 3;    // N: the profile's control-plane count
   bool control_plane = true;         // workers never vote and never found
+  std::vector<std::string> voters;   // if set, the only names whose votes count (static peer list)
   Timing timing;
 };
 
@@ -132,6 +133,7 @@ class Node {
   };
 
   int Majority() const { return config_.expected_control_plane / 2 + 1; }
+  bool IsVoter(const std::string& name) const;
   std::uint64_t Random(std::uint64_t lo, std::uint64_t hi);
   void ScheduleElection();
   void StartCandidacy(Output& out);

@@ -241,3 +241,30 @@ TEST_CASE("persisted state round-trips and corrupt state is refused", "[formatio
   std::vector<std::uint8_t> junk = {'n', 'o', 'p', 'e'};
   CHECK(DecodeState(junk).error() == "not a sprout formation state file (bad magic)");
 }
+
+TEST_CASE("with a static voter list, votes of unlisted nodes do not count", "[formation]") {
+  NodeConfig c = Config("n1");
+  c.voters = {"n1", "n2", "n3"};
+  Node a(c, {}, 1);
+  std::uint64_t t = 0;
+  Ballot b;
+  // An unlisted node alone does not make a majority up...
+  for (; t < 5000; t += 50) {
+    a.OnMessage("x9", Beacon{"https://x9:2380", true});
+    CHECK(MessagesOf<VoteRequest>(a.OnTick(t)).empty());
+  }
+  for (; t < 10000 && b.IsZero(); t += 50) {
+    a.OnMessage("n2", Beacon{"https://n2:2380", true});
+    auto reqs = MessagesOf<VoteRequest>(a.OnTick(t));
+    if (!reqs.empty()) b = reqs[0].ballot;
+  }
+  REQUIRE_FALSE(b.IsZero());
+  // ...and its vote is ignored, so n1 with x9 is still one vote short.
+  a.OnMessage("x9", VoteGrant{b, true, b, "https://x9:2380", std::nullopt, std::nullopt});
+  for (int i = 0; i < 10; ++i) CHECK(MessagesOf<FoundingProposal>(a.OnTick(t += 50)).empty());
+  a.OnMessage("n2", VoteGrant{b, true, b, "https://n2:2380", std::nullopt, std::nullopt});
+  std::vector<FoundingProposal> props;
+  for (int i = 0; i < 10 && props.empty(); ++i) props = MessagesOf<FoundingProposal>(a.OnTick(t += 50));
+  REQUIRE(props.size() == 1);
+  CHECK_FALSE(props[0].founding.HasMember("x9"));
+}
