@@ -174,7 +174,7 @@ int Base(const fs::path& what, const fs::path& cache_dir, bool force) {
 }
 
 int Build(const BuildOptions& options) {
-  Progress progress(::isatty(2) != 0, 7);
+  Progress progress(::isatty(2) != 0, 8);
   auto fail = [&](const std::string& why) {
     progress.Note("sprout: " + why);
     return 1;
@@ -229,6 +229,14 @@ int Build(const BuildOptions& options) {
   const std::uint64_t root_bytes = fs::file_size(root_img);
   progress.End(HumanSize(root_bytes) + " squashfs from " + std::to_string(summary->entries) + " entries");
 
+  progress.Begin("build verity hash tree");
+  fs::path verity_img = work.path() / "root.verity";
+  auto root_hash = MakeVerityHash(root_img, verity_img, plan.verity_salt, plan.verity_uuid_text);
+  if (!root_hash) return fail(root_hash.error());
+  PlanBoot(plan, *profile, *root_hash);
+  const std::uint64_t verity_bytes = fs::file_size(verity_img);
+  progress.End("root hash " + root_hash->substr(0, 16) + "…");
+
   progress.Begin("make initrd");
   auto kernel = Newest(summary->captured, "boot/vmlinuz-");
   auto initrd = Newest(summary->captured, "boot/initrd.img-");
@@ -281,20 +289,20 @@ int Build(const BuildOptions& options) {
   progress.End(HumanSize(profile->state_size));
 
   progress.Begin("write raw disk");
-  std::uint64_t root_size = profile->root_size ? profile->root_size : root_bytes;
+  // "auto" leaves a quarter of headroom, so a later root fits the same A/B slots.
+  std::uint64_t root_size = profile->root_size ? profile->root_size : root_bytes + root_bytes / 4;
   if (root_size < root_bytes) {
     return fail("the root file system is " + HumanSize(root_bytes) + " but disk.rootSize is " + HumanSize(root_size) +
                 "; raise disk.rootSize or set it to auto");
   }
-  auto layout =
-      PlanGpt(plan.disk_guid, {{kEspLabel, *Guid::Parse(dps::kEsp), plan.esp_uuid, profile->esp_size, 0},
-                               {kRootLabel, *Guid::Parse(dps::kRootX86_64), plan.root_uuid, root_size,
-                                // read-only (bit 60) per the Discoverable Partitions Specification
-                                1ull << 60},
-                               {kStateLabel, *Guid::Parse(dps::kVar), plan.state_uuid, profile->state_size, 0}});
+  std::uint64_t verity_size = verity_bytes + verity_bytes / 4 + (1u << 20);
+  auto layout = PlanGpt(plan.disk_guid,
+                        PlanPartitions(plan, profile->esp_size, root_size, verity_size, profile->state_size));
   if (!layout) return fail(layout.error());
   fs::path raw_tmp = work.path() / (profile->name + ".raw");
-  if (auto s = WriteRawDisk(*layout, {esp_img, root_img, state_img}, raw_tmp); !s) return fail(s.error());
+  if (auto s = WriteRawDisk(*layout, {esp_img, root_img, verity_img, {}, {}, state_img}, raw_tmp); !s) {
+    return fail(s.error());
+  }
   progress.End(HumanSize(layout->disk_size));
 
   // Publish: a small record of the build, then the image, each renamed into place.
@@ -307,6 +315,8 @@ int Build(const BuildOptions& options) {
   record["outputs"][profile->name + ".raw"] = {{"size", layout->disk_size},
                                                {"diskGuid", plan.disk_guid.ToString()},
                                                {"rootPartUuid", plan.root_uuid.ToString()},
+                                               {"verityPartUuid", plan.verity_uuid.ToString()},
+                                               {"rootHash", plan.root_hash},
                                                {"statePartUuid", plan.state_uuid.ToString()}};
   fs::path raw_out = options.out_dir / (profile->name + ".raw");
   fs::rename(raw_tmp, raw_out, ec);

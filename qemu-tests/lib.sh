@@ -11,11 +11,12 @@ find_ovmf() {
   return 1
 }
 
-# boot_vm DISK VARS LOG TIMEOUT: boots DISK under UEFI with no network at all, serial to
-# LOG, until the guest powers off or TIMEOUT seconds pass (then it is killed: status 124).
+# boot_vm DISK VARS LOG TIMEOUT [STOP-REGEX]: boots DISK under UEFI with no network at
+# all, serial to LOG, until the guest powers off or TIMEOUT seconds pass (then it is
+# killed: status 124), or the log matches STOP-REGEX (killed: status 125).
 # Sets BOOT_LOGIN_SECONDS to when "login:" first appeared, and BOOT_TOTAL_SECONDS.
 boot_vm() {
-  local disk=$1 vars=$2 log=$3 limit=$4
+  local disk=$1 vars=$2 log=$3 limit=$4 stop=${5:-}
   # KVM may exist but not work here (nested virtualization), so TCG unless asked.
   local accel=${SPROUT_QEMU_ACCEL:-tcg} cpu=max
   [ "$accel" = kvm ] && cpu=host
@@ -32,6 +33,12 @@ boot_vm() {
   while kill -0 "$pid" 2>/dev/null; do
     if [ -z "$BOOT_LOGIN_SECONDS" ] && grep -aq 'login:' "$log"; then
       BOOT_LOGIN_SECONDS=$(echo "$(date +%s.%N) - $start" | bc)
+    fi
+    if [ -n "$stop" ] && grep -aqE "$stop" "$log"; then
+      sleep 1  # let the last lines reach the log
+      kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+      BOOT_TOTAL_SECONDS=$(echo "$(date +%s.%N) - $start" | bc)
+      return 125
     fi
     if [ "$(date +%s)" -ge "$deadline" ]; then
       kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null

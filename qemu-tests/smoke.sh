@@ -61,7 +61,8 @@ fi
 [ "$build_rc" -eq 0 ] || exit 1
 
 # One copy-on-write disk over the image keeps both boots' writes; the image stays pristine.
-qemu-img create -q -f qcow2 -b "$work/out/smoke.raw" -F raw "$work/disk.qcow2"
+# The disk is made 3 GiB, larger than the image, so first boot must grow /var.
+qemu-img create -q -f qcow2 -b "$work/out/smoke.raw" -F raw "$work/disk.qcow2" 3G
 cp "$OVMF_VARS" "$work/vars.fd"
 
 for boot in 1 2; do
@@ -84,7 +85,10 @@ for boot in 1 2; do
   check "boot $boot: sprout-firstboot logged to the journal" "$(smoke_value "$log" journal)" '^[1-9]'
   check "boot $boot: root is read-only squashfs" "$(smoke_value "$log" root)" '^squashfs +ro'
   check "boot $boot: writing the root is refused" "$(smoke_value "$log" root-write)" '^refused$'
-  check "boot $boot: /var is ext4 on the state partition" "$(smoke_value "$log" var)" '^ext4 +/dev/vda3'
+  check "boot $boot: /var is ext4 on the state partition" "$(smoke_value "$log" var)" '^ext4 +/dev/vda6'
+  check "boot $boot: /var grew to fill the 3 GiB disk" "$(smoke_value "$log" var-size-mib)" '^(1[5-9][0-9][0-9]|2[0-9][0-9][0-9])$'
+  check "boot $boot: root is mounted from the verity device" "$(smoke_value "$log" root-source)" '^/dev/mapper/root$'
+  check "boot $boot: dmsetup table shows verity" "$(smoke_value "$log" root-table)" '^verity$'
   check "boot $boot: the initrd seeded /var from the factory copy" "$(smoke_value "$log" seeded)" '^yes$'
   check "boot $boot: hostname generated per node" "$(smoke_value "$log" hostname)" '^sprout-[0-9a-f]{8}$'
 done
@@ -94,6 +98,8 @@ check "machine-id is stable across reboots" "$(smoke_value "$work/serial-2.log" 
 check "machine-id is set" "$id1" '^[0-9a-f]{32}$'
 check "hostname is stable across reboots" "$(smoke_value "$work/serial-2.log" hostname)" "^$(smoke_value "$work/serial-1.log" hostname)\$"
 
+# Hand the pristine image to the tamper test, if asked.
+[ -n "${KEEP_IMAGE:-}" ] && cp --sparse=always "$work/out/smoke.raw" "$KEEP_IMAGE"
 cat "$work/figures" 2>/dev/null
 echo "smoke: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -134,3 +134,25 @@ Result<std::string> MakeCpio(const std::vector<RootEntry>& entries, std::int64_t
 }
 
 }  // namespace sprout
+
+namespace sprout {
+
+Result<std::string> MakeVerityHash(const fs::path& data, const fs::path& hash_out, const std::string& salt_hex,
+                                   const std::string& uuid) {
+  std::error_code ec;
+  fs::remove(hash_out, ec);
+  auto out = RunChecked({{"veritysetup", "format", "--hash=sha256", "--data-block-size=4096", "--hash-block-size=4096",
+                          "--salt=" + salt_hex, "--uuid=" + uuid, data.string(), hash_out.string()}});
+  if (!out) return Fail("cannot build the verity hash tree: " + out.error());
+  // veritysetup prints "Root hash:      <hex>".
+  auto pos = out->find("Root hash:");
+  if (pos == std::string::npos) return Fail("veritysetup did not print a root hash:\n" + *out);
+  std::string rest = out->substr(pos + 10);
+  std::size_t start = rest.find_first_not_of(" \t");
+  std::size_t end = rest.find_first_of(" \t\r\n", start);
+  std::string hash = rest.substr(start, end - start);
+  if (hash.size() != 64) return Fail("veritysetup printed an unexpected root hash '" + hash + "'");
+  return hash;
+}
+
+}  // namespace sprout

@@ -34,3 +34,13 @@ Status MakeExt4Image(const std::filesystem::path& out, std::uint64_t size, const
 Result<std::string> MakeCpio(const std::vector<RootEntry>& entries, std::int64_t mtime);
 
 }  // namespace sprout
+
+namespace sprout {
+
+// MakeVerityHash writes the dm-verity hash tree of data to hash_out (veritysetup,
+// 4 KiB blocks, SHA-256) with a fixed salt and superblock UUID, and returns the root
+// hash in hex.
+Result<std::string> MakeVerityHash(const std::filesystem::path& data, const std::filesystem::path& hash_out,
+                                   const std::string& salt_hex, const std::string& uuid);
+
+}  // namespace sprout

@@ -17,20 +17,45 @@ std::string SeedOf(const std::string& profile_json, const std::string& base_id) 
 }
 
 DiskPlan PlanDisk(const Profile& profile, const std::string& seed) {
+  (void)profile;
   DiskPlan d;
   d.disk_guid = Guid::Derive(seed, "disk");
   d.esp_uuid = Guid::Derive(seed, "partition:esp");
-  d.root_uuid = Guid::Derive(seed, "partition:root-a");
   d.state_uuid = Guid::Derive(seed, "partition:state");
+  d.root_b_uuid = Guid::Derive(seed, "partition:root-b");
+  d.verity_b_uuid = Guid::Derive(seed, "partition:root-b-verity");
   Guid vol = Guid::Derive(seed, "fat-volume-id");
   d.esp_volume_id = static_cast<std::uint32_t>(vol.bytes[0]) << 24 | static_cast<std::uint32_t>(vol.bytes[1]) << 16 |
                     static_cast<std::uint32_t>(vol.bytes[2]) << 8 | vol.bytes[3];
   d.state_fs_uuid = Guid::Derive(seed, "fs:state").ToString();
+  d.verity_salt = Sha256Hex(seed + "\nverity-salt");
+  d.verity_uuid_text = Guid::Derive(seed, "verity-superblock").ToString();
+  d.fstab =
+      "# Written by sprout. The root is read-only (dm-verity); /var is the state partition,\n"
+      "# mounted by the initrd (listed here so systemd knows it); /tmp lives in memory.\n"
+      "PARTUUID=" +
+      d.state_uuid.ToString() +
+      " /var ext4 defaults,noatime 0 0\n"
+      "tmpfs /tmp tmpfs mode=1777,nosuid,nodev,size=50% 0 0\n";
+  return d;
+}
 
+void PlanBoot(DiskPlan& d, const Profile& profile, const std::string& root_hash) {
+  d.root_hash = root_hash;
+  std::uint8_t bytes[32] = {};
+  for (std::size_t i = 0; i < 32 && 2 * i + 1 < root_hash.size(); ++i) {
+    bytes[i] = static_cast<std::uint8_t>(std::stoi(root_hash.substr(2 * i, 2), nullptr, 16));
+  }
+  d.root_uuid = Guid::FromBytes(bytes);
+  d.verity_uuid = Guid::FromBytes(bytes + 16);
   d.cmdline = {
-      "root=PARTUUID=" + d.root_uuid.ToString(),
+      // The initrd opens the verity device "root" before initramfs-tools mounts it.
+      "root=/dev/mapper/root",
       "rootfstype=squashfs",
       "ro",
+      "sprout.roothash=" + root_hash,
+      "sprout.verity.data=PARTUUID=" + d.root_uuid.ToString(),
+      "sprout.verity.hash=PARTUUID=" + d.verity_uuid.ToString(),
       "sprout.state=PARTUUID=" + d.state_uuid.ToString(),
       // sprout mounts what it needs itself; the generator would guess from the disk.
       "systemd.gpt_auto=0",
@@ -38,12 +63,11 @@ DiskPlan PlanDisk(const Profile& profile, const std::string& seed) {
       "console=ttyS0,115200",
   };
   d.cmdline.insert(d.cmdline.end(), profile.cmdline.begin(), profile.cmdline.end());
-
   d.loader_conf =
       "# systemd-boot settings written by sprout\n"
       "default sprout.conf\n"
       "timeout 0\n"
-      // The command line carries the root's identity, so it must not be edited at boot.
+      // The command line carries the root hash, so it must not be edited at boot.
       "editor no\n";
   d.loader_entry = "title sprout " + profile.name +
                    "\n"
@@ -51,14 +75,22 @@ DiskPlan PlanDisk(const Profile& profile, const std::string& seed) {
                    "initrd /sprout/initrd.img\n"
                    "options " +
                    Join(d.cmdline, " ") + "\n";
-  d.fstab =
-      "# Written by sprout. The root is read-only; /var is the state partition, mounted\n"
-      "# by the initrd (listed here so systemd knows it); /tmp lives in memory.\n"
-      "PARTUUID=" +
-      d.state_uuid.ToString() +
-      " /var ext4 defaults,noatime 0 0\n"
-      "tmpfs /tmp tmpfs mode=1777,nosuid,nodev,size=50% 0 0\n";
-  return d;
+}
+
+std::vector<PartitionSpec> PlanPartitions(const DiskPlan& d, std::uint64_t esp_size, std::uint64_t root_size,
+                                          std::uint64_t verity_size, std::uint64_t state_size) {
+  // GPT attribute 60 marks a partition read-only for the OS, per the DPS.
+  constexpr std::uint64_t kReadOnly = 1ull << 60;
+  const Guid root = *Guid::Parse(dps::kRootX86_64);
+  const Guid verity = *Guid::Parse(dps::kRootVerityX86_64);
+  return {
+      {kEspLabel, *Guid::Parse(dps::kEsp), d.esp_uuid, esp_size, 0},
+      {kRootLabel, root, d.root_uuid, root_size, kReadOnly},
+      {kVerityLabel, verity, d.verity_uuid, verity_size, kReadOnly},
+      {kEmptyLabel, root, d.root_b_uuid, root_size, kReadOnly},
+      {kEmptyLabel, verity, d.verity_b_uuid, verity_size, kReadOnly},
+      {kStateLabel, *Guid::Parse(dps::kVar), d.state_uuid, state_size, 0},
+  };
 }
 
 }  // namespace sprout

@@ -1,11 +1,13 @@
-// The image plan: pure decisions about a disk (GUIDs, labels, kernel command line,
-// loader entry, fstab) made from the profile and a seed of the build inputs.
+// The image plan: pure decisions about a disk (GUIDs, labels, partitions, kernel
+// command line, loader entry, fstab) made from the profile, a seed of the build inputs
+// and the root's verity hash.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "image/gpt.h"
 #include "image/guid.h"
 #include "profile/profile.h"
 
@@ -13,25 +15,46 @@ namespace sprout {
 
 // DiskPlan holds every identifier and text file the disk's layout implies.
 struct DiskPlan {
-  Guid disk_guid, esp_uuid, root_uuid, state_uuid;
+  Guid disk_guid, esp_uuid, state_uuid;
+  Guid root_uuid, verity_uuid;      // slot A; from the root hash (set by PlanBoot)
+  Guid root_b_uuid, verity_b_uuid;  // the reserved slot B
   std::uint32_t esp_volume_id = 0;
   std::string state_fs_uuid;  // the ext4 file-system UUID
+  std::string verity_salt;    // 64 hex digits
+  std::string verity_uuid_text;  // the verity superblock's UUID
+  std::string root_hash;      // 64 hex digits (set by PlanBoot)
   std::vector<std::string> cmdline;
   std::string loader_conf;
   std::string loader_entry;
   std::string fstab;
 };
 
-// Partition labels; the initrd and docs refer to them.
+// Partition labels; the initrd and docs refer to them. "_empty" marks an unused slot,
+// as systemd-sysupdate does.
 inline constexpr const char* kEspLabel = "sprout-esp";
 inline constexpr const char* kRootLabel = "sprout-root-a";
+inline constexpr const char* kVerityLabel = "sprout-root-a-verity";
+inline constexpr const char* kEmptyLabel = "_empty";
 inline constexpr const char* kStateLabel = "sprout-state";
+
+// Partition indexes in the table PlanPartitions returns.
+enum PartitionIndex { kEspIndex = 0, kRootAIndex, kVerityAIndex, kRootBIndex, kVerityBIndex, kStateIndex };
 
 // SeedOf digests everything that identifies a build's inputs: the resolved profile
 // (as JSON), the base's identity and the sprout version.
 std::string SeedOf(const std::string& profile_json, const std::string& base_id);
 
-// PlanDisk derives the identifiers and boot files of a disk from the profile and seed.
+// PlanDisk derives the seed-based identifiers, the verity salt and the fstab.
 DiskPlan PlanDisk(const Profile& profile, const std::string& seed);
+
+// PlanBoot completes the plan once the root's verity hash is known: the root and
+// verity partition UUIDs are the hash's two halves (as the Discoverable Partitions
+// Specification suggests), and the kernel command line carries the hash.
+void PlanBoot(DiskPlan& plan, const Profile& profile, const std::string& root_hash);
+
+// PlanPartitions lists the GPT partitions: ESP, root A and its verity, the reserved
+// root B and its verity (same sizes), then the state partition last so it can grow.
+std::vector<PartitionSpec> PlanPartitions(const DiskPlan& plan, std::uint64_t esp_size, std::uint64_t root_size,
+                                          std::uint64_t verity_size, std::uint64_t state_size);
 
 }  // namespace sprout

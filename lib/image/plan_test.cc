@@ -1,0 +1,50 @@
+#include "image/plan.h"
+
+#include <catch2/catch.hpp>
+
+using namespace sprout;
+
+TEST_CASE("PlanBoot derives root and verity partition UUIDs from the root hash halves", "[plan]") {
+  Profile p;
+  p.name = "n";
+  p.cmdline = {"quiet"};
+  DiskPlan d = PlanDisk(p, "seed");
+  const std::string hash = "00112233445566778899aabbccddeeff0123456789abcdef0123456789abcdef";
+  PlanBoot(d, p, hash);
+  // Version and variant bits are forced, the rest is the hash.
+  CHECK(d.root_uuid.ToString() == "00112233-4455-4677-8899-aabbccddeeff");
+  CHECK(d.verity_uuid.ToString() == "01234567-89ab-4def-8123-456789abcdef");
+  CHECK(d.loader_entry.find("sprout.roothash=" + hash) != std::string::npos);
+  CHECK(d.loader_entry.find("root=/dev/mapper/root") != std::string::npos);
+  CHECK(d.loader_entry.find("sprout.verity.data=PARTUUID=" + d.root_uuid.ToString()) != std::string::npos);
+  CHECK(d.cmdline.back() == "quiet");  // the profile's words come last
+  CHECK(d.loader_conf.find("editor no") != std::string::npos);
+}
+
+TEST_CASE("PlanDisk is a pure function of the seed", "[plan]") {
+  Profile p;
+  DiskPlan a = PlanDisk(p, "seed-1"), b = PlanDisk(p, "seed-1"), c = PlanDisk(p, "seed-2");
+  CHECK(a.disk_guid == b.disk_guid);
+  CHECK(a.verity_salt == b.verity_salt);
+  CHECK(a.esp_volume_id == b.esp_volume_id);
+  CHECK_FALSE(a.disk_guid == c.disk_guid);
+  CHECK(a.verity_salt != c.verity_salt);
+  CHECK(a.verity_salt.size() == 64);
+}
+
+TEST_CASE("PlanPartitions reserves slot B with slot A's sizes and puts state last", "[plan]") {
+  Profile p;
+  DiskPlan d = PlanDisk(p, "s");
+  PlanBoot(d, p, std::string(64, 'a'));
+  auto parts = PlanPartitions(d, 64 << 20, 300 << 20, 5 << 20, 256 << 20);
+  REQUIRE(parts.size() == 6);
+  CHECK(parts[kRootAIndex].label == std::string(kRootLabel));
+  CHECK(parts[kRootBIndex].label == std::string(kEmptyLabel));
+  CHECK(parts[kRootBIndex].size == parts[kRootAIndex].size);
+  CHECK(parts[kVerityBIndex].size == parts[kVerityAIndex].size);
+  CHECK(parts[kRootBIndex].type == parts[kRootAIndex].type);
+  CHECK(parts[kVerityAIndex].type.ToString() == std::string(dps::kRootVerityX86_64));
+  CHECK(parts[kStateIndex].type.ToString() == std::string(dps::kVar));
+  CHECK(parts[kRootAIndex].attributes == 1ull << 60);
+  CHECK(parts[kStateIndex].attributes == 0);
+}
