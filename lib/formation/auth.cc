@@ -63,8 +63,7 @@ Mac ComputeMac(const Key& key, std::span<const std::uint8_t> data) {
   return out;
 }
 
-Sealer::Sealer(Key key, std::string_view cluster_name, std::string sender, std::uint64_t incarnation)
-    : key_(key) {
+Sealer::Sealer(Key key, std::string_view cluster_name, std::string sender, std::uint64_t incarnation) : key_(key) {
   header_.cluster_tag = TagFor(cluster_name);
   header_.sender = std::move(sender);
   header_.incarnation = incarnation;
@@ -108,8 +107,8 @@ std::optional<Frame> Gate::Open(std::span<const std::uint8_t> bytes) {
   }
   if (!Fresh(h)) {
     ++counters_.replayed;
-    last_reason_ = "replayed frame from " + h.sender + " (incarnation " + std::to_string(h.incarnation) +
-                   ", counter " + std::to_string(h.counter) + ")";
+    last_reason_ = "replayed frame from " + h.sender + " (incarnation " + std::to_string(h.incarnation) + ", counter " +
+                   std::to_string(h.counter) + ")";
     return std::nullopt;
   }
   ++counters_.accepted;

@@ -100,13 +100,13 @@ TEST_CASE("replayed frames are dropped and counted; reordering inside the window
   std::vector<std::vector<std::uint8_t>> frames;
   for (int i = 0; i < 100; ++i) frames.push_back(a.Seal(Beacon{"https://n1:2380", true}));
 
-  CHECK(g.Open(frames[10]));  // counter 11 first
-  CHECK(g.Open(frames[5]));   // an older one that was merely late: fine once
+  CHECK(g.Open(frames[10]));        // counter 11 first
+  CHECK(g.Open(frames[5]));         // an older one that was merely late: fine once
   CHECK_FALSE(g.Open(frames[5]));   // the same one again: replay
   CHECK_FALSE(g.Open(frames[10]));  // replay of the newest
   CHECK(g.counters().replayed == 2);
 
-  CHECK(g.Open(frames[99]));       // counter 100
+  CHECK(g.Open(frames[99]));        // counter 100
   CHECK_FALSE(g.Open(frames[20]));  // 80 behind: outside the 64-frame window
   CHECK(g.Open(frames[40]));        // 60 behind and unseen: inside
   CHECK(g.counters().replayed == 3);

@@ -25,12 +25,18 @@ std::uint64_t NextRandom(std::uint64_t& s) {
 
 const char* PhaseName(Phase p) {
   switch (p) {
-    case Phase::kDiscovering: return "discovering";
-    case Phase::kCandidate: return "candidate";
-    case Phase::kProposing: return "proposing";
-    case Phase::kMember: return "founding member";
-    case Phase::kLearner: return "learner";
-    case Phase::kWorker: return "worker";
+    case Phase::kDiscovering:
+      return "discovering";
+    case Phase::kCandidate:
+      return "candidate";
+    case Phase::kProposing:
+      return "proposing";
+    case Phase::kMember:
+      return "founding member";
+    case Phase::kLearner:
+      return "learner";
+    case Phase::kWorker:
+      return "worker";
   }
   return "unknown";
 }
@@ -83,7 +89,7 @@ Node::Node(NodeConfig config, PersistedState state, std::uint64_t seed)
   ++state_.incarnation;
   highest_round_seen_ = std::max(state_.max_round, state_.promised.round);
   if (state_.cluster) {
-    phase_ = !config_.control_plane                   ? Phase::kWorker
+    phase_ = !config_.control_plane                    ? Phase::kWorker
              : state_.cluster->HasMember(config_.name) ? Phase::kMember
                                                        : Phase::kLearner;
     need_act_ = true;  // repeat the founding or join action: the caller's steps are idempotent
@@ -102,7 +108,8 @@ void Node::ScheduleElection() {
 }
 
 bool Node::IsVoter(const std::string& name) const {
-  return config_.voters.empty() || std::find(config_.voters.begin(), config_.voters.end(), name) != config_.voters.end();
+  return config_.voters.empty() ||
+         std::find(config_.voters.begin(), config_.voters.end(), name) != config_.voters.end();
 }
 
 int Node::UpPeers() const {
@@ -289,12 +296,13 @@ void Node::Learn(const Founding& f, Output& out) {
 void Node::Act(Output& out) {
   need_act_ = false;
   const Founding& f = *state_.cluster;
+  // A named Action, not emplace_back: GCC 12 warns falsely about emplacing into a variant.
+  Action act = JoinAsWorker{f.token, f};
   if (phase_ == Phase::kMember)
-    out.actions.push_back(StartEtcdNew{f.InitialCluster(), f.token, f});
+    act = StartEtcdNew{f.InitialCluster(), f.token, f};
   else if (phase_ == Phase::kLearner)
-    out.actions.push_back(JoinAsLearner{f.token, f});
-  else
-    out.actions.push_back(JoinAsWorker{f.token, f});
+    act = JoinAsLearner{f.token, f};
+  out.actions.push_back(std::move(act));
 }
 
 Output Node::OnMessage(const std::string& from, const Message& message) {
@@ -352,8 +360,10 @@ Output Node::OnMessage(const std::string& from, const Message& message) {
             Send(out, from, FoundingAccepted{m.ballot, false, state_.promised});
             return;
           }
-          if (state_.promised < m.ballot) StepDown(m.ballot);
-          else Defer();
+          if (state_.promised < m.ballot)
+            StepDown(m.ballot);
+          else
+            Defer();
           state_.promised = m.ballot;
           state_.accepted_ballot = m.ballot;
           state_.accepted = m.founding;

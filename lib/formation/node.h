@@ -19,36 +19,36 @@ namespace sprout::formation {
 
 // Timing holds the protocol's timer lengths in milliseconds of the caller's clock.
 struct Timing {
-  std::uint64_t beacon_interval = 500;     // how often an undecided node says it is up
-  std::uint64_t peer_timeout = 2000;       // a peer unheard for this long is not counted as up
-  std::uint64_t election_min = 150;        // random wait before a candidacy, lower bound
-  std::uint64_t election_max = 600;        // and upper bound (grows with failed attempts)
-  std::uint64_t resend = 200;              // a candidate repeats its request this often
-  std::uint64_t phase_timeout = 1500;      // a candidacy that has not finished by then is dropped
-  std::uint64_t founding_grace = 250;      // after a majority, wait this long for the other votes
-  std::uint64_t advertise_interval = 1000; // how often a node that knows the cluster says so
+  std::uint64_t beacon_interval = 500;      // how often an undecided node says it is up
+  std::uint64_t peer_timeout = 2000;        // a peer unheard for this long is not counted as up
+  std::uint64_t election_min = 150;         // random wait before a candidacy, lower bound
+  std::uint64_t election_max = 600;         // and upper bound (grows with failed attempts)
+  std::uint64_t resend = 200;               // a candidate repeats its request this often
+  std::uint64_t phase_timeout = 1500;       // a candidacy that has not finished by then is dropped
+  std::uint64_t founding_grace = 250;       // after a majority, wait this long for the other votes
+  std::uint64_t advertise_interval = 1000;  // how often a node that knows the cluster says so
 };
 
 // NodeConfig is everything a node knows about itself before it hears anyone.
 struct NodeConfig {
-  std::string name;                  // unique node name, also its etcd member name
-  std::string peer_url;              // its etcd peer URL
-  std::string cluster_name;          // the cluster identity it belongs to
-  int expected_control_plane = 3;    // N: the profile's control-plane count
-  bool control_plane = true;         // workers never vote and never found
-  std::vector<std::string> voters;   // if set, the only names whose votes count (static peer list)
-  Timing timing;
+  std::string name;                 // unique node name, also its etcd member name
+  std::string peer_url;             // its etcd peer URL
+  std::string cluster_name;         // the cluster identity it belongs to
+  int expected_control_plane = 3;   // N: the profile's control-plane count
+  bool control_plane = true;        // workers never vote and never found
+  std::vector<std::string> voters;  // if set, the only names whose votes count (static peer list)
+  Timing timing;                    // timer lengths
 };
 
 // PersistedState is what a node must keep across restarts; the caller saves it
 // (EncodeState) before it sends any message of the same Output.
 struct PersistedState {
-  std::uint64_t incarnation = 0;       // boot number; grows with every Node built
-  Ballot promised;                     // the ballot this node's vote is given to
-  Ballot accepted_ballot;              // the ballot of the founding it accepted (zero: none)
-  std::optional<Founding> accepted;    // the founding it accepted
-  std::uint64_t max_round = 0;         // the highest round it ever ran as candidate
-  std::optional<Founding> cluster;     // the chosen founding, once known
+  std::uint64_t incarnation = 0;     // boot number; grows with every Node built
+  Ballot promised;                   // the ballot this node's vote is given to
+  Ballot accepted_ballot;            // the ballot of the founding it accepted (zero: none)
+  std::optional<Founding> accepted;  // the founding it accepted
+  std::uint64_t max_round = 0;       // the highest round it ever ran as candidate
+  std::optional<Founding> cluster;   // the chosen founding, once known
 
   // operator== compares every field.
   bool operator==(const PersistedState&) const = default;
@@ -61,37 +61,37 @@ Result<PersistedState> DecodeState(std::span<const std::uint8_t> bytes);
 
 // Outbound is one message to send; an empty `to` means every peer (multicast).
 struct Outbound {
-  std::string to;
-  Message message;
+  std::string to;   // peer name, or empty for everyone
+  Message message;  // what to send
 };
 
 // PersistState asks the caller to save state durably before sending anything.
 struct PersistState {
-  PersistedState state;
+  PersistedState state;  // the whole state to save
 };
 // StartEtcdNew asks the caller to start etcd with --initial-cluster-state=new.
 struct StartEtcdNew {
   std::string initial_cluster;  // --initial-cluster
   std::string token;            // --initial-cluster-token
-  Founding founding;
+  Founding founding;            // the chosen founding these flags come from
 };
 // JoinAsLearner asks the caller to join the founded cluster as an etcd learner.
 struct JoinAsLearner {
-  std::string token;
+  std::string token;  // the cluster to join
   Founding founding;  // its members run the join endpoints
 };
 // JoinAsWorker asks a worker node to fetch its join credentials from the cluster.
 struct JoinAsWorker {
-  std::string token;
-  Founding founding;
+  std::string token;  // the cluster to join
+  Founding founding;  // its members run the join endpoints
 };
 // Action is anything but a message that the caller must do, in order.
 using Action = std::variant<PersistState, StartEtcdNew, JoinAsLearner, JoinAsWorker>;
 
 // Output is the result of one step: do the actions in order, then send the messages.
 struct Output {
-  std::vector<Action> actions;
-  std::vector<Outbound> messages;
+  std::vector<Action> actions;     // in order; PersistState always first
+  std::vector<Outbound> messages;  // after the actions
 };
 
 // Phase is where a node stands in formation.

@@ -1,7 +1,6 @@
 #include "formation/node.h"
 
 #include <catch2/catch.hpp>
-
 #include <deque>
 #include <memory>
 
@@ -42,7 +41,8 @@ struct Lan {
   std::uint64_t now = 0;
 
   explicit Lan(int n) {
-    for (int i = 1; i <= n; ++i) nodes.push_back(std::make_unique<Node>(Config("n" + std::to_string(i), n), PersistedState{}, i));
+    for (int i = 1; i <= n; ++i)
+      nodes.push_back(std::make_unique<Node>(Config("n" + std::to_string(i), n), PersistedState{}, i));
   }
   void Take(Node& from, Output out) {
     for (auto& a : out.actions) actions[from.config().name].push_back(a);
@@ -217,7 +217,7 @@ TEST_CASE("every new Node is a new incarnation, saved before its first message",
   auto* p = std::get_if<PersistState>(&out.actions.front());
   REQUIRE(p);
   CHECK(p->state.incarnation == 42);
-  CHECK_FALSE(out.messages.empty());  // its first beacon
+  CHECK_FALSE(out.messages.empty());                     // its first beacon
   CHECK(ActionsOf<PersistState>(n.OnTick(50)).empty());  // nothing new to save
 }
 

@@ -31,7 +31,9 @@ class Rng {
   std::uint64_t Range(std::uint64_t lo, std::uint64_t hi) { return hi <= lo ? lo : lo + Next() % (hi - lo + 1); }
   bool Chance(double p) { return static_cast<double>(Next() >> 11) * 0x1.0p-53 < p; }
   template <typename T>
-  const T& Pick(const std::vector<T>& v) { return v[Next() % v.size()]; }
+  const T& Pick(const std::vector<T>& v) {
+    return v[Next() % v.size()];
+  }
 
  private:
   std::uint64_t s_;
@@ -51,9 +53,7 @@ struct Event {
 };
 
 struct Later {
-  bool operator()(const Event& a, const Event& b) const {
-    return a.time != b.time ? a.time > b.time : a.seq > b.seq;
-  }
+  bool operator()(const Event& a, const Event& b) const { return a.time != b.time ? a.time > b.time : a.seq > b.seq; }
 };
 
 std::string Name(int i) { return "n" + std::to_string(i + 1); }
@@ -99,8 +99,8 @@ class Sim {
       std::string undecided;
       for (int i = 0; i < n_; ++i)
         if (stable_[Idx(i)] && !(nodes_[Idx(i)] && nodes_[Idx(i)]->state().cluster)) undecided += " " + Name(i);
-      Violation("liveness: a connected majority did not agree on a cluster within " +
-                std::to_string(kSettleDeadline) + " ms; undecided:" + undecided);
+      Violation("liveness: a connected majority did not agree on a cluster within " + std::to_string(kSettleDeadline) +
+                " ms; undecided:" + undecided);
     }
     res_.foundings = started_.size();
     res_.founded = !started_.empty();
@@ -269,8 +269,8 @@ class Sim {
     if (!Linked(from, to) || rng_.Chance(loss_)) return;
     int copies = rng_.Chance(dup_) ? 2 : 1;
     for (int c = 0; c < copies; ++c)
-      Push(Event{.time = now_ + rng_.Range(1, max_delay_), .kind = Kind::kDeliver, .node = to, .from = from,
-                 .message = m});
+      Push(Event{
+          .time = now_ + rng_.Range(1, max_delay_), .kind = Kind::kDeliver, .node = to, .from = from, .message = m});
   }
 
   void Apply(int i, Output out) {
@@ -324,8 +324,10 @@ class Sim {
       }
     }
     if (s.cluster) {
-      if (!chosen_) Violation(Name(i) + " learned a founding no majority accepted: " + Describe(*s.cluster));
-      else if (!(*chosen_ == *s.cluster)) Violation(Name(i) + " learned a founding that was not chosen");
+      if (!chosen_)
+        Violation(Name(i) + " learned a founding no majority accepted: " + Describe(*s.cluster));
+      else if (!(*chosen_ == *s.cluster))
+        Violation(Name(i) + " learned a founding that was not chosen");
     }
   }
 

@@ -1,7 +1,6 @@
 #include "formation/sim.h"
 
 #include <catch2/catch.hpp>
-
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
@@ -52,16 +51,15 @@ void RunMany(int nodes) {
     violations += static_cast<int>(r.violations.size());
     if (!r.violations.empty() && ++failed_schedules <= 5) {
       // Say everything needed to reproduce: the seed alone replays the schedule.
-      FAIL_CHECK("seed " << r.seed << " (" << r.schedule << "): " << r.violations.front() << "\n  "
-                         << ReplayHint(r));
+      FAIL_CHECK("seed " << r.seed << " (" << r.schedule << "): " << r.violations.front() << "\n  " << ReplayHint(r));
     }
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cout << "formation sim, " << nodes << " control-plane nodes: schedules run " << count
-            << ", clusters founded " << founded << ", founders per schedule at most 1: "
-            << (violations == 0 ? "yes" : "NO") << ", violations " << violations << ", converged " << converged
-            << ", slowest convergence " << worst_converge << " ms after the network settled, crashes " << crashes
-            << ", partitions " << partitions << ", events " << events << ", " << secs << " s\n  founding set sizes:";
+  std::cout << "formation sim, " << nodes << " control-plane nodes: schedules run " << count << ", clusters founded "
+            << founded << ", founders per schedule at most 1: " << (violations == 0 ? "yes" : "NO") << ", violations "
+            << violations << ", converged " << converged << ", slowest convergence " << worst_converge
+            << " ms after the network settled, crashes " << crashes << ", partitions " << partitions << ", events "
+            << events << ", " << secs << " s\n  founding set sizes:";
   for (auto [size, n] : sizes) std::cout << " " << size << "x" << n;
   std::cout << "\n";
   CHECK(violations == 0);
@@ -71,17 +69,11 @@ void RunMany(int nodes) {
 
 }  // namespace
 
-TEST_CASE("simulation: 3 control-plane nodes never found twice and always converge", "[formation][sim]") {
-  RunMany(3);
-}
+TEST_CASE("simulation: 3 control-plane nodes never found twice and always converge", "[formation][sim]") { RunMany(3); }
 
-TEST_CASE("simulation: 5 control-plane nodes never found twice and always converge", "[formation][sim]") {
-  RunMany(5);
-}
+TEST_CASE("simulation: 5 control-plane nodes never found twice and always converge", "[formation][sim]") { RunMany(5); }
 
-TEST_CASE("simulation: 7 control-plane nodes never found twice and always converge", "[formation][sim]") {
-  RunMany(7);
-}
+TEST_CASE("simulation: 7 control-plane nodes never found twice and always converge", "[formation][sim]") { RunMany(7); }
 
 TEST_CASE("simulation: a seed replays its schedule exactly", "[formation][sim]") {
   for (std::uint64_t seed : {std::uint64_t{1}, std::uint64_t{77}, SeedFor(5, 1234)}) {

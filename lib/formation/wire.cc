@@ -124,8 +124,12 @@ std::string Founding::InitialCluster() const {
 }
 
 const char* MessageName(const Message& m) {
-  static const char* const kNames[] = {"beacon",           "vote-request",          "vote-grant",
-                                       "founding-proposal", "founding-accepted",     "founding-announcement",
+  static const char* const kNames[] = {"beacon",
+                                       "vote-request",
+                                       "vote-grant",
+                                       "founding-proposal",
+                                       "founding-accepted",
+                                       "founding-announcement",
                                        "cluster-advertisement"};
   return kNames[m.index()];
 }
@@ -292,7 +296,8 @@ Result<Frame> DecodeMessage(std::span<const std::uint8_t> bytes) {
                 std::to_string(bytes.size()));
   Reader br(bytes.subspan(r.pos(), body_size));
   auto msg = DecodeBody(br, static_cast<Type>(type));
-  if (!br.ok() || !msg) return Fail("malformed " + std::string(msg ? MessageName(*msg) : "message") + ": " + br.error());
+  if (!br.ok() || !msg)
+    return Fail("malformed " + std::string(msg ? MessageName(*msg) : "message") + ": " + br.error());
   if (br.remaining() != 0) return Fail("trailing bytes after " + std::string(MessageName(*msg)));
   f.message = std::move(*msg);
   f.signed_size = r.pos() + body_size;

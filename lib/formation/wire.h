@@ -35,21 +35,21 @@ using Mac = std::array<std::uint8_t, kMacSize>;
 
 // Ballot orders election attempts: a round number, ties broken by the candidate's name.
 struct Ballot {
-  std::uint64_t round = 0;
-  std::string candidate;
+  std::uint64_t round = 0;  // 0 only for the zero ballot
+  std::string candidate;    // the node that runs this ballot
 
   // IsZero is true for the ballot that precedes every real one.
   bool IsZero() const { return round == 0 && candidate.empty(); }
-  // operator<=> orders by round, then by candidate name.
-  auto operator<=>(const Ballot&) const = default;
+  // operator< orders by round, then by candidate name.
+  bool operator<(const Ballot& o) const { return round != o.round ? round < o.round : candidate < o.candidate; }
   // operator== compares round and candidate.
   bool operator==(const Ballot&) const = default;
 };
 
 // Member is one node of the founding set: its name and etcd peer URL.
 struct Member {
-  std::string name;
-  std::string peer_url;
+  std::string name;      // etcd member name
+  std::string peer_url;  // etcd peer URL
 
   // operator== compares name and URL.
   bool operator==(const Member&) const = default;
@@ -57,9 +57,9 @@ struct Member {
 
 // Founding is the one value the election decides: who founds, with which members and token.
 struct Founding {
-  std::string founder;
-  std::uint64_t round = 0;
-  std::string token;
+  std::string founder;          // the candidate that created this founding
+  std::uint64_t round = 0;      // the round in which it was created
+  std::string token;            // etcd --initial-cluster-token, also the cluster ID here
   std::vector<Member> members;  // sorted by name, founder included
 
   // operator== compares every field.
@@ -72,86 +72,94 @@ struct Founding {
 
 // Beacon announces that a node is up, with its etcd peer URL.
 struct Beacon {
-  std::string peer_url;
-  bool control_plane = true;
+  std::string peer_url;       // the sender's etcd peer URL
+  bool control_plane = true;  // false for workers, which never vote
 
+  // operator== compares every field.
   bool operator==(const Beacon&) const = default;
 };
 
 // VoteRequest asks every node to give its vote to ballot (election phase 1).
 struct VoteRequest {
-  Ballot ballot;
-  std::string peer_url;
+  Ballot ballot;         // the candidate's new ballot
+  std::string peer_url;  // the candidate's etcd peer URL
 
+  // operator== compares every field.
   bool operator==(const VoteRequest&) const = default;
 };
 
 // VoteGrant answers a VoteRequest: granted or not, and what the voter already accepted.
 struct VoteGrant {
-  Ballot ballot;          // the ballot being answered
-  bool granted = false;   // false: the voter holds a higher ballot, given in promised
-  Ballot promised;        // the voter's current ballot
-  std::string peer_url;   // the voter's etcd peer URL, for the founding set
-  std::optional<Ballot> accepted_ballot;   // set when the voter accepted a founding
-  std::optional<Founding> accepted;        // the founding it accepted at accepted_ballot
+  Ballot ballot;                          // the ballot being answered
+  bool granted = false;                   // false: the voter holds a higher ballot, given in promised
+  Ballot promised;                        // the voter's current ballot
+  std::string peer_url;                   // the voter's etcd peer URL, for the founding set
+  std::optional<Ballot> accepted_ballot;  // set when the voter accepted a founding
+  std::optional<Founding> accepted;       // the founding it accepted at accepted_ballot
 
+  // operator== compares every field.
   bool operator==(const VoteGrant&) const = default;
 };
 
 // FoundingProposal asks the voters to accept founding under ballot (phase 2).
 struct FoundingProposal {
-  Ballot ballot;
-  Founding founding;
+  Ballot ballot;      // the ballot the votes were granted to
+  Founding founding;  // the value proposed under it
 
+  // operator== compares every field.
   bool operator==(const FoundingProposal&) const = default;
 };
 
 // FoundingAccepted answers a FoundingProposal.
 struct FoundingAccepted {
-  Ballot ballot;
-  bool accepted = false;
-  Ballot promised;
+  Ballot ballot;          // the proposal's ballot
+  bool accepted = false;  // false: the node holds a higher ballot
+  Ballot promised;        // the node's current ballot
 
+  // operator== compares every field.
   bool operator==(const FoundingAccepted&) const = default;
 };
 
 // FoundingAnnouncement tells everyone that founding was chosen by a majority.
 struct FoundingAnnouncement {
-  Founding founding;
+  Founding founding;  // the chosen founding
 
+  // operator== compares every field.
   bool operator==(const FoundingAnnouncement&) const = default;
 };
 
 // ClusterAdvertisement is sent periodically by every node that knows the cluster.
 struct ClusterAdvertisement {
-  Founding founding;
+  Founding founding;  // the chosen founding: the cluster's identity
 
+  // operator== compares every field.
   bool operator==(const ClusterAdvertisement&) const = default;
 };
 
 // Message is any protocol message body.
-using Message = std::variant<Beacon, VoteRequest, VoteGrant, FoundingProposal, FoundingAccepted,
-                             FoundingAnnouncement, ClusterAdvertisement>;
+using Message = std::variant<Beacon, VoteRequest, VoteGrant, FoundingProposal, FoundingAccepted, FoundingAnnouncement,
+                             ClusterAdvertisement>;
 
 // MessageName names a message type for logs ("beacon", "vote-request", ...).
 const char* MessageName(const Message& m);
 
 // Header is the authenticated envelope around a message.
 struct Header {
-  ClusterTag cluster_tag{};
-  std::string sender;
+  ClusterTag cluster_tag{};       // which cluster the frame is for
+  std::string sender;             // the sender's node name
   std::uint64_t incarnation = 0;  // the sender's boot number
   std::uint64_t counter = 0;      // per-incarnation sequence number
 
+  // operator== compares every field.
   bool operator==(const Header&) const = default;
 };
 
 // Frame is a decoded frame: header, message, MAC and how many leading bytes the MAC covers.
 struct Frame {
-  Header header;
-  Message message;
-  Mac mac{};
-  std::size_t signed_size = 0;
+  Header header;                // who sent it, when
+  Message message;              // what it says
+  Mac mac{};                    // the MAC as received
+  std::size_t signed_size = 0;  // leading bytes covered by the MAC
 };
 
 // EncodeUnsigned renders header and message, everything the MAC covers.

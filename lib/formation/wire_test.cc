@@ -7,7 +7,9 @@ using namespace sprout::formation;
 namespace {
 
 Founding SampleFounding() {
-  return Founding{"n1", 3, "sprout-0123456789abcdef",
+  return Founding{"n1",
+                  3,
+                  "sprout-0123456789abcdef",
                   {{"n1", "https://10.0.0.1:2380"}, {"n2", "https://10.0.0.2:2380"}, {"n3", "https://10.0.0.3:2380"}}};
 }
 
@@ -105,9 +107,14 @@ TEST_CASE("random mutations of valid frames never crash the decoder", "[formatio
     for (int e = 0; e < edits; ++e) {
       std::size_t at = next() % bytes.size();
       switch (next() % 3) {
-        case 0: bytes[at] = static_cast<std::uint8_t>(next()); break;
-        case 1: bytes.erase(bytes.begin() + static_cast<std::ptrdiff_t>(at)); break;
-        default: bytes.insert(bytes.begin() + static_cast<std::ptrdiff_t>(at), static_cast<std::uint8_t>(next()));
+        case 0:
+          bytes[at] = static_cast<std::uint8_t>(next());
+          break;
+        case 1:
+          bytes.erase(bytes.begin() + static_cast<std::ptrdiff_t>(at));
+          break;
+        default:
+          bytes.insert(bytes.begin() + static_cast<std::ptrdiff_t>(at), static_cast<std::uint8_t>(next()));
       }
       if (bytes.empty()) bytes.push_back(0);
     }
