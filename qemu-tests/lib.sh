@@ -25,7 +25,7 @@ boot_vm() {
   qemu-system-x86_64 -machine "q35,accel=$accel" -cpu "$cpu" -m 2048 -smp 2 \
     -drive "if=pflash,format=raw,unit=0,readonly=on,file=$OVMF_CODE" \
     -drive "if=pflash,format=raw,unit=1,file=$vars" \
-    -drive "if=virtio,file=$disk" \
+    -drive "if=virtio,format=$(case $disk in *.qcow2) echo qcow2 ;; *) echo raw ;; esac),file=$disk" \
     -display none -serial "file:$log" -monitor none -nic none -no-reboot &
   local pid=$!
   BOOT_LOGIN_SECONDS=""
