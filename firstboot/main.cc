@@ -5,7 +5,9 @@
 #include <systemd/sd-journal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <cstdio>
 #include <cxxopts.hpp>
 #include <filesystem>
@@ -14,6 +16,8 @@
 #include <string>
 
 #include "firstboot/state.h"
+#include "nodeconfig/sources.h"
+#include "util/fs.h"
 
 namespace {
 
@@ -31,6 +35,21 @@ void Log(int priority, const std::string& phase, const std::string& message) {
   }
 }
 
+// ApplyHostname makes a configured hostname the node's name now and at the next boot
+// (the initrd binds <state>/hostname over /etc/hostname).
+void ApplyHostname(const std::string& name, const std::string& state_dir) {
+  auto current = sprout::ReadFile(std::filesystem::path(state_dir) / "hostname");
+  if (current && *current == name + "\n") return;
+  if (auto s = sprout::WriteFileAtomic(std::filesystem::path(state_dir) / "hostname", name + "\n"); !s) {
+    Log(LOG_WARNING, "config", s.error());
+  }
+  if (::sethostname(name.c_str(), name.size()) != 0) {
+    Log(LOG_WARNING, "config", "cannot set the hostname to " + name + ": " + std::strerror(errno));
+  } else {
+    Log(LOG_INFO, "config", "hostname set to " + name);
+  }
+}
+
 int Run(const std::string& state_dir) {
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
@@ -41,6 +60,12 @@ int Run(const std::string& state_dir) {
     return 1;
   }
   state->boots += 1;
+
+  // Per-node settings given at flashing or boot time; a broken source is skipped.
+  auto loaded = sprout::LoadNodeConfig();
+  for (const auto& problem : loaded.problems) Log(LOG_WARNING, "config", "ignoring a bad config source: " + problem);
+  for (const auto& [key, origin] : loaded.config.origin) Log(LOG_INFO, "config", key + " set by the " + origin);
+  if (loaded.config.hostname) ApplyHostname(*loaded.config.hostname, state_dir);
   if (auto s = sprout::SaveNodeState(state_dir, *state); !s) {
     Log(LOG_ERR, "error", s.error());
     return 1;

@@ -1,0 +1,181 @@
+#include "nodeconfig/nodeconfig.h"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+
+#include "util/text.h"
+
+namespace sprout {
+
+const std::vector<std::string>& NodeConfigKeys() {
+  static const std::vector<std::string> kKeys{"hostname", "role",    "address",           "gateway",
+                                              "peers",    "cluster-secret", "ssh-authorized-key"};
+  return kKeys;
+}
+
+std::string Base64Encode(std::string_view bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
+  out.resize(static_cast<std::size_t>(n));
+  return out;
+}
+
+std::optional<std::string> Base64Decode(std::string_view text) {
+  if (text.size() % 4 != 0) return std::nullopt;
+  std::string out(3 * text.size() / 4 + 1, '\0');
+  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
+  if (n < 0) return std::nullopt;
+  // EVP_DecodeBlock counts padding as zero bytes; drop them.
+  std::size_t pad = 0;
+  if (!text.empty() && text.back() == '=') ++pad;
+  if (text.size() > 1 && text[text.size() - 2] == '=') ++pad;
+  out.resize(static_cast<std::size_t>(n) - pad);
+  return out;
+}
+
+namespace {
+
+bool ValidLabel(std::string_view s) {
+  if (s.empty() || s.size() > 63 || s.front() == '-' || s.back() == '-') return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+  });
+}
+
+bool ValidAddress(std::string_view s, bool need_prefix) {
+  auto slash = s.find('/');
+  if (need_prefix != (slash != std::string_view::npos)) return false;
+  std::string_view ip = s.substr(0, slash);
+  if (ip.empty()) return false;
+  bool v6 = ip.find(':') != std::string_view::npos;
+  bool ok = std::all_of(ip.begin(), ip.end(), [&](char c) {
+    return std::isxdigit(static_cast<unsigned char>(c)) || c == (v6 ? ':' : '.') || (v6 && c == '.');
+  });
+  if (!ok) return false;
+  if (slash != std::string_view::npos) {
+    std::string_view prefix = s.substr(slash + 1);
+    if (prefix.empty() || prefix.size() > 3 ||
+        !std::all_of(prefix.begin(), prefix.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      return false;
+    }
+    int p = std::stoi(std::string(prefix));
+    if (p > (v6 ? 128 : 32)) return false;
+  }
+  return true;
+}
+
+// Set validates one key's value and stores it; it returns an error text or "".
+std::string Set(NodeConfig& c, const std::string& key, const std::string& value, const std::string& source) {
+  if (key == "hostname") {
+    if (!ValidLabel(value)) return "hostname must be a DNS label (a-z, 0-9, '-', at most 63); got '" + value + "'";
+    c.hostname = value;
+  } else if (key == "role") {
+    if (value != "control-plane" && value != "worker") {
+      return "role must be 'control-plane' or 'worker'; got '" + value + "'";
+    }
+    c.role = value;
+  } else if (key == "address") {
+    if (!ValidAddress(value, true)) return "address must be an IP address with a prefix, such as 198.18.0.10/24; got '" + value + "'";
+    c.address = value;
+  } else if (key == "gateway") {
+    if (!ValidAddress(value, false)) return "gateway must be an IP address; got '" + value + "'";
+    c.gateway = value;
+  } else if (key == "peers") {
+    std::vector<std::string> peers;
+    for (const auto& p : Split(value, ',')) {
+      std::string peer(Trim(p));
+      if (peer.empty()) continue;
+      if (!ValidAddress(peer, false)) return "peers must be IP addresses separated by commas; got '" + peer + "'";
+      peers.push_back(peer);
+    }
+    c.peers = peers;
+  } else if (key == "cluster-secret") {
+    auto raw = Base64Decode(value);
+    if (!raw || raw->size() < 16) return "cluster-secret must be base64 of at least 16 bytes";
+    c.cluster_secret = *raw;
+  } else if (key == "ssh-authorized-key") {
+    if (!value.starts_with("ssh-") && !value.starts_with("ecdsa-")) {
+      return "ssh-authorized-key must be one public key line, such as 'ssh-ed25519 AAAA... me@laptop'";
+    }
+    c.ssh_authorized_key = value;
+  } else {
+    auto guess = ClosestMatch(key, NodeConfigKeys());
+    return "unknown setting '" + key + "'" + (guess ? "; did you mean '" + *guess + "'?" : "; known: " + Join(NodeConfigKeys(), ", "));
+  }
+  c.origin[key] = source;
+  return "";
+}
+
+}  // namespace
+
+Result<NodeConfig> ParseNodeConfig(std::string_view text, const std::string& source) {
+  text = text.substr(0, text.find('\0'));
+  NodeConfig c;
+  std::vector<std::string> errors;
+  int line_no = 0;
+  for (const auto& raw : Split(text, '\n')) {
+    ++line_no;
+    std::string_view line = Trim(raw);
+    if (line.empty() || line.front() == '#') continue;
+    auto eq = line.find('=');
+    if (eq == std::string_view::npos) {
+      errors.push_back(source + ":" + std::to_string(line_no) + ": expected 'key=value', got '" + std::string(line) + "'");
+      continue;
+    }
+    std::string key(Trim(line.substr(0, eq)));
+    std::string value(Trim(line.substr(eq + 1)));
+    std::string err = Set(c, key, value, source);
+    if (!err.empty()) errors.push_back(source + ":" + std::to_string(line_no) + ": " + err);
+  }
+  if (!errors.empty()) return Fail(Join(errors, "\n"));
+  return c;
+}
+
+Result<NodeConfig> ParseCmdline(std::string_view cmdline) {
+  NodeConfig c;
+  std::vector<std::string> errors;
+  for (const auto& word : Split(Trim(cmdline), ' ')) {
+    if (!word.starts_with("sprout.")) continue;
+    auto eq = word.find('=');
+    if (eq == std::string::npos) continue;
+    std::string key = word.substr(7, eq - 7);
+    // Boot-plumbing parameters (roothash, verity, state, config) are the initrd's.
+    if (std::find(NodeConfigKeys().begin(), NodeConfigKeys().end(), key) == NodeConfigKeys().end()) continue;
+    std::string err = Set(c, key, word.substr(eq + 1), "kernel command line");
+    if (!err.empty()) errors.push_back("kernel command line: sprout." + key + ": " + err);
+  }
+  if (!errors.empty()) return Fail(Join(errors, "\n"));
+  return c;
+}
+
+NodeConfig MergeNodeConfig(const std::vector<NodeConfig>& lowest_first) {
+  NodeConfig out;
+  for (const auto& c : lowest_first) {
+    if (c.cluster_secret) out.cluster_secret = c.cluster_secret;
+    if (c.hostname) out.hostname = c.hostname;
+    if (c.role) out.role = c.role;
+    if (c.address) out.address = c.address;
+    if (c.gateway) out.gateway = c.gateway;
+    if (c.peers) out.peers = c.peers;
+    if (c.ssh_authorized_key) out.ssh_authorized_key = c.ssh_authorized_key;
+    for (const auto& [k, v] : c.origin) out.origin[k] = v;
+  }
+  return out;
+}
+
+std::string RenderNodeConfig(const NodeConfig& c) {
+  std::string out = "# sprout node configuration (sprout personalize); key=value per line\n";
+  if (c.hostname) out += "hostname=" + *c.hostname + "\n";
+  if (c.role) out += "role=" + *c.role + "\n";
+  if (c.address) out += "address=" + *c.address + "\n";
+  if (c.gateway) out += "gateway=" + *c.gateway + "\n";
+  if (c.peers) out += "peers=" + Join(*c.peers, ",") + "\n";
+  if (c.cluster_secret) out += "cluster-secret=" + Base64Encode(*c.cluster_secret) + "\n";
+  if (c.ssh_authorized_key) out += "ssh-authorized-key=" + *c.ssh_authorized_key + "\n";
+  return out;
+}
+
+}  // namespace sprout

@@ -1,0 +1,52 @@
+// Per-node settings given at flashing or boot time (not at build time), from several
+// sources merged by precedence: kernel command line > QEMU fw_cfg > the image's config
+// area > nothing.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/result.h"
+
+namespace sprout {
+
+// NodeConfig is the merged view; unset fields fall back to the image's defaults.
+struct NodeConfig {
+  std::optional<std::string> cluster_secret;  // raw bytes
+  std::optional<std::string> hostname;
+  std::optional<std::string> role;     // "control-plane" or "worker"
+  std::optional<std::string> address;  // IPv4/IPv6 address with prefix, "198.18.0.10/24"
+  std::optional<std::string> gateway;
+  std::optional<std::vector<std::string>> peers;
+  std::optional<std::string> ssh_authorized_key;
+  std::map<std::string, std::string> origin;  // key -> the source that set it
+};
+
+// The keys of the text form, in the order they are written.
+const std::vector<std::string>& NodeConfigKeys();
+
+// ParseNodeConfig reads the text form: one "key=value" per line, '#' comments, blank
+// lines; reading stops at the first NUL (the rest of the config area). Every error
+// names the source and line; all are reported at once.
+Result<NodeConfig> ParseNodeConfig(std::string_view text, const std::string& source);
+
+// ParseCmdline reads "sprout.<key>=value" words of a kernel command line (the other
+// words are ignored).
+Result<NodeConfig> ParseCmdline(std::string_view cmdline);
+
+// MergeNodeConfig applies sources from lowest to highest precedence; a later source's
+// set fields win.
+NodeConfig MergeNodeConfig(const std::vector<NodeConfig>& lowest_first);
+
+// RenderNodeConfig writes the text form (the secret base64-encoded).
+std::string RenderNodeConfig(const NodeConfig& config);
+
+// Base64 encodes bytes (standard alphabet, padded).
+std::string Base64Encode(std::string_view bytes);
+// Base64Decode decodes standard base64, or nullopt if it is not.
+std::optional<std::string> Base64Decode(std::string_view text);
+
+}  // namespace sprout

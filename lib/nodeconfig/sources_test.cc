@@ -1,0 +1,34 @@
+#include "nodeconfig/sources.h"
+
+#include <catch2/catch.hpp>
+#include <fstream>
+
+#include "util/fs.h"
+
+using namespace sprout;
+
+TEST_CASE("LoadNodeConfig merges config area, fw_cfg and command line, and reports bad sources", "[nodeconfig]") {
+  TempDir t(fs::temp_directory_path(), "nodeconfig");
+  SystemPaths p;
+  p.cmdline = t.path() / "cmdline";
+  p.fw_cfg = t.path() / "fw_cfg";
+  p.by_partuuid = t.path() / "by-partuuid";
+  fs::create_directories(p.by_partuuid);
+  std::ofstream(p.cmdline) << "ro sprout.config=PARTUUID=abc sprout.hostname=cmd-host\n";
+  std::string area = "hostname=area-host\nrole=worker\naddress=198.18.0.9/24\n";
+  area.resize(4096, '\0');
+  std::ofstream(p.by_partuuid / "abc", std::ios::binary) << area;
+  std::ofstream(p.fw_cfg) << "address=198.18.0.7/24\n";
+  auto loaded = LoadNodeConfig(p);
+  CHECK(loaded.problems.empty());
+  CHECK(*loaded.config.hostname == "cmd-host");
+  CHECK(*loaded.config.address == "198.18.0.7/24");
+  CHECK(*loaded.config.role == "worker");
+  CHECK(loaded.config.origin["role"] == "config area");
+
+  std::ofstream(p.fw_cfg) << "role=boss\n";
+  auto bad = LoadNodeConfig(p);
+  REQUIRE(bad.problems.size() == 1);
+  CHECK(bad.problems[0] == "fw_cfg:1: role must be 'control-plane' or 'worker'; got 'boss'");
+  CHECK(*bad.config.role == "worker");  // the bad source is skipped, the others still count
+}
