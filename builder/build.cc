@@ -296,8 +296,8 @@ int Build(const BuildOptions& options) {
                 "; raise disk.rootSize or set it to auto");
   }
   std::uint64_t verity_size = verity_bytes + verity_bytes / 4 + (1u << 20);
-  auto layout = PlanGpt(plan.disk_guid,
-                        PlanPartitions(plan, profile->esp_size, root_size, verity_size, profile->state_size));
+  auto layout =
+      PlanGpt(plan.disk_guid, PlanPartitions(plan, profile->esp_size, root_size, verity_size, profile->state_size));
   if (!layout) return fail(layout.error());
   fs::path raw_tmp = work.path() / (profile->name + ".raw");
   if (auto s = WriteRawDisk(*layout, {esp_img, root_img, verity_img, {}, {}, state_img}, raw_tmp); !s) {

@@ -19,10 +19,10 @@ struct DiskPlan {
   Guid root_uuid, verity_uuid;      // slot A; from the root hash (set by PlanBoot)
   Guid root_b_uuid, verity_b_uuid;  // the reserved slot B
   std::uint32_t esp_volume_id = 0;
-  std::string state_fs_uuid;  // the ext4 file-system UUID
-  std::string verity_salt;    // 64 hex digits
+  std::string state_fs_uuid;     // the ext4 file-system UUID
+  std::string verity_salt;       // 64 hex digits
   std::string verity_uuid_text;  // the verity superblock's UUID
-  std::string root_hash;      // 64 hex digits (set by PlanBoot)
+  std::string root_hash;         // 64 hex digits (set by PlanBoot)
   std::vector<std::string> cmdline;
   std::string loader_conf;
   std::string loader_entry;

@@ -9,7 +9,7 @@
 namespace sprout {
 
 const std::vector<std::string>& NodeConfigKeys() {
-  static const std::vector<std::string> kKeys{"hostname", "role",    "address",           "gateway",
+  static const std::vector<std::string> kKeys{"hostname", "role",           "address",           "gateway",
                                               "peers",    "cluster-secret", "ssh-authorized-key"};
   return kKeys;
 }
@@ -40,9 +40,8 @@ namespace {
 
 bool ValidLabel(std::string_view s) {
   if (s.empty() || s.size() > 63 || s.front() == '-' || s.back() == '-') return false;
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
-  });
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; });
 }
 
 bool ValidAddress(std::string_view s, bool need_prefix) {
@@ -78,7 +77,8 @@ std::string Set(NodeConfig& c, const std::string& key, const std::string& value,
     }
     c.role = value;
   } else if (key == "address") {
-    if (!ValidAddress(value, true)) return "address must be an IP address with a prefix, such as 198.18.0.10/24; got '" + value + "'";
+    if (!ValidAddress(value, true))
+      return "address must be an IP address with a prefix, such as 198.18.0.10/24; got '" + value + "'";
     c.address = value;
   } else if (key == "gateway") {
     if (!ValidAddress(value, false)) return "gateway must be an IP address; got '" + value + "'";
@@ -103,7 +103,8 @@ std::string Set(NodeConfig& c, const std::string& key, const std::string& value,
     c.ssh_authorized_key = value;
   } else {
     auto guess = ClosestMatch(key, NodeConfigKeys());
-    return "unknown setting '" + key + "'" + (guess ? "; did you mean '" + *guess + "'?" : "; known: " + Join(NodeConfigKeys(), ", "));
+    return "unknown setting '" + key + "'" +
+           (guess ? "; did you mean '" + *guess + "'?" : "; known: " + Join(NodeConfigKeys(), ", "));
   }
   c.origin[key] = source;
   return "";
@@ -122,7 +123,8 @@ Result<NodeConfig> ParseNodeConfig(std::string_view text, const std::string& sou
     if (line.empty() || line.front() == '#') continue;
     auto eq = line.find('=');
     if (eq == std::string_view::npos) {
-      errors.push_back(source + ":" + std::to_string(line_no) + ": expected 'key=value', got '" + std::string(line) + "'");
+      errors.push_back(source + ":" + std::to_string(line_no) + ": expected 'key=value', got '" + std::string(line) +
+                       "'");
       continue;
     }
     std::string key(Trim(line.substr(0, eq)));
