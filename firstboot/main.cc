@@ -1,21 +1,24 @@
-// sprout-firstboot: runs on every node at every boot. This version loads its state,
-// reports the node's phase to systemd and the journal, and stays up; peer discovery
-// and cluster formation build on this skeleton.
+// sprout-firstboot: runs on every node at every boot. It loads its state and the
+// node's configuration, then runs formation (lib/formation/daemon.h): discover peers,
+// elect the founder, start etcd. With no cluster secret it stays up idle.
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-journal.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <cxxopts.hpp>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "firstboot/state.h"
+#include "formation/daemon.h"
 #include "nodeconfig/sources.h"
 #include "util/fs.h"
 
@@ -50,7 +53,38 @@ void ApplyHostname(const std::string& name, const std::string& state_dir) {
   }
 }
 
-int Run(const std::string& state_dir) {
+// Settings is what the command line says; unset values come from the node config.
+struct Settings {
+  std::string state_dir;
+  std::string name;
+  std::string listen;
+  std::string peers;
+  int expected = 0;
+  std::string secret_file;
+  std::string cluster_name;
+  std::string etcd_bin;
+  std::string etcd_data_dir;
+  std::string group;
+  int port = 0;
+};
+
+// StripPrefix drops a "/24" from an address with prefix length.
+std::string StripPrefix(const std::string& a) { return a.substr(0, a.find('/')); }
+
+std::vector<std::string> SplitCommas(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    std::size_t end = s.find(',', start);
+    if (end == std::string::npos) end = s.size();
+    if (end > start) out.push_back(StripPrefix(s.substr(start, end - start)));
+    start = end + 1;
+  }
+  return out;
+}
+
+int Run(const Settings& settings) {
+  const std::string& state_dir = settings.state_dir;
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
   auto state = sprout::LoadNodeState(state_dir);
@@ -70,11 +104,85 @@ int Run(const std::string& state_dir) {
     Log(LOG_ERR, "error", s.error());
     return 1;
   }
-  std::string msg = "ready (boot " + std::to_string(state->boots) + ", phase " + state->phase + ")";
-  Log(LOG_INFO, state->phase, msg);
-  sd_notifyf(0, "READY=1\nSTATUS=%s", msg.c_str());
-  while (!g_stop) ::pause();
-  sd_notify(0, "STOPPING=1");
+  Log(LOG_INFO, state->phase, "started (boot " + std::to_string(state->boots) + ", phase " + state->phase + ")");
+
+  // Formation settings: flags win over the node config.
+  namespace f = sprout::formation;
+  f::DaemonOptions o;
+  o.state_dir = state_dir;
+  std::string secret;
+  if (!settings.secret_file.empty()) {
+    auto text = sprout::ReadFile(settings.secret_file);
+    if (!text) {
+      Log(LOG_ERR, "error", text.error());
+      return 1;
+    }
+    secret = *text;
+    while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
+  } else if (loaded.config.cluster_secret) {
+    secret = *loaded.config.cluster_secret;
+  }
+  if (secret.empty()) return f::RunIdle("no cluster secret configured", &g_stop);
+  o.secret = secret;
+  o.listen = !settings.listen.empty() ? settings.listen : StripPrefix(loaded.config.address.value_or(""));
+  if (o.listen.empty()) return f::RunIdle("no node address configured (sprout.address or --listen)", &g_stop);
+  o.name = settings.name;
+  if (o.name.empty() && loaded.config.hostname) o.name = *loaded.config.hostname;
+  if (o.name.empty()) {
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) == 0) o.name = host;
+  }
+  if (!settings.peers.empty()) {
+    o.peers = SplitCommas(settings.peers);
+  } else if (loaded.config.peers) {
+    for (const auto& p : *loaded.config.peers) o.peers.push_back(StripPrefix(p));
+  }
+  if (settings.expected > 0) {
+    o.expected = settings.expected;
+  } else if (!o.peers.empty()) {
+    std::set<std::string> all(o.peers.begin(), o.peers.end());
+    all.insert(o.listen);
+    o.expected = static_cast<int>(all.size());
+  }
+  o.control_plane = loaded.config.role.value_or("control-plane") != "worker";
+  o.cluster_name = settings.cluster_name;
+  o.etcd_bin = settings.etcd_bin;
+  o.etcd_data_dir = !settings.etcd_data_dir.empty() ? std::filesystem::path(settings.etcd_data_dir)
+                                                    : std::filesystem::path(state_dir) / "etcd";
+  o.group = settings.group;
+  if (settings.port <= 0 || settings.port > 65535) {
+    Log(LOG_ERR, "error", "--port must be 1-65535");
+    return 2;
+  }
+  o.port = static_cast<std::uint16_t>(settings.port);
+  return f::RunDaemon(o, &g_stop);
+}
+
+int Status(const std::string& state_dir, bool json) {
+  auto state = sprout::LoadNodeState(state_dir);
+  if (!state) {
+    std::cerr << "sprout-firstboot: " << state.error() << "\n";
+    return 1;
+  }
+  if (json) {
+    std::cout << sprout::NodeStateJson(*state);
+    return 0;
+  }
+  auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+    return s.empty() ? std::string("-") : s;
+  };
+  std::cout << "phase: " << state->phase << "\nboots: " << state->boots << "\n";
+  if (!state->name.empty()) std::cout << "node: " << state->name << " (" << state->address << ")\n";
+  if (state->expected > 0) {
+    std::cout << "control-plane peers up: " << state->up_peers << " (+ this node) of " << state->expected << "\n";
+  }
+  std::cout << "peers seen: " << join(state->peers_up) << "\n";
+  if (!state->cluster_token.empty()) {
+    std::cout << "cluster: " << state->cluster_token << ", founder " << state->founder
+              << "\nmembers: " << join(state->members) << "\n";
+  }
   return 0;
 }
 
@@ -87,7 +195,21 @@ int Main(int argc, char** argv) {
                            "Runs on every sprout node at boot: discovers peers and forms or joins the cluster.\n");
   options.add_options()("state-dir", "where the node keeps its state",
                         cxxopts::value<std::string>()->default_value("/var/lib/sprout"))(
-      "command", "run | status", cxxopts::value<std::string>()->default_value("run"))("h,help", "show this help");
+      "command", "run | status", cxxopts::value<std::string>()->default_value("run"))(
+      "name", "node name (default: configured hostname, else the host name)", cxxopts::value<std::string>())(
+      "listen", "this node's IPv4 address (default: sprout.address)", cxxopts::value<std::string>())(
+      "peers", "static peer addresses, comma-separated (default: sprout.peers)", cxxopts::value<std::string>())(
+      "expected", "expected control-plane count (default: number of peers incl. this node, else 3)",
+      cxxopts::value<int>()->default_value("0"))(
+      "secret-file", "file holding the cluster secret (default: sprout.cluster_secret)", cxxopts::value<std::string>())(
+      "cluster-name", "cluster identity", cxxopts::value<std::string>()->default_value("sprout"))(
+      "etcd-bin", "etcd executable", cxxopts::value<std::string>()->default_value("etcd"))(
+      "etcd-data-dir", "etcd data directory (default: <state-dir>/etcd)", cxxopts::value<std::string>())(
+      "group", "formation multicast group (empty: unicast to peers only)",
+      cxxopts::value<std::string>()->default_value(sprout::formation::kDefaultGroup))(
+      "port", "formation UDP port",
+      cxxopts::value<int>()->default_value(std::to_string(sprout::formation::kDefaultPort)))(
+      "json", "status: print JSON")("h,help", "show this help");
   options.parse_positional({"command"});
   options.positional_help("[run|status]");
   cxxopts::ParseResult args;
@@ -101,18 +223,22 @@ int Main(int argc, char** argv) {
     std::cout << options.help();
     return 0;
   }
+  auto str = [&](const char* key) { return args.count(key) ? args[key].as<std::string>() : std::string(); };
   std::string command = args["command"].as<std::string>();
-  std::string state_dir = args["state-dir"].as<std::string>();
-  if (command == "run") return Run(state_dir);
-  if (command == "status") {
-    auto state = sprout::LoadNodeState(state_dir);
-    if (!state) {
-      std::cerr << "sprout-firstboot: " << state.error() << "\n";
-      return 1;
-    }
-    std::cout << "phase: " << state->phase << "\nboots: " << state->boots << "\n";
-    return 0;
-  }
+  Settings s;
+  s.state_dir = args["state-dir"].as<std::string>();
+  s.name = str("name");
+  s.listen = str("listen");
+  s.peers = str("peers");
+  s.expected = args["expected"].as<int>();
+  s.secret_file = str("secret-file");
+  s.cluster_name = args["cluster-name"].as<std::string>();
+  s.etcd_bin = args["etcd-bin"].as<std::string>();
+  s.etcd_data_dir = str("etcd-data-dir");
+  s.group = args["group"].as<std::string>();
+  s.port = args["port"].as<int>();
+  if (command == "run") return Run(s);
+  if (command == "status") return Status(s.state_dir, args.count("json") > 0);
   std::cerr << "sprout-firstboot: unknown command '" << command << "'; use 'run' or 'status'\n";
   return 2;
 }

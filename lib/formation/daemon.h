@@ -1,0 +1,57 @@
+// The formation daemon: drives the pure Node with real time, UDP frames and an etcd
+// child process. Everything protocol-related stays in node.*; this file only moves
+// bytes, saves state, starts etcd and reports.
+#pragma once
+
+#include <csignal>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "formation/node.h"
+#include "formation/transport.h"
+#include "util/result.h"
+
+namespace sprout::formation {
+
+// DaemonOptions is everything `sprout-firstboot run` resolved from flags and node config.
+struct DaemonOptions {
+  std::filesystem::path state_dir;      // formation.state, state.json and etcd.log live here
+  std::string name;                     // node name, also the etcd member name
+  std::string listen;                   // node IPv4 address (etcd URLs, multicast interface)
+  std::vector<std::string> peers;       // static peer addresses (may include this node)
+  int expected = 3;                     // N: expected control-plane count
+  bool control_plane = true;            // workers never found
+  std::string secret;                   // cluster secret; empty disables formation
+  std::string cluster_name = "sprout";  // cluster identity
+  std::string etcd_bin = "etcd";        // etcd executable
+  std::filesystem::path etcd_data_dir;  // etcd --data-dir (default: <state>/etcd)
+  std::uint16_t port = kDefaultPort;    // formation UDP port
+  std::string group = kDefaultGroup;    // multicast group ("" disables multicast)
+};
+
+// Field is one structured journal field (name without the SPROUT_ prefix).
+using Field = std::pair<std::string, std::string>;
+
+// Journal logs message with structured fields: to the journal under systemd, else to
+// stderr as "sprout-firstboot: message (key=value ...)".
+void Journal(int priority, const std::string& message, const std::vector<Field>& fields = {});
+
+// StatusLine is the systemd STATUS= text of a phase ("discovering: 2/3 control-plane peers").
+std::string StatusLine(Phase phase, int up_peers, int expected);
+
+// LoadFormationState reads <dir>/formation.state; a missing file is a fresh node.
+Result<PersistedState> LoadFormationState(const std::filesystem::path& dir);
+// SaveFormationState writes <dir>/formation.state atomically and durably (fsync, rename).
+Status SaveFormationState(const std::filesystem::path& dir, const PersistedState& state);
+
+// RunDaemon runs formation until *stop becomes non-zero; it reports READY=1 as soon as
+// its loop runs. Returns the process exit code.
+int RunDaemon(const DaemonOptions& options, const volatile std::sig_atomic_t* stop);
+
+// RunIdle reports READY=1 with reason as STATUS and waits for *stop (formation disabled).
+int RunIdle(const std::string& reason, const volatile std::sig_atomic_t* stop);
+
+}  // namespace sprout::formation

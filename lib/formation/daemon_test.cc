@@ -1,0 +1,80 @@
+#include "formation/daemon.h"
+
+#include <catch2/catch.hpp>
+
+#include "formation/etcd.h"
+#include "formation/transport.h"
+#include "util/fs.h"
+
+namespace f = sprout::formation;
+
+TEST_CASE("etcd flags of a founding member come from the founding", "[formation]") {
+  f::Founding founding;
+  founding.founder = "b";
+  founding.round = 3;
+  founding.token = "sprout-0123456789abcdef";
+  founding.members = {{"a", "http://198.18.0.11:2380"}, {"b", "http://198.18.0.12:2380"}};
+  f::StartEtcdNew start{founding.InitialCluster(), founding.token, founding};
+  f::EtcdConfig config;
+  config.bin = "/usr/bin/etcd";
+  config.name = "a";
+  config.data_dir = "/var/lib/sprout/etcd";
+  config.address = "198.18.0.11";
+  auto args = f::EtcdNewArgs(config, start);
+  std::vector<std::string> want = {"/usr/bin/etcd",
+                                   "--name=a",
+                                   "--data-dir=/var/lib/sprout/etcd",
+                                   "--listen-peer-urls=http://198.18.0.11:2380",
+                                   "--initial-advertise-peer-urls=http://198.18.0.11:2380",
+                                   "--listen-client-urls=http://198.18.0.11:2379",
+                                   "--advertise-client-urls=http://198.18.0.11:2379",
+                                   "--initial-cluster=a=http://198.18.0.11:2380,b=http://198.18.0.12:2380",
+                                   "--initial-cluster-token=sprout-0123456789abcdef",
+                                   "--initial-cluster-state=new"};
+  CHECK(args == want);
+}
+
+TEST_CASE("systemd status lines name the phase", "[formation]") {
+  CHECK(f::StatusLine(f::Phase::kDiscovering, 1, 3) == "discovering: 2/3 control-plane peers");
+  CHECK(f::StatusLine(f::Phase::kCandidate, 2, 3) == "founding");
+  CHECK(f::StatusLine(f::Phase::kProposing, 2, 3) == "founding");
+  CHECK(f::StatusLine(f::Phase::kMember, 2, 3) == "member");
+  CHECK(f::StatusLine(f::Phase::kLearner, 2, 3) == "joining as learner");
+}
+
+TEST_CASE("formation state survives a save and load", "[formation]") {
+  sprout::TempDir dir(std::filesystem::temp_directory_path(), "sprout-formation-state");
+  auto fresh = f::LoadFormationState(dir.path());
+  REQUIRE(fresh);
+  CHECK(*fresh == f::PersistedState{});
+  f::PersistedState s;
+  s.incarnation = 4;
+  s.promised = {7, "b"};
+  s.max_round = 7;
+  s.cluster = f::Founding{"b", 7, "sprout-x", {{"b", "http://198.18.0.12:2380"}}};
+  REQUIRE(f::SaveFormationState(dir.path(), s));
+  auto loaded = f::LoadFormationState(dir.path());
+  REQUIRE(loaded);
+  CHECK(*loaded == s);
+  CHECK(std::filesystem::status(dir.path() / "formation.state").permissions() == std::filesystem::perms(0600));
+  REQUIRE(sprout::WriteFileAtomic(dir.path() / "formation.state", "garbage"));
+  auto broken = f::LoadFormationState(dir.path());
+  REQUIRE_FALSE(broken);
+  CHECK(broken.error().find("formation.state") != std::string::npos);
+}
+
+TEST_CASE("transport addresses are checked before any socket is opened", "[formation]") {
+  CHECK(f::ParseIPv4("198.18.0.11"));
+  CHECK_FALSE(f::ParseIPv4("198.18.0"));
+  f::TransportConfig bad_group;
+  bad_group.listen = "127.0.0.1";
+  bad_group.group = "198.18.0.1";
+  auto t = f::UdpTransport::Open(bad_group);
+  REQUIRE_FALSE(t);
+  CHECK(t.error() == "multicast group '198.18.0.1' is not an IPv4 multicast address (224.0.0.0/4)");
+  f::TransportConfig bad_listen;
+  bad_listen.listen = "node1";
+  auto u = f::UdpTransport::Open(bad_listen);
+  REQUIRE_FALSE(u);
+  CHECK(u.error() == "listen address 'node1' is not an IPv4 address");
+}

@@ -1,0 +1,171 @@
+#!/bin/bash
+# Real formation: three sprout-firstboot processes, each in its own network namespace
+# on one bridge, must form one healthy 3-member etcd cluster (Debian's etcd) by
+# themselves; after all are killed and restarted, the cluster ID and the data remain.
+# Traffic stays inside the namespaces (198.18.0.0/24 on a bridge with no uplink).
+set -u
+
+name=formation_netns_test
+if [ "$(id -u)" -ne 0 ]; then
+  echo "$name: skipped: needs root to create network namespaces"
+  exit 0
+fi
+for tool in ip etcd etcdctl; do
+  if ! command -v "$tool" >/dev/null; then
+    echo "$name: skipped: '$tool' not found (scripts/install-deps installs iproute2, etcd-server, etcd-client)"
+    exit 0
+  fi
+done
+FIRSTBOOT=${SPROUT_FIRSTBOOT:?set SPROUT_FIRSTBOOT to the sprout-firstboot binary}
+FIRSTBOOT=$(readlink -f "$FIRSTBOOT")
+export ETCDCTL_API=3
+
+N=3
+BR=sprt-fbr
+NS=(); ADDR=(); PIDS=()
+for i in $(seq 1 $N); do NS+=("sprt-f$i"); ADDR+=("198.18.0.1$i"); done
+PEERS=$(IFS=,; echo "${ADDR[*]}")
+ENDPOINTS=$(for a in "${ADDR[@]}"; do printf 'http://%s:2379,' "$a"; done); ENDPOINTS=${ENDPOINTS%,}
+WORK=$(mktemp -d /tmp/sprt-formation.XXXXXX)
+passed=0; failed=0
+
+ok() { echo "ok: $*"; passed=$((passed + 1)); }
+bad() { echo "FAIL: $*"; failed=$((failed + 1)); }
+
+# kill_ns_processes ends what still runs in our namespaces (only processes this test started).
+kill_ns_processes() {
+  local sig=$1 ns pid
+  for pid in "${PIDS[@]}"; do kill "-$sig" "$pid" 2>/dev/null; done
+  [ "$sig" = KILL ] && for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null; done
+  for ns in "${NS[@]}" sprt-f4; do
+    ip netns list 2>/dev/null | grep -qw "$ns" || continue
+    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill "-$sig" "$pid" 2>/dev/null; done
+  done
+}
+
+remove_network() {
+  local ns
+  for ns in "${NS[@]}" sprt-f4; do ip netns del "$ns" 2>/dev/null; done
+  for i in 1 2 3 4; do ip link del "sprt-fv$i" 2>/dev/null; done
+  ip link del "$BR" 2>/dev/null
+}
+
+cleanup() {
+  kill_ns_processes TERM
+  sleep 1
+  kill_ns_processes KILL
+  wait 2>/dev/null
+  remove_network
+  if [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]; then
+    rm -rf "$WORK"
+  else
+    echo "$name: logs kept in $WORK"
+    for f in "$WORK"/n*/firstboot.log; do [ -f "$f" ] && { echo "--- $f (tail)"; tail -n 15 "$f"; }; done
+  fi
+  echo "$passed passed, $failed failed"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+# A stale run (killed before its trap ran) may have left our namespaces behind.
+remove_network
+
+setup_node() {  # setup_node index address
+  local i=$1 addr=$2 ns=sprt-f$1
+  ip netns add "$ns"
+  ip link add "sprt-fv$i" type veth peer name "sprt-fp$i"
+  ip link set "sprt-fp$i" netns "$ns"
+  ip link set "sprt-fv$i" master "$BR" up
+  ip -n "$ns" link set lo up
+  ip -n "$ns" link set "sprt-fp$i" name eth0
+  ip -n "$ns" addr add "$addr/24" dev eth0
+  ip -n "$ns" link set eth0 up
+  mkdir -p "$WORK/n$i"
+}
+
+ip link add "$BR" type bridge mcast_snooping 0
+ip link set "$BR" up
+for i in $(seq 1 $N); do setup_node "$i" "${ADDR[$((i - 1))]}"; done
+head -c 32 /dev/urandom | base64 >"$WORK/secret"
+
+start_node() {  # start_node index [secret-file]
+  local i=$1 secret=${2:-$WORK/secret}
+  ip netns exec "sprt-f$i" "$FIRSTBOOT" run --state-dir "$WORK/n$i/state" --name "node$i" \
+    --listen "198.18.0.1$i" --peers "$PEERS" --expected $N --secret-file "$secret" \
+    --cluster-name sprt-formation-test --etcd-data-dir "$WORK/n$i/etcd" >>"$WORK/n$i/firstboot.log" 2>&1 &
+  PIDS+=($!)
+}
+
+ctl() { ip netns exec sprt-f1 etcdctl --dial-timeout=1s --command-timeout=2s "$@"; }
+
+# wait_healthy seconds: until all N members are started and every endpoint is healthy.
+wait_healthy() {
+  local deadline=$(($(date +%s) + $1))
+  while [ "$(date +%s)" -lt "$deadline" ]; do
+    if [ "$(ctl --endpoints="$ENDPOINTS" member list 2>/dev/null | grep -c ', started, ')" -eq $N ] &&
+      [ "$(ctl --endpoints="$ENDPOINTS" endpoint health 2>&1 | grep -c 'is healthy')" -eq $N ]; then
+      return 0
+    fi
+    sleep 0.2
+  done
+  return 1
+}
+
+cluster_id() { ctl --endpoints="http://${ADDR[0]}:2379" member list -w json 2>/dev/null | grep -o '"cluster_id":[0-9]*' | cut -d: -f2; }
+
+# 1. Three nodes started at once form one cluster.
+t0=$(date +%s.%N)
+for i in $(seq 1 $N); do start_node "$i"; done
+if wait_healthy 60; then
+  t1=$(date +%s.%N)
+  ok "3 nodes formed a healthy 3-member etcd cluster"
+  printf 'formation time (all started -> 3 healthy members): %.2f s\n' "$(echo "$t1 - $t0" | bc)"
+else
+  bad "no healthy 3-member cluster within 60 s"
+  ctl --endpoints="$ENDPOINTS" member list 2>&1
+  exit 1
+fi
+ctl --endpoints="$ENDPOINTS" member list
+ctl --endpoints="$ENDPOINTS" endpoint health 2>&1
+"$FIRSTBOOT" status --state-dir "$WORK/n1/state"
+
+# 2. A key written through node 1 is read back through node 3.
+if ctl --endpoints="http://${ADDR[0]}:2379" put sprout/formation-test "written via node1" >/dev/null; then
+  got=$(ctl --endpoints="http://${ADDR[2]}:2379" get --print-value-only sprout/formation-test)
+  echo "read back via node3: $got"
+  [ "$got" = "written via node1" ] && ok "key written via node 1 read via node 3" || bad "read back '$got'"
+else
+  bad "put via node 1 failed"
+fi
+id_before=$(cluster_id)
+echo "cluster ID: $id_before"
+token_before=$("$FIRSTBOOT" status --json --state-dir "$WORK/n1/state" | grep -o '"cluster_token": "[^"]*"')
+
+# 3. Kill every node (and with it its etcd), start them again: same cluster, same data.
+etcd_pids=$(for i in $(seq 1 $N); do "$FIRSTBOOT" status --json --state-dir "$WORK/n$i/state" | grep -o '"etcd_pid": [0-9]*' | cut -d' ' -f2; done)
+for pid in "${PIDS[@]}"; do
+  kill -KILL "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+done
+PIDS=()
+for _ in $(seq 1 100); do  # etcd gets SIGTERM when its parent dies
+  alive=0
+  for pid in $etcd_pids; do [ "$pid" -gt 0 ] && kill -0 "$pid" 2>/dev/null && alive=1; done
+  [ $alive -eq 0 ] && break
+  sleep 0.1
+done
+[ $alive -eq 0 ] && ok "all nodes and their etcd stopped" || bad "etcd still running after its node was killed"
+for i in $(seq 1 $N); do start_node "$i"; done
+if wait_healthy 60; then
+  id_after=$(cluster_id)
+  token_after=$("$FIRSTBOOT" status --json --state-dir "$WORK/n1/state" | grep -o '"cluster_token": "[^"]*"')
+  echo "after restart: cluster ID $id_after, $token_after"
+  [ -n "$id_before" ] && [ "$id_after" = "$id_before" ] && [ "$token_after" = "$token_before" ] &&
+    ok "restart kept the cluster ID" || bad "cluster ID changed: '$id_before' -> '$id_after'"
+  got=$(ctl --endpoints="http://${ADDR[2]}:2379" get --print-value-only sprout/formation-test)
+  [ "$got" = "written via node1" ] && ok "key survived the restart" || bad "after restart read '$got'"
+else
+  bad "cluster not healthy within 60 s after restart"
+fi
+
+[ "$failed" -eq 0 ]
