@@ -15,6 +15,7 @@
 #include "image/gpt.h"
 #include "image/plan.h"
 #include "image/rootfs.h"
+#include "nodeconfig/nodeconfig.h"
 #include "profile/profile.h"
 #include "util/fs.h"
 #include "util/process.h"
@@ -300,7 +301,11 @@ int Build(const BuildOptions& options) {
       PlanGpt(plan.disk_guid, PlanPartitions(plan, profile->esp_size, root_size, verity_size, profile->state_size));
   if (!layout) return fail(layout.error());
   fs::path raw_tmp = work.path() / (profile->name + ".raw");
-  if (auto s = WriteRawDisk(*layout, {esp_img, root_img, verity_img, {}, {}, state_img}, raw_tmp); !s) {
+  // The config area starts with only a comment: an image holds no secret until it is
+  // personalized (sprout personalize), flashed with settings, or booted with them.
+  fs::path config_img = work.path() / "config.txt";
+  if (auto s = WriteFileAtomic(config_img, RenderNodeConfig(NodeConfig{})); !s) return fail(s.error());
+  if (auto s = WriteRawDisk(*layout, {esp_img, root_img, verity_img, {}, {}, config_img, state_img}, raw_tmp); !s) {
     return fail(s.error());
   }
   progress.End(HumanSize(layout->disk_size));

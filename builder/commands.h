@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,19 @@ struct BootOptions {
   bool kvm = false;                // use KVM instead of software emulation
   std::vector<std::string> extra;  // appended to the QEMU command line
 };
+
+// PersonalizeOptions are the settings `sprout personalize` writes into an image.
+struct PersonalizeOptions {
+  std::filesystem::path image;
+  std::optional<std::filesystem::path> secret_file, ssh_key_file;
+  std::optional<std::string> hostname, role, address, gateway;
+  std::vector<std::string> peers;
+  bool print = false;  // show the current settings (secret redacted) and change nothing
+  bool clear = false;  // drop the current settings first
+};
+
+// Personalize writes per-node settings into the image's config area.
+int Personalize(const PersonalizeOptions& options);
 
 // Boot starts QEMU on a raw image with UEFI firmware and a serial console.
 int Boot(const BootOptions& options);

@@ -17,6 +17,8 @@ Usage:
   sprout validate PROFILE [--print]        check a profile; every problem is reported at once
   sprout build PROFILE -o DIR [options]    build the profile's images into DIR
   sprout base PROFILE|RECIPE [--force]     build the base OS once and cache it (needs root)
+  sprout personalize IMAGE [settings]      write per-node settings (secret, hostname, role, address,
+                                           peers, SSH key) into an image; the root is not touched
   sprout boot IMAGE [--snapshot]           boot an image in QEMU with UEFI and a serial console
   sprout help                              show this text
 
@@ -109,6 +111,43 @@ int Main(int argc, char** argv) {
       if (!a.count("what")) return Fail("base needs a PROFILE or a recipe directory, such as images/base");
       auto cache = a.count("cache-dir") ? std::filesystem::path(a["cache-dir"].as<std::string>()) : DefaultCache();
       return sprout::cli::Base(a["what"].as<std::string>(), cache, a.count("force") > 0);
+    }
+    if (command == "personalize") {
+      cxxopts::Options o("sprout personalize",
+                         "Write per-cluster and per-node settings into a raw image's config area, without\n"
+                         "rebuilding and without touching the root. Settings add to those already there.\n"
+                         "At boot, fw_cfg (opt/sprout/config) overrides them and the kernel command line\n"
+                         "(sprout.KEY=VALUE) overrides both.");
+      o.add_options()("cluster-secret", "file whose bytes are the cluster secret (at least 16)",
+                      cxxopts::value<std::string>())("hostname", "node name", cxxopts::value<std::string>())(
+          "role", "control-plane or worker", cxxopts::value<std::string>())(
+          "address", "static address with prefix, e.g. 198.18.0.10/24", cxxopts::value<std::string>())(
+          "gateway", "default gateway", cxxopts::value<std::string>())(
+          "peer", "a static peer address (repeat or comma-separate)", cxxopts::value<std::vector<std::string>>())(
+          "ssh-key", "file with an SSH public key, for debugging", cxxopts::value<std::string>())(
+          "print", "show the current settings (secret redacted) and change nothing")(
+          "clear", "drop the current settings first")("image", "raw image", cxxopts::value<std::string>())("h,help",
+                                                                                                           "show help");
+      o.parse_positional({"image"});
+      o.positional_help("IMAGE");
+      auto a = o.parse(sub_argc, sub_argv);
+      if (a.count("help")) {
+        std::cout << o.help();
+        return 0;
+      }
+      if (!a.count("image")) return Fail("personalize needs an IMAGE, such as out/default.raw");
+      sprout::cli::PersonalizeOptions p;
+      p.image = a["image"].as<std::string>();
+      if (a.count("cluster-secret")) p.secret_file = a["cluster-secret"].as<std::string>();
+      if (a.count("ssh-key")) p.ssh_key_file = a["ssh-key"].as<std::string>();
+      if (a.count("hostname")) p.hostname = a["hostname"].as<std::string>();
+      if (a.count("role")) p.role = a["role"].as<std::string>();
+      if (a.count("address")) p.address = a["address"].as<std::string>();
+      if (a.count("gateway")) p.gateway = a["gateway"].as<std::string>();
+      if (a.count("peer")) p.peers = a["peer"].as<std::vector<std::string>>();
+      p.print = a.count("print") > 0;
+      p.clear = a.count("clear") > 0;
+      return sprout::cli::Personalize(p);
     }
     if (command == "boot") {
       cxxopts::Options o("sprout boot",

@@ -83,6 +83,37 @@ types=$(sfdisk --json "$work/out1/tiny.raw" | grep -o '"type": *"[^"]*"' | tr 'a
 check "partition types are DPS GUIDs (ESP, root x86-64, var)" "$types" \
   'C12A7328-F81F-11D2-BA4B-00A0C93EC93B.*4F68BCE3-E8CD-4DB1-96E7-FBCAF984B709.*4D21B016-B534-45C2-A9FB-5C16E091FD2D'
 
+# --- personalize: settings go into the config area only
+img="$work/out1/tiny.raw"
+cp --sparse=always "$img" "$work/pers.raw"
+part_sum() {  # part_sum IMAGE N: sha256 of partition N's bytes
+  local start size
+  read -r start size < <(sfdisk --json "$1" | python3 -c "import json,sys; p=json.load(sys.stdin)['partitiontable']['partitions'][$2-1]; print(p['start'], p['size'])")
+  dd if="$1" bs=512 skip="$start" count="$size" status=none | sha256sum | cut -d' ' -f1
+}
+root_before=$(part_sum "$work/pers.raw" 2); verity_before=$(part_sum "$work/pers.raw" 3)
+head -c 32 /dev/urandom > "$work/secret"
+secret_b64=$(base64 -w0 < "$work/secret")
+out=$("$SPROUT" personalize "$work/pers.raw" --cluster-secret "$work/secret" --hostname rack1-n1 --role worker \
+  --address 198.18.0.10/24 --peer 198.18.0.11 --peer 198.18.0.12 2>&1); rc=$?
+check "personalize succeeds" "$rc" '^0$'
+check "personalize never prints the secret" "$(grep -c -F "$secret_b64" <<<"$out")" '^0$'
+out=$("$SPROUT" personalize "$work/pers.raw" --print 2>&1)
+check "personalize --print shows the settings" "$out" 'hostname=rack1-n1.*role=worker.*peers=198.18.0.11,198.18.0.12.*cluster-secret=\(32 bytes, not shown\)'
+check "personalize leaves the root partition untouched" "$(part_sum "$work/pers.raw" 2)" "^${root_before}\$"
+check "personalize leaves the verity partition untouched" "$(part_sum "$work/pers.raw" 3)" "^${verity_before}\$"
+cfg_start=$(sfdisk --json "$work/pers.raw" | python3 -c "import json,sys; p=json.load(sys.stdin)['partitiontable']['partitions'][5]; print(p['start']*512, (p['start']+p['size'])*512)")
+read -r lo hi <<<"$cfg_start"
+offsets=$(grep -abo -F "$secret_b64" "$work/pers.raw" | cut -d: -f1 | tr '\n' ' ')
+inside=yes
+for o in $offsets; do [ "$o" -ge "$lo" ] && [ "$o" -lt "$hi" ] || inside=no; done
+check "the secret sits only in the config area ($offsets in [$lo,$hi))" "$inside:$(wc -w <<<"$offsets")" '^yes:1$'
+check "the image built without a secret holds none" "$(grep -c -a -F "$secret_b64" "$img")" '^0$'
+out=$("$SPROUT" personalize "$work/pers.raw" --role boss 2>&1); rc=$?
+check "a bad role is refused with the rule" "$rc:$out" "^1:.*role must be 'control-plane' or 'worker'; got 'boss'"
+out=$("$SPROUT" personalize "$work/pers.raw" --hostname rack1-n2 && "$SPROUT" personalize "$work/pers.raw" --print)
+check "settings accumulate; a later hostname wins" "$out" 'hostname=rack1-n2.*role=worker'
+
 # A failing build leaves nothing behind and names the fix.
 cat > "$work/p/small-esp.yaml" <<YAML
 extends: tiny.yaml

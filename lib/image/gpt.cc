@@ -1,5 +1,6 @@
 #include "image/gpt.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -123,6 +124,72 @@ GptBytes RenderGpt(const GptLayout& l) {
   Header(out.tail.data() + kEntryLbas * kSectorSize, l, last_lba, 1, last_lba - kEntryLbas, entries_crc);
   out.tail_offset = (last_lba - kEntryLbas) * kSectorSize;
   return out;
+}
+
+}  // namespace sprout
+
+namespace sprout {
+
+namespace {
+
+std::uint64_t Get64(const std::uint8_t* p) {
+  std::uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = v << 8 | p[i];
+  return v;
+}
+std::uint32_t Get32(const std::uint8_t* p) { return static_cast<std::uint32_t>(Get64(p) & 0xFFFFFFFFu); }
+
+Guid FromDisk(const std::uint8_t* p) {
+  static const int kOrder[16] = {3, 2, 1, 0, 5, 4, 7, 6, 8, 9, 10, 11, 12, 13, 14, 15};
+  Guid g;
+  for (int i = 0; i < 16; ++i) g.bytes[static_cast<std::size_t>(kOrder[i])] = p[i];
+  return g;
+}
+
+}  // namespace
+
+Result<GptLayout> ParseGpt(const std::vector<std::uint8_t>& head, std::uint64_t disk_size) {
+  if (head.size() < 34 * kSectorSize) return Fail("the image is too small to hold a GPT");
+  const std::uint8_t* h = head.data() + kSectorSize;
+  if (std::memcmp(h, "EFI PART", 8) != 0) return Fail("no GPT found (the second sector lacks 'EFI PART')");
+  std::uint32_t header_size = Get32(h + 12);
+  if (header_size < 92 || header_size > kSectorSize) return Fail("the GPT header has an invalid size");
+  std::array<std::uint8_t, kSectorSize> copy{};
+  std::memcpy(copy.data(), h, header_size);
+  Put32(copy.data() + 16, 0);  // the CRC field counts as zero
+  if (Crc32(copy.data(), header_size) != Get32(h + 16)) return Fail("the GPT header checksum is wrong");
+  std::uint64_t entries_lba = Get64(h + 72);
+  std::uint32_t count = Get32(h + 80), size = Get32(h + 84);
+  if (size < 128 || entries_lba != 2 || count * static_cast<std::uint64_t>(size) > 32 * kSectorSize) {
+    return Fail("the GPT entry array is not where sprout expects it (LBA 2, at most 16 KiB)");
+  }
+  const std::uint8_t* entries = head.data() + 2 * kSectorSize;
+  if (Crc32(entries, count * static_cast<std::size_t>(size)) != Get32(h + 88)) {
+    return Fail("the GPT partition entries checksum is wrong");
+  }
+  GptLayout l;
+  l.disk_guid = FromDisk(h + 56);
+  l.disk_size = disk_size;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    const std::uint8_t* e = entries + static_cast<std::size_t>(i) * size;
+    bool used = false;
+    for (int b = 0; b < 16; ++b) used = used || e[b] != 0;
+    if (!used) continue;
+    Partition p;
+    p.spec.type = FromDisk(e);
+    p.spec.uuid = FromDisk(e + 16);
+    p.first_lba = Get64(e + 32);
+    p.last_lba = Get64(e + 40);
+    p.spec.attributes = Get64(e + 48);
+    for (int c = 0; c < 36; ++c) {
+      std::uint16_t ch = static_cast<std::uint16_t>(e[56 + 2 * c] | e[57 + 2 * c] << 8);
+      if (ch == 0) break;
+      p.spec.label += ch < 128 ? static_cast<char>(ch) : '?';
+    }
+    p.spec.size = p.size();
+    l.partitions.push_back(p);
+  }
+  return l;
 }
 
 }  // namespace sprout

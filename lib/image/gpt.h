@@ -56,3 +56,11 @@ GptBytes RenderGpt(const GptLayout& layout);
 std::uint32_t Crc32(const std::uint8_t* data, std::size_t size);
 
 }  // namespace sprout
+
+namespace sprout {
+
+// ParseGpt reads a disk's primary GPT from its first 34 sectors (head) and the disk's
+// size, checking signature and CRCs. Partition labels are read as ASCII.
+Result<GptLayout> ParseGpt(const std::vector<std::uint8_t>& head, std::uint64_t disk_size);
+
+}  // namespace sprout

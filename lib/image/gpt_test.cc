@@ -93,3 +93,27 @@ TEST_CASE("A written GPT disk reads back identically through sfdisk and passes s
   REQUIRE(verify.ok());
   CHECK(verify->find("No problems found") != std::string::npos);
 }
+
+TEST_CASE("ParseGpt reads back what RenderGpt wrote and rejects damage", "[gpt]") {
+  auto l = PlanGpt(Guid::Derive("t", "disk"), ThreeParts());
+  REQUIRE(l);
+  GptBytes b = RenderGpt(*l);
+  auto back = ParseGpt(b.head, l->disk_size);
+  REQUIRE(back.ok());
+  CHECK(back->disk_guid == l->disk_guid);
+  REQUIRE(back->partitions.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    CHECK(back->partitions[i].spec.label == l->partitions[i].spec.label);
+    CHECK(back->partitions[i].spec.type == l->partitions[i].spec.type);
+    CHECK(back->partitions[i].spec.uuid == l->partitions[i].spec.uuid);
+    CHECK(back->partitions[i].first_lba == l->partitions[i].first_lba);
+    CHECK(back->partitions[i].last_lba == l->partitions[i].last_lba);
+    CHECK(back->partitions[i].spec.attributes == l->partitions[i].spec.attributes);
+  }
+  auto damaged = b.head;
+  damaged[2 * 512 + 60] ^= 1;  // a byte of the first entry's name
+  auto bad = ParseGpt(damaged, l->disk_size);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error() == "the GPT partition entries checksum is wrong");
+  CHECK_FALSE(ParseGpt(std::vector<std::uint8_t>(34 * 512, 0), 1 << 20).ok());
+}

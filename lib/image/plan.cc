@@ -22,6 +22,7 @@ DiskPlan PlanDisk(const Profile& profile, const std::string& seed) {
   d.disk_guid = Guid::Derive(seed, "disk");
   d.esp_uuid = Guid::Derive(seed, "partition:esp");
   d.state_uuid = Guid::Derive(seed, "partition:state");
+  d.config_uuid = Guid::Derive(seed, "partition:config");
   d.root_b_uuid = Guid::Derive(seed, "partition:root-b");
   d.verity_b_uuid = Guid::Derive(seed, "partition:root-b-verity");
   Guid vol = Guid::Derive(seed, "fat-volume-id");
@@ -57,6 +58,7 @@ void PlanBoot(DiskPlan& d, const Profile& profile, const std::string& root_hash)
       "sprout.verity.data=PARTUUID=" + d.root_uuid.ToString(),
       "sprout.verity.hash=PARTUUID=" + d.verity_uuid.ToString(),
       "sprout.state=PARTUUID=" + d.state_uuid.ToString(),
+      "sprout.config=PARTUUID=" + d.config_uuid.ToString(),
       // sprout mounts what it needs itself; the generator would guess from the disk.
       "systemd.gpt_auto=0",
       "console=tty0",
@@ -89,6 +91,7 @@ std::vector<PartitionSpec> PlanPartitions(const DiskPlan& d, std::uint64_t esp_s
       {kVerityLabel, verity, d.verity_uuid, verity_size, kReadOnly},
       {kEmptyLabel, root, d.root_b_uuid, root_size, kReadOnly},
       {kEmptyLabel, verity, d.verity_b_uuid, verity_size, kReadOnly},
+      {kConfigLabel, *Guid::Parse(dps::kLinuxGeneric), d.config_uuid, kConfigSize, 0},
       {kStateLabel, *Guid::Parse(dps::kVar), d.state_uuid, state_size, 0},
   };
 }

@@ -15,7 +15,7 @@ namespace sprout {
 
 // DiskPlan holds every identifier and text file the disk's layout implies.
 struct DiskPlan {
-  Guid disk_guid, esp_uuid, state_uuid;
+  Guid disk_guid, esp_uuid, state_uuid, config_uuid;
   Guid root_uuid, verity_uuid;      // slot A; from the root hash (set by PlanBoot)
   Guid root_b_uuid, verity_b_uuid;  // the reserved slot B
   std::uint32_t esp_volume_id = 0;
@@ -36,9 +36,21 @@ inline constexpr const char* kRootLabel = "sprout-root-a";
 inline constexpr const char* kVerityLabel = "sprout-root-a-verity";
 inline constexpr const char* kEmptyLabel = "_empty";
 inline constexpr const char* kStateLabel = "sprout-state";
+inline constexpr const char* kConfigLabel = "sprout-config";
+
+// The config area's size: small, written by `sprout personalize`, read at boot.
+inline constexpr std::uint64_t kConfigSize = 1 << 20;
 
 // Partition indexes in the table PlanPartitions returns.
-enum PartitionIndex { kEspIndex = 0, kRootAIndex, kVerityAIndex, kRootBIndex, kVerityBIndex, kStateIndex };
+enum PartitionIndex {
+  kEspIndex = 0,
+  kRootAIndex,
+  kVerityAIndex,
+  kRootBIndex,
+  kVerityBIndex,
+  kConfigIndex,
+  kStateIndex
+};
 
 // SeedOf digests everything that identifies a build's inputs: the resolved profile
 // (as JSON), the base's identity and the sprout version.
@@ -53,7 +65,8 @@ DiskPlan PlanDisk(const Profile& profile, const std::string& seed);
 void PlanBoot(DiskPlan& plan, const Profile& profile, const std::string& root_hash);
 
 // PlanPartitions lists the GPT partitions: ESP, root A and its verity, the reserved
-// root B and its verity (same sizes), then the state partition last so it can grow.
+// root B and its verity (same sizes), the config area, then the state partition last
+// so it can grow.
 std::vector<PartitionSpec> PlanPartitions(const DiskPlan& plan, std::uint64_t esp_size, std::uint64_t root_size,
                                           std::uint64_t verity_size, std::uint64_t state_size);
 

@@ -37,7 +37,9 @@ TEST_CASE("PlanPartitions reserves slot B with slot A's sizes and puts state las
   DiskPlan d = PlanDisk(p, "s");
   PlanBoot(d, p, std::string(64, 'a'));
   auto parts = PlanPartitions(d, 64 << 20, 300 << 20, 5 << 20, 256 << 20);
-  REQUIRE(parts.size() == 6);
+  REQUIRE(parts.size() == 7);
+  CHECK(parts[kConfigIndex].label == std::string(kConfigLabel));
+  CHECK(parts[kConfigIndex].size == kConfigSize);
   CHECK(parts[kRootAIndex].label == std::string(kRootLabel));
   CHECK(parts[kRootBIndex].label == std::string(kEmptyLabel));
   CHECK(parts[kRootBIndex].size == parts[kRootAIndex].size);
