@@ -26,7 +26,7 @@ boot_vm() {
     -drive "if=pflash,format=raw,unit=0,readonly=on,file=$OVMF_CODE" \
     -drive "if=pflash,format=raw,unit=1,file=$vars" \
     -drive "if=virtio,format=$(case $disk in *.qcow2) echo qcow2 ;; *) echo raw ;; esac),file=$disk" \
-    -display none -serial "file:$log" -monitor none -nic none -no-reboot &
+    -display none -serial "file:$log" -monitor none -nic none -no-reboot ${QEMU_EXTRA:-} &
   local pid=$!
   BOOT_LOGIN_SECONDS=""
   local deadline=$(( $(date +%s) + limit ))
@@ -55,4 +55,20 @@ boot_vm() {
 # smoke_value LOG KEY prints the value of the last "SPROUT-SMOKE KEY=value" line.
 smoke_value() {
   grep -a "SPROUT-SMOKE $2=" "$1" | tail -n 1 | sed "s/^.*SPROUT-SMOKE $2=//" | tr -d '\r'
+}
+
+# partition_range IMAGE N prints the byte offset and end of partition N (1-based).
+partition_range() {
+  sfdisk --json "$1" | python3 -c "import json,sys; p=json.load(sys.stdin)['partitiontable']['partitions'][$2-1]; print(p['start']*512, (p['start']+p['size'])*512)"
+}
+
+# root_tar IMAGE writes the root partition's file system to stdout as a tar stream.
+root_tar() {
+  local lo hi
+  read -r lo hi < <(partition_range "$1" 2)
+  local tmp
+  tmp=$(mktemp /tmp/sprout-root.XXXXXX)
+  dd if="$1" of="$tmp" bs=1M iflag=skip_bytes,count_bytes skip="$lo" count=$((hi - lo)) status=none
+  sqfs2tar "$tmp"
+  rm -f "$tmp"
 }
