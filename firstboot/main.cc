@@ -106,6 +106,13 @@ int Run(const Settings& settings) {
   }
   Log(LOG_INFO, state->phase, "started (boot " + std::to_string(state->boots) + ", phase " + state->phase + ")");
 
+  // idle records that formation is off (for `status`) and waits for the stop signal.
+  auto idle = [&](const std::string& reason) {
+    state->phase = "disabled";
+    if (auto s = sprout::SaveNodeState(state_dir, *state); !s) Log(LOG_WARNING, "error", s.error());
+    return sprout::formation::RunIdle(reason, &g_stop);
+  };
+
   // Formation settings: flags win over the node config.
   namespace f = sprout::formation;
   f::DaemonOptions o;
@@ -122,10 +129,10 @@ int Run(const Settings& settings) {
   } else if (loaded.config.cluster_secret) {
     secret = *loaded.config.cluster_secret;
   }
-  if (secret.empty()) return f::RunIdle("no cluster secret configured", &g_stop);
+  if (secret.empty()) return idle("no cluster secret configured");
   o.secret = secret;
   o.listen = !settings.listen.empty() ? settings.listen : StripPrefix(loaded.config.address.value_or(""));
-  if (o.listen.empty()) return f::RunIdle("no node address configured (sprout.address or --listen)", &g_stop);
+  if (o.listen.empty()) return idle("no node address configured (sprout.address or --listen)");
   o.name = settings.name;
   if (o.name.empty() && loaded.config.hostname) o.name = *loaded.config.hostname;
   if (o.name.empty()) {

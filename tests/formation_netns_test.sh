@@ -141,7 +141,34 @@ id_before=$(cluster_id)
 echo "cluster ID: $id_before"
 token_before=$("$FIRSTBOOT" status --json --state-dir "$WORK/n1/state" | grep -o '"cluster_token": "[^"]*"')
 
-# 3. Kill every node (and with it its etcd), start them again: same cluster, same data.
+# 3. A node with the wrong secret (same cluster name, fourth namespace) is refused:
+# its frames fail the MAC check and are logged as forged; it never becomes a member.
+setup_node 4 198.18.0.14
+head -c 32 /dev/urandom | base64 >"$WORK/wrong-secret"
+start_node 4 "$WORK/wrong-secret"
+line=""
+for _ in $(seq 1 50); do
+  line=$(grep -m1 'forged=[1-9]' "$WORK/n1/firstboot.log")
+  [ -n "$line" ] && break
+  sleep 0.2
+done
+if [ -n "$line" ]; then
+  echo "node1 logged: $line"
+  ok "frames of the wrong-secret node are dropped as forged"
+else
+  bad "node1 never logged a forged frame from the wrong-secret node"
+fi
+sleep 2
+members=$(ctl --endpoints="$ENDPOINTS" member list 2>/dev/null | grep -c ', started, ')
+phase4=$("$FIRSTBOOT" status --json --state-dir "$WORK/n4/state" | grep -o '"phase": "[^"]*"')
+echo "wrong-secret node: $phase4, etcd members: $members"
+[ "$members" -eq $N ] && [ "$phase4" = '"phase": "discovering"' ] && [ ! -d "$WORK/n4/etcd" ] &&
+  ok "wrong-secret node stayed out of the cluster" || bad "wrong-secret node got in ($phase4, $members members)"
+kill -TERM "${PIDS[3]}" 2>/dev/null
+wait "${PIDS[3]}" 2>/dev/null
+PIDS=("${PIDS[@]:0:3}")
+
+# 4. Kill every node (and with it its etcd), start them again: same cluster, same data.
 etcd_pids=$(for i in $(seq 1 $N); do "$FIRSTBOOT" status --json --state-dir "$WORK/n$i/state" | grep -o '"etcd_pid": [0-9]*' | cut -d' ' -f2; done)
 for pid in "${PIDS[@]}"; do
   kill -KILL "$pid" 2>/dev/null

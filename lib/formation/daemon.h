@@ -51,7 +51,8 @@ Status SaveFormationState(const std::filesystem::path& dir, const PersistedState
 // its loop runs. Returns the process exit code.
 int RunDaemon(const DaemonOptions& options, const volatile std::sig_atomic_t* stop);
 
-// RunIdle reports READY=1 with reason as STATUS and waits for *stop (formation disabled).
+// RunIdle reports READY=1 with STATUS "ready; formation disabled: <reason>" and waits
+// for *stop.
 int RunIdle(const std::string& reason, const volatile std::sig_atomic_t* stop);
 
 }  // namespace sprout::formation
