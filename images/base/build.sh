@@ -47,5 +47,6 @@ exec mmdebstrap \
   --dpkgopt='path-exclude=/lib/modules/*/kernel/net/bluetooth/*' \
   --essential-hook="$essential_hook" \
   --customize-hook='rm -f "$1/etc/machine-id" && touch "$1/etc/machine-id"' \
+  --customize-hook='rm -f "$1"/etc/ssh/ssh_host_*' \
   --customize-hook='rm -rf "$1/var/cache/apt/"*.bin "$1/var/lib/apt/lists/"*' \
   bookworm "$out" "$sources"
