@@ -195,4 +195,34 @@ else
   bad "cluster not healthy within 60 s after restart"
 fi
 
+# 5. A fourth control-plane node with the right secret, started after formation, joins
+# as an etcd learner through the members' v3 gateway and is promoted.
+mkdir -p "$WORK/n5"
+ip netns exec sprt-f4 "$FIRSTBOOT" run --state-dir "$WORK/n5/state" --name node4 --listen 198.18.0.14 \
+  --peers "$PEERS" --expected $N --secret-file "$WORK/secret" --cluster-name sprt-formation-test \
+  --etcd-data-dir "$WORK/n5/etcd" >>"$WORK/n5/firstboot.log" 2>&1 &
+PIDS+=($!)
+ENDPOINTS4="$ENDPOINTS,http://198.18.0.14:2379"
+t0=$(date +%s.%N)
+joined=0
+for _ in $(seq 1 300); do
+  if [ "$(ctl --endpoints="$ENDPOINTS" member list 2>/dev/null | grep -c ', started, .*, false$')" -eq 4 ] &&
+    [ "$(ctl --endpoints="$ENDPOINTS4" endpoint health 2>&1 | grep -c 'is healthy')" -eq 4 ]; then
+    joined=1
+    break
+  fi
+  sleep 0.2
+done
+if [ $joined -eq 1 ]; then
+  printf 'learner join (node4 started -> 4 healthy voting members): %.2f s\n' "$(echo "$(date +%s.%N) - $t0" | bc)"
+  ctl --endpoints="$ENDPOINTS" member list
+  got=$(ip netns exec sprt-f4 etcdctl --endpoints=http://198.18.0.14:2379 get --print-value-only sprout/formation-test)
+  [ "$got" = "written via node1" ] && ok "node4 joined as learner, was promoted, and reads the key" ||
+    bad "node4 joined but read '$got'"
+else
+  bad "node4 did not become a healthy voting member within 60 s"
+  ctl --endpoints="$ENDPOINTS" member list 2>&1
+  grep 'join' "$WORK/n5/firstboot.log" | tail -5
+fi
+
 [ "$failed" -eq 0 ]

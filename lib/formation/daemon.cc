@@ -7,6 +7,7 @@
 #include <systemd/sd-journal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -80,6 +81,7 @@ class Loop {
         if (!Handle(node_.OnMessage(frame->header.sender, frame->message))) return 1;
       }
       Supervise(now);
+      Join(now);
       Report(now);
       if (!ready) {
         sd_notify(0, "READY=1");
@@ -108,12 +110,20 @@ class Loop {
           return false;
         }
       } else if (const auto* s = std::get_if<StartEtcdNew>(&action)) {
-        start_ = *s;
-        StartEtcd();
-      } else if (std::holds_alternative<JoinAsLearner>(action) || std::holds_alternative<JoinAsWorker>(action)) {
+        if (!start_) {
+          start_ = *s;
+          etcd_args_ = EtcdNewArgs(etcd_, *s);
+          StartEtcd();
+        }
+      } else if (const auto* j = std::get_if<JoinAsLearner>(&action)) {
+        if (!join_) {
+          join_ = *j;
+          Journal(LOG_INFO, "not in the founding set of " + j->token + "; joining it as an etcd learner",
+                  {{"PHASE", "learner"}, {"CLUSTER_TOKEN", j->token}});
+        }
+      } else if (std::holds_alternative<JoinAsWorker>(action)) {
         if (!join_logged_) {
-          Journal(LOG_WARNING, "this node is not in the founding set; joining as a learner is not implemented yet",
-                  {{"PHASE", PhaseName(node_.phase())}});
+          Journal(LOG_WARNING, "worker join is not implemented yet", {{"PHASE", PhaseName(node_.phase())}});
           join_logged_ = true;
         }
       }
@@ -131,12 +141,16 @@ class Loop {
   }
 
   void StartEtcd() {
-    if (!start_ || etcd_process_.running()) return;
+    if (etcd_args_.empty() || etcd_process_.running()) return;
     std::error_code ec;
     std::filesystem::create_directories(o_.etcd_data_dir.parent_path(), ec);
-    auto args = EtcdNewArgs(etcd_, *start_);
-    if (auto s = etcd_process_.Start(args, etcd_.log_file); !s) {
+    if (auto s = etcd_process_.Start(etcd_args_, etcd_.log_file); !s) {
       Journal(LOG_ERR, s.error(), {{"PHASE", "member"}});
+      return;
+    }
+    if (!start_) {
+      Journal(LOG_INFO, "starting etcd to join the cluster: " + etcd_args_.back(),
+              {{"PHASE", "learner"}, {"ETCD_PID", std::to_string(etcd_process_.pid())}});
       return;
     }
     std::string members;
@@ -158,7 +172,71 @@ class Loop {
               {{"PHASE", "member"}});
       restart_at_ = now + 2000;
     }
-    if (start_ && !etcd_process_.running() && now >= restart_at_) StartEtcd();
+    if (!etcd_args_.empty() && !etcd_process_.running() && now >= restart_at_) StartEtcd();
+  }
+
+  // JoinRetry schedules the next join step with a capped exponential back-off and
+  // logs the reason when it changed (etcd says "too many learner members", "unhealthy
+  // cluster", "can only promote a learner member which is in sync with leader", ...).
+  void JoinRetry(std::uint64_t now, const std::string& why) {
+    if (why != join_error_) {
+      Journal(LOG_INFO, "join: " + why + "; retrying", {{"PHASE", "learner"}});
+      join_error_ = why;
+    }
+    ++join_endpoint_;
+    join_at_ = now + std::min<std::uint64_t>(250ULL << std::min(join_attempts_, 5), 5000);
+    ++join_attempts_;
+  }
+
+  // Join adds this node as a learner through a founding member's etcd, starts etcd
+  // with the resulting member list, then promotes it once etcd accepts that.
+  void Join(std::uint64_t now) {
+    if (!join_ || join_done_ || now < join_at_) return;
+    std::vector<std::string> endpoints;
+    for (const auto& m : join_->founding.members) endpoints.push_back(ClientUrlFor(m.peer_url));
+    EtcdApi api(endpoints[join_endpoint_ % endpoints.size()]);
+    std::string self = PeerUrl(o_.listen);
+    auto members = api.ListMembers();
+    if (!members) return JoinRetry(now, members.error());
+    const EtcdMember* mine = nullptr;
+    for (const auto& m : *members) {
+      if (std::find(m.peer_urls.begin(), m.peer_urls.end(), self) != m.peer_urls.end()) mine = &m;
+    }
+    std::error_code ec;
+    bool have_data = std::filesystem::exists(o_.etcd_data_dir / "member", ec);
+    if (etcd_args_.empty()) {
+      if (have_data) {
+        // Added and started before: etcd ignores --initial-cluster with a data dir.
+        etcd_args_ = EtcdExistingArgs(etcd_, o_.name + "=" + self);
+      } else {
+        if (mine != nullptr && !mine->name.empty()) {
+          // A started member with our URL but no data here: this node was replaced.
+          auto r = api.Remove(mine->id);
+          if (!r) return JoinRetry(now, "removing the stale member " + mine->id + ": " + r.error());
+          Journal(LOG_INFO, "removed stale member " + mine->id + " (" + mine->name + ") before joining again",
+                  {{"PHASE", "learner"}});
+          return JoinRetry(now, "re-adding after removing the stale member");
+        }
+        if (mine == nullptr) {
+          members = api.AddLearner(self);
+          if (!members) return JoinRetry(now, members.error());
+          Journal(LOG_INFO, "added as learner " + self, {{"PHASE", "learner"}});
+        }
+        auto ic = JoinInitialCluster(*members, o_.name, self);
+        if (!ic) return JoinRetry(now, ic.error());
+        etcd_args_ = EtcdExistingArgs(etcd_, *ic);
+      }
+      StartEtcd();
+      join_at_ = now + 1000;
+      return;
+    }
+    if (mine == nullptr) return JoinRetry(now, "this node is not in the member list yet");
+    if (mine->learner) {
+      auto r = api.Promote(mine->id);
+      if (!r) return JoinRetry(now, r.error());
+    }
+    join_done_ = true;
+    Journal(LOG_INFO, "promoted: voting member of " + join_->token, {{"PHASE", "member"}});
   }
 
   // Report logs changed drop counters and keeps systemd's STATUS and state.json current.
@@ -178,7 +256,7 @@ class Loop {
       reported_drops_ = c;
       next_drop_log_ = now + 1000;
     }
-    std::string line = StatusLine(node_.phase(), node_.UpPeers(), o_.expected);
+    std::string line = join_done_ ? "member" : StatusLine(node_.phase(), node_.UpPeers(), o_.expected);
     if (line != status_line_) {
       sd_notifyf(0, "STATUS=%s", line.c_str());
       Journal(LOG_INFO, line, {{"PHASE", PhaseName(node_.phase())}});
@@ -193,7 +271,7 @@ class Loop {
   void WriteStatus() {
     auto st = LoadNodeState(o_.state_dir);
     NodeState s = st ? *st : NodeState{};
-    s.phase = PhaseName(node_.phase());
+    s.phase = join_done_ ? "member (joined as learner)" : PhaseName(node_.phase());
     s.name = o_.name;
     s.address = o_.listen;
     s.expected = o_.expected;
@@ -220,6 +298,13 @@ class Loop {
   EtcdConfig etcd_;
   EtcdProcess etcd_process_;
   std::optional<StartEtcdNew> start_;
+  std::vector<std::string> etcd_args_;  // how etcd is (re)started, once decided
+  std::optional<JoinAsLearner> join_;
+  bool join_done_ = false;
+  std::uint64_t join_at_ = 0;
+  int join_attempts_ = 0;
+  std::size_t join_endpoint_ = 0;
+  std::string join_error_;
   std::map<std::string, sockaddr_in> addresses_;
   std::string last_refused_from_;
   DropCounters reported_drops_;

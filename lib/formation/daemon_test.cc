@@ -78,3 +78,31 @@ TEST_CASE("transport addresses are checked before any socket is opened", "[forma
   REQUIRE_FALSE(u);
   CHECK(u.error() == "listen address 'node1' is not an IPv4 address");
 }
+
+TEST_CASE("a learner's initial cluster comes from the member list after its add", "[formation]") {
+  // The shape etcd 3.4's JSON gateway returns for /v3/cluster/member/add.
+  std::string add =
+      R"({"header":{"cluster_id":"1"},"member":{"ID":"9","peerURLs":["http://198.18.0.14:2380"],"isLearner":true},
+    "members":[{"ID":"1","name":"node1","peerURLs":["http://198.18.0.11:2380"],"clientURLs":["http://198.18.0.11:2379"]},
+               {"ID":"2","name":"node2","peerURLs":["http://198.18.0.12:2380"]},
+               {"ID":"9","peerURLs":["http://198.18.0.14:2380"],"isLearner":true}]})";
+  auto members = f::ParseMembers(add);
+  REQUIRE(members);
+  REQUIRE(members->size() == 3);
+  CHECK(members->at(2).learner);
+  CHECK(members->at(2).name.empty());
+  auto ic = f::JoinInitialCluster(*members, "node4", "http://198.18.0.14:2380");
+  REQUIRE(ic);
+  CHECK(*ic == "node1=http://198.18.0.11:2380,node2=http://198.18.0.12:2380,node4=http://198.18.0.14:2380");
+  auto missing = f::JoinInitialCluster(*members, "node5", "http://198.18.0.15:2380");
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error() == "the member list has no entry with this node's peer URL http://198.18.0.15:2380");
+  CHECK_FALSE(f::ParseMembers("<html>"));
+  CHECK(f::ClientUrlFor("http://198.18.0.11:2380") == "http://198.18.0.11:2379");
+  f::EtcdConfig config;
+  config.name = "node4";
+  config.data_dir = "/d";
+  config.address = "198.18.0.14";
+  auto args = f::EtcdExistingArgs(config, *ic);
+  CHECK(args.back() == "--initial-cluster-state=existing");
+}

@@ -1,14 +1,17 @@
 #include "formation/etcd.h"
 
+#include <curl/curl.h>
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 namespace sprout::formation {
@@ -34,6 +37,127 @@ std::vector<std::string> EtcdNewArgs(const EtcdConfig& config, const StartEtcdNe
           "--initial-cluster=" + start.initial_cluster,
           "--initial-cluster-token=" + start.token,
           "--initial-cluster-state=new"};
+}
+
+std::vector<std::string> EtcdExistingArgs(const EtcdConfig& config, const std::string& initial_cluster) {
+  std::string peer = PeerUrl(config.address, config.peer_port);
+  std::string client = ClientUrl(config.address, config.client_port);
+  return {config.bin,
+          "--name=" + config.name,
+          "--data-dir=" + config.data_dir,
+          "--listen-peer-urls=" + peer,
+          "--initial-advertise-peer-urls=" + peer,
+          "--listen-client-urls=" + client,
+          "--advertise-client-urls=" + client,
+          "--initial-cluster=" + initial_cluster,
+          "--initial-cluster-state=existing"};
+}
+
+std::string ClientUrlFor(const std::string& peer_url) {
+  auto colon = peer_url.rfind(':');
+  if (colon == std::string::npos || colon < 6) return peer_url;
+  return peer_url.substr(0, colon) + ":2379";
+}
+
+Result<std::vector<EtcdMember>> ParseMembers(const std::string& text) {
+  try {
+    auto j = nlohmann::json::parse(text);
+    std::vector<EtcdMember> out;
+    for (const auto& m : j.value("members", nlohmann::json::array())) {
+      EtcdMember e;
+      e.id = m.value("ID", "");
+      e.name = m.value("name", "");
+      e.peer_urls = m.value("peerURLs", std::vector<std::string>{});
+      e.learner = m.value("isLearner", false);
+      out.push_back(std::move(e));
+    }
+    return out;
+  } catch (const std::exception& e) {
+    return Fail(std::string("etcd sent a member list that is not JSON: ") + e.what());
+  }
+}
+
+Result<std::string> JoinInitialCluster(const std::vector<EtcdMember>& members, const std::string& self_name,
+                                       const std::string& self_peer_url) {
+  std::string out;
+  bool self = false;
+  for (const auto& m : members) {
+    bool mine = std::find(m.peer_urls.begin(), m.peer_urls.end(), self_peer_url) != m.peer_urls.end();
+    std::string name = mine ? self_name : m.name;
+    if (mine) self = true;
+    if (name.empty()) continue;  // another node added but not started yet: not ours to list
+    for (const auto& u : m.peer_urls) out += (out.empty() ? "" : ",") + name + "=" + u;
+  }
+  if (!self) return Fail("the member list has no entry with this node's peer URL " + self_peer_url);
+  return out;
+}
+
+namespace {
+
+std::size_t Collect(char* data, std::size_t size, std::size_t n, void* user) {
+  static_cast<std::string*>(user)->append(data, size * n);
+  return size * n;
+}
+
+}  // namespace
+
+Result<std::string> EtcdApi::Post(const std::string& path, const std::string& body) {
+  CURL* curl = curl_easy_init();
+  if (curl == nullptr) return Fail("cannot initialize libcurl");
+  std::string response;
+  std::string url = url_ + path;
+  curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, Collect);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 1000L);
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 3000L);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  CURLcode rc = curl_easy_perform(curl);
+  long status = 0;
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  curl_slist_free_all(headers);
+  curl_easy_cleanup(curl);
+  if (rc != CURLE_OK) return Fail(url + ": " + curl_easy_strerror(rc));
+  if (status != 200) {
+    std::string why = response;
+    try {
+      why = nlohmann::json::parse(response).value("error", response);
+    } catch (const std::exception&) {
+      // not JSON: quote the body as it is
+    }
+    return Fail(url + ": HTTP " + std::to_string(status) + ": " + why);
+  }
+  return response;
+}
+
+Result<std::vector<EtcdMember>> EtcdApi::ListMembers() {
+  auto r = Post("/v3/cluster/member/list", "{}");
+  if (!r) return Fail(r.error());
+  return ParseMembers(*r);
+}
+
+Result<std::vector<EtcdMember>> EtcdApi::AddLearner(const std::string& peer_url) {
+  nlohmann::json body{{"peerURLs", {peer_url}}, {"isLearner", true}};
+  auto r = Post("/v3/cluster/member/add", body.dump());
+  if (!r) return Fail(r.error());
+  return ParseMembers(*r);
+}
+
+Status EtcdApi::Promote(const std::string& id) {
+  nlohmann::json body{{"ID", id}};
+  auto r = Post("/v3/cluster/member/promote", body.dump());
+  if (!r) return Fail(r.error());
+  return Ok{};
+}
+
+Status EtcdApi::Remove(const std::string& id) {
+  nlohmann::json body{{"ID", id}};
+  auto r = Post("/v3/cluster/member/remove", body.dump());
+  if (!r) return Fail(r.error());
+  return Ok{};
 }
 
 Status EtcdProcess::Start(const std::vector<std::string>& argv, const std::string& log_file) {

@@ -32,6 +32,50 @@ std::string ClientUrl(const std::string& address, int client_port = 2379);
 // exists etcd ignores both, so repeating the start after a restart is safe.
 std::vector<std::string> EtcdNewArgs(const EtcdConfig& config, const StartEtcdNew& start);
 
+// EtcdExistingArgs is the argv that starts a learner added to a running cluster:
+// --initial-cluster lists the current members plus this node.
+std::vector<std::string> EtcdExistingArgs(const EtcdConfig& config, const std::string& initial_cluster);
+
+// ClientUrlFor derives a member's client URL from its peer URL ("http://a:2380" ->
+// "http://a:2379"): members use the default ports until the PKI step makes URLs explicit.
+std::string ClientUrlFor(const std::string& peer_url);
+
+// EtcdMember is one member as etcd's v3 JSON gateway reports it.
+struct EtcdMember {
+  std::string id;                      // decimal member ID (the gateway sends it as a string)
+  std::string name;                    // empty until the member has started
+  std::vector<std::string> peer_urls;  // its peer URLs
+  bool learner = false;                // true until promoted
+};
+
+// ParseMembers reads the "members" array of a member list/add response.
+Result<std::vector<EtcdMember>> ParseMembers(const std::string& json);
+
+// JoinInitialCluster renders --initial-cluster for a learner from the member list
+// after its add: started members by name, the unstarted entry with our peer URL as us.
+Result<std::string> JoinInitialCluster(const std::vector<EtcdMember>& members, const std::string& self_name,
+                                       const std::string& self_peer_url);
+
+// EtcdApi calls etcd's v3 JSON gateway at one client URL; every call has a short
+// timeout and returns etcd's own error text on failure.
+class EtcdApi {
+ public:
+  // EtcdApi talks to client_url ("http://198.18.0.11:2379").
+  explicit EtcdApi(std::string client_url) : url_(std::move(client_url)) {}
+  // ListMembers returns the current members.
+  Result<std::vector<EtcdMember>> ListMembers();
+  // AddLearner adds peer_url as a learner and returns the members afterwards.
+  Result<std::vector<EtcdMember>> AddLearner(const std::string& peer_url);
+  // Promote makes learner id a voting member.
+  Status Promote(const std::string& id);
+  // Remove removes member id (a stale entry of this node).
+  Status Remove(const std::string& id);
+
+ private:
+  Result<std::string> Post(const std::string& path, const std::string& body);
+  std::string url_;
+};
+
 // EtcdProcess is a supervised etcd child; it dies with its parent (PR_SET_PDEATHSIG).
 class EtcdProcess {
  public:
