@@ -1,8 +1,10 @@
 #!/bin/bash
 # Real formation: three sprout-firstboot processes, each in its own network namespace
 # on one bridge, must form one healthy 3-member etcd cluster (Debian's etcd) by
-# themselves; after all are killed and restarted, the cluster ID and the data remain.
-# Traffic stays inside the namespaces (198.18.0.0/24 on a bridge with no uplink).
+# themselves; a wrong-secret node is refused; after all are killed and restarted, the
+# cluster ID and the data remain; a late fourth node joins as a learner; then
+# tests/formation/five_nodes.sh runs five nodes at once and staggered. Traffic stays
+# inside the namespaces (198.18.0.0/15 on bridges with no uplink).
 set -u
 
 name=formation_netns_test
@@ -224,5 +226,17 @@ else
   ctl --endpoints="$ENDPOINTS" member list 2>&1
   grep 'join' "$WORK/n5/firstboot.log" | tail -5
 fi
+
+# 6. Five nodes, at once and staggered (its own namespaces and subnet); stop ours first
+# so the two clusters do not compete for the two cores.
+kill_ns_processes TERM
+for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null; done
+PIDS=()
+five=$(bash "$(dirname "$0")/formation/five_nodes.sh" 2>&1)
+echo "$five"
+p5=$(echo "$five" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
+f5=$(echo "$five" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
+passed=$((passed + ${p5:-0}))
+failed=$((failed + ${f5:-1}))
 
 [ "$failed" -eq 0 ]
