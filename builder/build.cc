@@ -15,11 +15,13 @@
 #include "image/gpt.h"
 #include "image/plan.h"
 #include "image/rootfs.h"
+#include "image/sbom.h"
 #include "nodeconfig/nodeconfig.h"
 #include "profile/profile.h"
 #include "util/fs.h"
 #include "util/process.h"
 #include "util/progress.h"
+#include "util/sha256.h"
 #include "util/text.h"
 
 namespace sprout::cli {
@@ -175,7 +177,7 @@ int Base(const fs::path& what, const fs::path& cache_dir, bool force) {
 }
 
 int Build(const BuildOptions& options) {
-  Progress progress(::isatty(2) != 0, 8);
+  Progress progress(::isatty(2) != 0, 10);
   auto fail = [&](const std::string& why) {
     progress.Note("sprout: " + why);
     return 1;
@@ -194,6 +196,7 @@ int Build(const BuildOptions& options) {
   progress.End(base->id);
 
   const int64_t epoch = SourceDateEpoch(*profile);
+  std::vector<Format> formats = options.formats.empty() ? profile->formats : options.formats;
   Profile recorded = *profile;
   recorded.source_date_epoch = epoch;
   const std::string profile_json = ProfileToJson(recorded, profile->file.parent_path());
@@ -214,7 +217,8 @@ int Build(const BuildOptions& options) {
   spec.base = base->root;
   spec.additions = std::move(*additions);
   spec.mtime = epoch;
-  spec.capture_prefixes = {"boot/vmlinuz-", "boot/initrd.img-", "usr/lib/systemd/boot/efi/systemd-bootx64.efi"};
+  spec.capture_prefixes = {"boot/vmlinuz-", "boot/initrd.img-", "usr/lib/systemd/boot/efi/systemd-bootx64.efi",
+                           "var/lib/dpkg/status"};
   fs::path root_img = work.path() / "root.squashfs";
   int jobs = options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   auto packer = Pipe::Start(
@@ -310,28 +314,76 @@ int Build(const BuildOptions& options) {
   }
   progress.End(HumanSize(layout->disk_size));
 
-  // Publish: a small record of the build, then the image, each renamed into place.
-  nlohmann::ordered_json record;
-  record["sprout"] = SPROUT_VERSION;
-  record["profile"] = nlohmann::json::parse(profile_json);
-  record["base"] = base->id;
-  record["kernel"] = kernel_version;
-  record["seed"] = seed;
-  record["outputs"][profile->name + ".raw"] = {{"size", layout->disk_size},
-                                               {"diskGuid", plan.disk_guid.ToString()},
-                                               {"rootPartUuid", plan.root_uuid.ToString()},
-                                               {"verityPartUuid", plan.verity_uuid.ToString()},
-                                               {"rootHash", plan.root_hash},
-                                               {"statePartUuid", plan.state_uuid.ToString()}};
-  fs::path raw_out = options.out_dir / (profile->name + ".raw");
-  fs::rename(raw_tmp, raw_out, ec);
-  if (ec) return fail("cannot move the image into " + raw_out.string() + ": " + ec.message());
-  if (auto s = WriteFileAtomic(options.out_dir / "build.json", record.dump(2) + "\n"); !s) return fail(s.error());
+  // Other media come from the raw disk, so every one carries the same root.
+  std::vector<std::string> outputs;
+  auto wants = [&](Format f) { return std::find(formats.begin(), formats.end(), f) != formats.end(); };
+  if (wants(Format::kRaw)) outputs.push_back(profile->name + ".raw");
+  if (wants(Format::kQcow2)) {
+    progress.Begin("convert to qcow2");
+    fs::path qcow = work.path() / (profile->name + ".qcow2");
+    if (auto r =
+            RunChecked({{"qemu-img", "convert", "-q", "-f", "raw", "-O", "qcow2", raw_tmp.string(), qcow.string()}});
+        !r) {
+      return fail("cannot write the qcow2 image: " + r.error());
+    }
+    outputs.push_back(qcow.filename().string());
+    progress.End(HumanSize(fs::file_size(qcow)));
+  }
+
+  progress.Begin("write manifest, SBOM and checksums");
+  auto status = summary->captured.find("var/lib/dpkg/status");
+  std::vector<DebPackage> packages;
+  if (status != summary->captured.end()) packages = ParseDpkgStatus(status->second);
+  std::string sbom =
+      SpdxJson(packages, profile->name, "https://sprout.invalid/spdx/" + profile->name + "/" + seed, epoch);
+  if (auto w = WriteFileAtomic(work.path() / "sbom.spdx.json", sbom); !w) return fail(w.error());
+
+  nlohmann::ordered_json manifest;
+  manifest["sprout"] = SPROUT_VERSION;
+  manifest["profile"] = nlohmann::json::parse(profile_json);
+  manifest["base"] = base->id;
+  manifest["kernel"] = kernel_version;
+  manifest["seed"] = seed;
+  manifest["rootHash"] = plan.root_hash;
+  manifest["disk"] = {{"diskGuid", plan.disk_guid.ToString()},
+                      {"rootPartUuid", plan.root_uuid.ToString()},
+                      {"verityPartUuid", plan.verity_uuid.ToString()},
+                      {"configPartUuid", plan.config_uuid.ToString()},
+                      {"statePartUuid", plan.state_uuid.ToString()}};
+  manifest["images"] = nlohmann::json::array();  // preloaded container images: none yet
+  manifest["sbom"] = {{"file", "sbom.spdx.json"}, {"format", "SPDX-2.3"}, {"packages", packages.size()}};
+  std::string sums;
+  for (const auto& name : outputs) {
+    auto digest = Sha256File(work.path() / name);
+    if (!digest) return fail(digest.error());
+    manifest["outputs"].push_back({{"file", name}, {"size", fs::file_size(work.path() / name)}, {"sha256", *digest}});
+    sums += *digest + "  " + name + "\n";
+  }
+  auto sbom_digest = Sha256Hex(sbom);
+  sums += sbom_digest + "  sbom.spdx.json\n";
+  std::string manifest_text = manifest.dump(2) + "\n";
+  sums += Sha256Hex(manifest_text) + "  manifest.json\n";
+  if (auto w = WriteFileAtomic(work.path() / "manifest.json", manifest_text); !w) return fail(w.error());
+  if (auto w = WriteFileAtomic(work.path() / "sha256sums", sums); !w) return fail(w.error());
+  progress.End(std::to_string(packages.size()) + " packages in the SBOM");
+
+  // Publish: each file is renamed into place; the checksums go last, so a reader that
+  // sees them sees everything they list.
+  std::vector<std::string> published = outputs;
+  published.insert(published.end(), {"sbom.spdx.json", "manifest.json", "sha256sums"});
+  for (const auto& name : published) {
+    fs::rename(work.path() / name, options.out_dir / name, ec);
+    if (ec) return fail("cannot move " + name + " into " + options.out_dir.string() + ": " + ec.message());
+  }
+  fs::path raw_out = options.out_dir / (profile->name + (wants(Format::kRaw) ? ".raw" : ".qcow2"));
 
   struct stat st {};
   std::uint64_t allocated = ::stat(raw_out.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_blocks) * 512 : 0;
   std::fprintf(stderr, "\nbuilt %s (%s, %s allocated on disk)\n", raw_out.c_str(), HumanSize(layout->disk_size).c_str(),
                HumanSize(allocated).c_str());
+  for (const auto& name : published) {
+    std::fprintf(stderr, "  %-24s %10s\n", name.c_str(), HumanSize(fs::file_size(options.out_dir / name)).c_str());
+  }
   std::fprintf(stderr, "steps:\n%s", progress.Table().c_str());
   std::fprintf(stderr, "boot it: sprout boot %s --snapshot\n", raw_out.c_str());
   return 0;

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "profile/profile.h"
+
 namespace sprout::cli {
 
 // BuildOptions are the settings of `sprout build`.
@@ -13,8 +15,9 @@ struct BuildOptions {
   std::filesystem::path profile;
   std::filesystem::path out_dir;
   std::filesystem::path cache_dir;
-  bool build_base = false;  // run the base recipe if its tarball is not cached
-  int jobs = 0;             // compressor threads; 0 = all cores
+  bool build_base = false;      // run the base recipe if its tarball is not cached
+  int jobs = 0;                 // compressor threads; 0 = all cores
+  std::vector<Format> formats;  // overrides the profile's formats when not empty
 };
 
 // Validate checks a profile and prints every problem; --print shows the resolved profile.

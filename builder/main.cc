@@ -8,6 +8,7 @@
 
 #include "builder/commands.h"
 #include "util/fs.h"
+#include "util/text.h"
 
 namespace {
 
@@ -78,6 +79,7 @@ int Main(int argc, char** argv) {
           "cache-dir", "cache of bases (default: ~/.cache/sprout)", cxxopts::value<std::string>())(
           "build-base", "build the base recipe if it is not cached yet (needs root or user namespaces)")(
           "j,jobs", "compressor threads (default: all cores)", cxxopts::value<int>()->default_value("0"))(
+          "format", "outputs to make, overriding the profile: raw,qcow2", cxxopts::value<std::string>())(
           "profile", "profile file", cxxopts::value<std::string>())("h,help", "show help");
       o.parse_positional({"profile"});
       o.positional_help("PROFILE -o DIR");
@@ -94,6 +96,18 @@ int Main(int argc, char** argv) {
       b.cache_dir = a.count("cache-dir") ? std::filesystem::path(a["cache-dir"].as<std::string>()) : DefaultCache();
       b.build_base = a.count("build-base") > 0;
       b.jobs = a["jobs"].as<int>();
+      if (a.count("format")) {
+        for (const auto& f : sprout::Split(a["format"].as<std::string>(), ',')) {
+          if (f == "raw") {
+            b.formats.push_back(sprout::Format::kRaw);
+          } else if (f == "qcow2") {
+            b.formats.push_back(sprout::Format::kQcow2);
+          } else {
+            return Fail("--format takes raw and qcow2 (comma-separated); '" + f + "' is not one of them" +
+                        (f == "iso" || f == "pxe" ? " in this version" : ""));
+          }
+        }
+      }
       return sprout::cli::Build(b);
     }
     if (command == "base") {

@@ -62,17 +62,23 @@ build() {  # build OUTDIR [env...]: builds tiny.yaml with a different cwd, TMPDI
   local outdir=$1; shift
   mkdir -p "$work/cwd-$(basename "$outdir")" "$work/tmp-$(basename "$outdir")"
   (cd "$work/cwd-$(basename "$outdir")" && umask "${UMASK:-022}" &&
-   env TMPDIR="$work/tmp-$(basename "$outdir")" "$@" "$SPROUT" build "$work/p/tiny.yaml" -o "$outdir" 2>&1)
+   env TMPDIR="$work/tmp-$(basename "$outdir")" "$@" "$SPROUT" build "$work/p/tiny.yaml" -o "$outdir" --format raw,qcow2 2>&1)
 }
 out=$(build "$work/out1" LC_ALL=C); rc=$?
 check "tiny build succeeds" "$rc" '^0$'
 [ "$rc" -eq 0 ] || echo "$out"
 check "tiny build reports step times" "$out" 'total +[0-9.]+ s'
-check "no work directory left behind" "$(ls -A "$work/out1" | tr '\n' ' ')" '^build.json tiny.raw $'
+check "outputs, manifest, SBOM and checksums; no work directory left" "$(ls -A "$work/out1" | tr '\n' ' ')" \
+  '^manifest.json sbom.spdx.json sha256sums tiny.qcow2 tiny.raw $'
+check "sha256sums verifies" "$(cd "$work/out1" && sha256sum -c --quiet sha256sums 2>&1 && echo verified)" '^verified$'
+check "manifest lists each output with size and sha256" \
+  "$(python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print(' '.join(o['file']+':'+str(o['size']>0)+':'+str(len(o['sha256'])) for o in m['outputs']))" "$work/out1/manifest.json")" \
+  '^tiny.raw:True:64 tiny.qcow2:True:64$'
 out=$(UMASK=077 build "$work/out2" LC_ALL=C.UTF-8); rc=$?
 check "second tiny build succeeds" "$rc" '^0$'
 s1=$(sha256sum < "$work/out1/tiny.raw" || echo missing-1); s2=$(sha256sum < "$work/out2/tiny.raw" || echo missing-2)
 check "rebuild is bit-identical (other cwd, TMPDIR, umask, locale)" "$s2" "^${s1}\$"
+check "rebuilt qcow2 and manifest are bit-identical" "$(cmp "$work/out1/tiny.qcow2" "$work/out2/tiny.qcow2" && cmp "$work/out1/manifest.json" "$work/out2/manifest.json" && echo same)" '^same$'
 out=$(build "$work/out3" SOURCE_DATE_EPOCH=1800000000); rc=$?
 s3=$(sha256sum < "$work/out3/tiny.raw" || echo missing-3)
 check "a different SOURCE_DATE_EPOCH gives different bytes" "$([ "$s3" != "$s1" ] && echo differs)" '^differs$'

@@ -296,9 +296,11 @@ class LayerParser {
       static const std::vector<std::string> kKnown{"raw", "iso", "pxe", "qcow2"};
       if (*s == "raw") {
         formats.push_back(Format::kRaw);
+      } else if (*s == "qcow2") {
+        formats.push_back(Format::kQcow2);
       } else if (std::find(kKnown.begin(), kKnown.end(), *s) != kKnown.end()) {
         diags_.Error(At(item), "format '" + *s + "' is not supported by this version of sprout",
-                     "this version writes 'raw' disks; qemu and dd take them as they are");
+                     "this version writes 'raw' and 'qcow2' disks");
       } else {
         auto guess = ClosestMatch(*s, kKnown);
         diags_.Error(At(item), "unknown format '" + *s + "'",
