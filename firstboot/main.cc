@@ -19,6 +19,7 @@
 
 #include "firstboot/state.h"
 #include "formation/daemon.h"
+#include "nodeconfig/apply.h"
 #include "nodeconfig/sources.h"
 #include "util/fs.h"
 
@@ -100,6 +101,12 @@ int Run(const Settings& settings) {
   for (const auto& problem : loaded.problems) Log(LOG_WARNING, "config", "ignoring a bad config source: " + problem);
   for (const auto& [key, origin] : loaded.config.origin) Log(LOG_INFO, "config", key + " set by the " + origin);
   if (loaded.config.hostname) ApplyHostname(*loaded.config.hostname, state_dir);
+  // The static address and the SSH key; only on a real node (tests pass --state-dir).
+  if (state_dir == "/var/lib/sprout") {
+    auto applied = sprout::ApplyNodeConfig(loaded.config);
+    for (const auto& done : applied.done) Log(LOG_INFO, "config", done);
+    for (const auto& problem : applied.problems) Log(LOG_WARNING, "config", problem);
+  }
   if (auto s = sprout::SaveNodeState(state_dir, *state); !s) {
     Log(LOG_ERR, "error", s.error());
     return 1;

@@ -66,8 +66,9 @@ scan=$(root_tar "$image" | python3 "$here/scan-secrets.py" 2>&1)
 check "built image: no key material in the root" "$(tail -n 1 <<<"$scan")" 'scanned [0-9]+ files: 0 findings'
 head -c 32 /dev/urandom > "$work/secret"
 cp --sparse=always "$image" "$work/node.raw"
+echo "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHNwcm91dC1zbW9rZS10ZXN0LWtleS1ub3QtcmVhbA smoke@sprout" > "$work/id.pub"
 "$SPROUT" personalize "$work/node.raw" --cluster-secret "$work/secret" --hostname area-host --role control-plane \
-  >/dev/null || check "personalize the node image" "failed" '^ok$'
+  --address 198.18.0.10/24 --ssh-key "$work/id.pub" >/dev/null || check "personalize the node image" "failed" '^ok$'
 scan=$(root_tar "$work/node.raw" | python3 "$here/scan-secrets.py" "$work/secret" 2>&1)
 check "personalized image: neither the secret nor key material in the root" "$(tail -n 1 <<<"$scan")" \
   'scanned [0-9]+ files: 0 findings'
@@ -79,7 +80,9 @@ check "built image: the secret is nowhere" "$(grep -c -a -F "$(base64 -w0 < "$wo
 
 # fw_cfg overrides the config area (docs/personalization.md: precedence).
 printf 'hostname=fwcfg-host\n' > "$work/fwcfg.txt"
-export QEMU_EXTRA="-fw_cfg name=opt/sprout/config,file=$work/fwcfg.txt"
+# A NIC on a QEMU hub with nothing else attached: the node can configure its static
+# address, and no frame leaves the VM.
+export QEMU_EXTRA="-fw_cfg name=opt/sprout/config,file=$work/fwcfg.txt -netdev hubport,id=n0,hubid=7 -device virtio-net-pci,netdev=n0"
 
 # One copy-on-write disk over the image keeps both boots' writes; the image stays pristine.
 # The disk is made 3 GiB, larger than the image, so first boot must grow /var.
@@ -112,14 +115,20 @@ for boot in 1 2; do
   check "boot $boot: dmsetup table shows verity" "$(smoke_value "$log" root-table)" '^verity$'
   check "boot $boot: the initrd seeded /var from the factory copy" "$(smoke_value "$log" seeded)" '^yes$'
   check "boot $boot: hostname from fw_cfg, which overrides the config area" "$(smoke_value "$log" hostname)" '^fwcfg-host$'
+  check "boot $boot: SSH server running (debug access)" "$(smoke_value "$log" ssh)" '^active$'
+  check "boot $boot: SSH authorized key from the config area" "$(smoke_value "$log" ssh-authorized)" "^$(cat "$work/id.pub")\$"
+  check "boot $boot: static address from the config area" "$(smoke_value "$log" address)" '^198\.18\.0\.10/24$'
   check "boot $boot: settings and where they came from" "$(smoke_value "$log" config)" \
-    'cluster-secret set by the config area;hostname set by the fw_cfg;role set by the config area;'
+    'address set by the config area;cluster-secret set by the config area;hostname set by the fw_cfg;role set by the config area;ssh-authorized-key set by the config area;'
 
 done
 check "/var persists: boot 2 reads boot 1's file" "$(smoke_value "$work/serial-2.log" prev-marker)" '^written-in-boot-1$'
 id1=$(smoke_value "$work/serial-1.log" machine-id)
 check "machine-id is stable across reboots" "$(smoke_value "$work/serial-2.log" machine-id)" "^${id1:-none}\$"
 check "machine-id is set" "$id1" '^[0-9a-f]{32}$'
+key1=$(smoke_value "$work/serial-1.log" ssh-hostkey)
+check "SSH host key made at first boot" "$key1" '^SHA256:'
+check "SSH host key is stable across reboots" "$(smoke_value "$work/serial-2.log" ssh-hostkey)" "^${key1:-none}\$"
 check "hostname is stable across reboots" "$(smoke_value "$work/serial-2.log" hostname)" "^$(smoke_value "$work/serial-1.log" hostname)\$"
 
 # Hand the pristine image to the tamper test, if asked.

@@ -48,7 +48,7 @@ ApplyReport ApplyNodeConfig(const NodeConfig& c, const ApplyPaths& p) {
     if (!w) {
       r.problems.push_back(w.error());
     } else if (*w) {
-      r.done.push_back("SSH authorized key installed");
+      r.done.emplace_back("SSH authorized key installed");
     }
   }
   std::string unit = NetworkUnit(c);
