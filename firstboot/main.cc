@@ -22,6 +22,7 @@
 #include "nodeconfig/apply.h"
 #include "nodeconfig/sources.h"
 #include "util/fs.h"
+#include "util/text.h"
 
 namespace {
 
@@ -172,6 +173,26 @@ int Run(const Settings& settings) {
   return f::RunDaemon(o, &g_stop);
 }
 
+// ShowConfig prints the node's merged settings and where each came from; the secret's
+// bytes are never shown.
+int ShowConfig() {
+  auto loaded = sprout::LoadNodeConfig();
+  sprout::NodeConfig shown = loaded.config;
+  shown.cluster_secret.reset();
+  std::string text = sprout::RenderNodeConfig(shown);
+  for (const auto& line : sprout::Split(text, '\n')) {
+    if (line.empty() || line[0] == '#') continue;
+    std::string key = line.substr(0, line.find('='));
+    std::cout << line << "  (" << loaded.config.origin[key] << ")\n";
+  }
+  if (loaded.config.cluster_secret) {
+    std::cout << "cluster-secret=(" << loaded.config.cluster_secret->size() << " bytes)  ("
+              << loaded.config.origin["cluster-secret"] << ")\n";
+  }
+  for (const auto& p : loaded.problems) std::cout << "problem: " << p << "\n";
+  return 0;
+}
+
 int Status(const std::string& state_dir, bool json) {
   auto state = sprout::LoadNodeState(state_dir);
   if (!state) {
@@ -225,7 +246,7 @@ int Main(int argc, char** argv) {
       cxxopts::value<int>()->default_value(std::to_string(sprout::formation::kDefaultPort)))(
       "json", "status: print JSON")("h,help", "show this help");
   options.parse_positional({"command"});
-  options.positional_help("[run|status]");
+  options.positional_help("[run|status|config]");
   cxxopts::ParseResult args;
   try {
     args = options.parse(argc, argv);
@@ -253,6 +274,7 @@ int Main(int argc, char** argv) {
   s.port = args["port"].as<int>();
   if (command == "run") return Run(s);
   if (command == "status") return Status(s.state_dir, args.count("json") > 0);
+  if (command == "config") return ShowConfig();
   std::cerr << "sprout-firstboot: unknown command '" << command << "'; use 'run' or 'status'\n";
   return 2;
 }
