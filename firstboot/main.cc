@@ -1,11 +1,15 @@
 // sprout-firstboot: runs on every node at every boot. It loads its state and the
 // node's configuration, then runs formation (lib/formation/daemon.h): discover peers,
 // elect the founder, start etcd. With no cluster secret it stays up idle.
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-journal.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -15,6 +19,7 @@
 #include <iostream>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "firstboot/state.h"
@@ -37,6 +42,32 @@ void Log(int priority, const std::string& phase, const std::string& message) {
                     phase.c_str(), "SYSLOG_IDENTIFIER=sprout-firstboot", nullptr);
   } else {
     std::fprintf(stderr, "sprout-firstboot: %s\n", message.c_str());
+  }
+}
+
+// WaitForLocalAddress polls the interfaces until one carries ip, or the time is up.
+bool WaitForLocalAddress(const std::string& ip, std::chrono::seconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    struct ifaddrs* list = nullptr;
+    bool found = false;
+    if (::getifaddrs(&list) == 0) {
+      for (auto* a = list; a != nullptr && !found; a = a->ifa_next) {
+        if (a->ifa_addr == nullptr) continue;
+        char text[INET6_ADDRSTRLEN] = {};
+        const void* raw = nullptr;
+        if (a->ifa_addr->sa_family == AF_INET) {
+          raw = &reinterpret_cast<const sockaddr_in*>(a->ifa_addr)->sin_addr;
+        } else if (a->ifa_addr->sa_family == AF_INET6) {
+          raw = &reinterpret_cast<const sockaddr_in6*>(a->ifa_addr)->sin6_addr;
+        }
+        if (raw && ::inet_ntop(a->ifa_addr->sa_family, raw, text, sizeof text) && ip == text) found = true;
+      }
+      ::freeifaddrs(list);
+    }
+    if (found) return true;
+    if (std::chrono::steady_clock::now() >= deadline || g_stop) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
 }
 
@@ -170,6 +201,12 @@ int Run(const Settings& settings) {
     return 2;
   }
   o.port = static_cast<std::uint16_t>(settings.port);
+  // A static address was just handed to systemd-networkd, which applies it a moment
+  // later; joining the multicast group before then fails, so wait for it (bounded).
+  sd_notifyf(0, "STATUS=waiting for address %s", o.listen.c_str());
+  if (!WaitForLocalAddress(o.listen, std::chrono::seconds(30))) {
+    return idle("address " + o.listen + " is not on any interface after 30 s");
+  }
   return f::RunDaemon(o, &g_stop);
 }
 
