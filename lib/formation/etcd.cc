@@ -24,33 +24,35 @@ std::string ClientUrl(const std::string& address, int client_port) {
   return "http://" + address + ":" + std::to_string(client_port);
 }
 
-std::vector<std::string> EtcdNewArgs(const EtcdConfig& config, const StartEtcdNew& start) {
+namespace {
+
+// EtcdArgs is the command line both ways of starting etcd share; only the initial
+// cluster, the token and the state differ.
+std::vector<std::string> EtcdArgs(const EtcdConfig& config, const std::string& initial_cluster,
+                                  const std::string& token, const char* state) {
   std::string peer = PeerUrl(config.address, config.peer_port);
   std::string client = ClientUrl(config.address, config.client_port);
-  return {config.bin,
-          "--name=" + config.name,
-          "--data-dir=" + config.data_dir,
-          "--listen-peer-urls=" + peer,
-          "--initial-advertise-peer-urls=" + peer,
-          "--listen-client-urls=" + client,
-          "--advertise-client-urls=" + client,
-          "--initial-cluster=" + start.initial_cluster,
-          "--initial-cluster-token=" + start.token,
-          "--initial-cluster-state=new"};
+  std::vector<std::string> args{config.bin,
+                                "--name=" + config.name,
+                                "--data-dir=" + config.data_dir,
+                                "--listen-peer-urls=" + peer,
+                                "--initial-advertise-peer-urls=" + peer,
+                                "--listen-client-urls=" + client,
+                                "--advertise-client-urls=" + client,
+                                "--initial-cluster=" + initial_cluster};
+  if (!token.empty()) args.push_back("--initial-cluster-token=" + token);
+  args.push_back(std::string("--initial-cluster-state=") + state);
+  return args;
+}
+
+}  // namespace
+
+std::vector<std::string> EtcdNewArgs(const EtcdConfig& config, const StartEtcdNew& start) {
+  return EtcdArgs(config, start.initial_cluster, start.token, "new");
 }
 
 std::vector<std::string> EtcdExistingArgs(const EtcdConfig& config, const std::string& initial_cluster) {
-  std::string peer = PeerUrl(config.address, config.peer_port);
-  std::string client = ClientUrl(config.address, config.client_port);
-  return {config.bin,
-          "--name=" + config.name,
-          "--data-dir=" + config.data_dir,
-          "--listen-peer-urls=" + peer,
-          "--initial-advertise-peer-urls=" + peer,
-          "--listen-client-urls=" + client,
-          "--advertise-client-urls=" + client,
-          "--initial-cluster=" + initial_cluster,
-          "--initial-cluster-state=existing"};
+  return EtcdArgs(config, initial_cluster, "", "existing");
 }
 
 std::string ClientUrlFor(const std::string& peer_url) {
