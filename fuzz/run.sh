@@ -1,0 +1,29 @@
+#!/bin/bash
+# Builds every fuzz/*_fuzz.cc with clang + libFuzzer (ASan, UBSan) and runs each for a
+# bounded time, seeded from fuzz/corpus/<target>/. Usage: fuzz/run.sh [SECONDS-PER-TARGET]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-${SPROUT_FUZZ_SECONDS:-30}}
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
+  -DSPROUT_FUZZ=ON -DSPROUT_TESTS=OFF >/dev/null
+targets=()
+for f in fuzz/*_fuzz.cc; do
+  [ -e "$f" ] || continue
+  targets+=("$(basename "$f" .cc)")
+done
+if [ ${#targets[@]} -eq 0 ]; then
+  echo "fuzz: no targets in fuzz/"; exit 1
+fi
+ninja -C build-fuzz "${targets[@]}"
+for t in "${targets[@]}"; do
+  corpus=$(mktemp -d)
+  [ -d "fuzz/corpus/$t" ] && cp -r "fuzz/corpus/$t/." "$corpus/"
+  echo "fuzz: $t for ${seconds} s"
+  # -max_total_time bounds the run; a crash exits non-zero and leaves crash-* here.
+  build-fuzz/"$t" -max_total_time="$seconds" -print_final_stats=1 -rss_limit_mb=2048 \
+    -artifact_prefix="build-fuzz/$t-" "$corpus" 2>&1 | grep -E '^(#[0-9]+ +DONE|stat::number_of_executed_units|==[0-9]+==ERROR|SUMMARY)' || true
+  status=${PIPESTATUS[0]}
+  rm -rf "$corpus"
+  if [ "$status" -ne 0 ]; then echo "fuzz: $t FAILED (exit $status); see build-fuzz/$t-*"; exit 1; fi
+done
+echo "fuzz: ${#targets[@]} targets ran clean"
