@@ -20,10 +20,11 @@ for t in "${targets[@]}"; do
   [ -d "fuzz/corpus/$t" ] && cp -r "fuzz/corpus/$t/." "$corpus/"
   echo "fuzz: $t for ${seconds} s"
   # -max_total_time bounds the run; a crash exits non-zero and leaves crash-* here.
+  status=0
   build-fuzz/"$t" -max_total_time="$seconds" -print_final_stats=1 -rss_limit_mb=2048 \
-    -artifact_prefix="build-fuzz/$t-" "$corpus" 2>&1 | grep -E '^(#[0-9]+ +DONE|stat::number_of_executed_units|==[0-9]+==ERROR|SUMMARY)' || true
-  status=${PIPESTATUS[0]}
+    -artifact_prefix="build-fuzz/$t-" "$corpus" >"build-fuzz/$t.log" 2>&1 || status=$?
+  grep -E '^(#[0-9]+ +DONE|stat::number_of_executed_units|==[0-9]+==ERROR|SUMMARY)' "build-fuzz/$t.log" || true
   rm -rf "$corpus"
-  if [ "$status" -ne 0 ]; then echo "fuzz: $t FAILED (exit $status); see build-fuzz/$t-*"; exit 1; fi
+  if [ "$status" -ne 0 ]; then echo "fuzz: $t FAILED (exit $status); see build-fuzz/$t.log and build-fuzz/$t-*"; exit 1; fi
 done
 echo "fuzz: ${#targets[@]} targets ran clean"
