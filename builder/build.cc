@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "builder/cluster.h"
 #include "builder/commands.h"
 #include "image/base.h"
 #include "image/disk.h"
@@ -105,6 +106,7 @@ Result<std::vector<RootEntry>> RootAdditions(const Profile& p, const DiskPlan& p
     }
     add.push_back(e);
   }
+  if (auto s = AddClusterFiles(p, data, add); !s) return Fail(s.error());
   return add;
 }
 
@@ -186,6 +188,7 @@ int Build(const BuildOptions& options) {
   progress.Begin("resolve profile");
   auto profile = LoadAndReport(options.profile);
   if (!profile) return 1;
+  if (auto fetched = FetchProfileFiles(*profile, options.cache_dir); !fetched) return fail(fetched.error());
   auto firstboot = FirstbootBinary();
   if (!firstboot) return fail(firstboot.error());
   progress.End(profile->name);

@@ -46,6 +46,11 @@ struct Layer {
   std::vector<ProfileFile> files;
   std::optional<std::uint64_t> esp_size, state_size, root_size;
   std::optional<std::int64_t> source_date_epoch;
+  std::optional<fs::path> shoot;
+  Location shoot_where;
+  std::vector<fs::path> static_pods;
+  std::optional<PodHost> pod_host;
+  std::optional<KubeletSettings> kubelet;
 };
 
 const char* KindName(const YAML::Node& n) {
@@ -79,7 +84,8 @@ class LayerParser {
     }
     CheckKeys(root, "the profile",
               {"extends", "name", "description", "base", "role", "formats", "kernel", "disk", "overlays", "files",
-               "reproducible", "hostname"});
+               "reproducible", "hostname", "shoot", "staticPods", "podHost", "kubelet"});
+    ParseCluster(root, layer);
     if (auto n = root["extends"]) {
       if (auto s = String(n, "extends")) {
         layer.extends = Resolve(*s);
@@ -316,7 +322,7 @@ class LayerParser {
 
   void ParseFile(const YAML::Node& item, Layer& layer) {
     if (!ExpectMap(item, "files[]")) return;
-    CheckKeys(item, "a 'files' entry", {"path", "source", "content", "mode"});
+    CheckKeys(item, "a 'files' entry", {"path", "source", "content", "url", "sha256", "mode"});
     ProfileFile f;
     f.where = At(item);
     bool ok = true;
@@ -341,9 +347,13 @@ class LayerParser {
     }
     auto src = item["source"];
     auto content = item["content"];
-    if (src && content) {
-      diags_.Error(At(content), "a 'files' entry takes 'source' or 'content', not both", "remove one of them");
+    auto url = item["url"];
+    if (!ParseFetched(item, f)) ok = false;
+    if ((src ? 1 : 0) + (content ? 1 : 0) + (url ? 1 : 0) > 1) {
+      diags_.Error(At(item), "a 'files' entry takes one of 'source', 'url' or 'content'", "keep one of them");
       ok = false;
+    } else if (url) {
+      // ParseFetched took it.
     } else if (src) {
       if (auto s = String(src, "files[].source")) {
         f.source = Resolve(*s);
@@ -363,7 +373,9 @@ class LayerParser {
         ok = false;
       }
     } else {
-      diags_.Error(At(item), "a 'files' entry needs 'source' (a file next to the profile) or 'content' (inline text)",
+      diags_.Error(At(item),
+                   "a 'files' entry needs 'source' (a file next to the profile), 'url' (with 'sha256') or 'content' "
+                   "(inline text)",
                    "add 'content: |' followed by the text, indented");
       ok = false;
     }
@@ -381,6 +393,126 @@ class LayerParser {
       }
     }
     if (ok) layer.files.push_back(std::move(f));
+  }
+
+  // ParseFetched reads the 'url' and 'sha256' of a files entry (or of kubelet).
+  bool ParseFetched(const YAML::Node& item, ProfileFile& f) {
+    bool ok = true;
+    if (auto h = item["sha256"]) {
+      if (auto s = String(h, "sha256")) {
+        std::string v = *s;
+        if (v.rfind("sha256:", 0) == 0) v = v.substr(7);
+        bool hex = v.size() == 64 && std::all_of(v.begin(), v.end(), [](char c) {
+                     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+                   });
+        if (hex) {
+          f.sha256 = v;
+        } else {
+          diags_.Error(At(h), "'sha256' must be 64 lower-case hex digits; got '" + *s + "'",
+                       "take it from 'sha256sum FILE'");
+          ok = false;
+        }
+      }
+    }
+    if (auto u = item["url"]) {
+      if (auto s = String(u, "url")) {
+        if (!s->starts_with("http://") && !s->starts_with("https://") && !s->starts_with("file://")) {
+          diags_.Error(At(u), "'url' must start with http://, https:// or file://; got '" + *s + "'",
+                       "for a file next to the profile, use 'source:' instead");
+          ok = false;
+        } else {
+          f.url = *s;
+        }
+        if (!item["sha256"]) {
+          diags_.Error(At(u), "a fetched file needs its 'sha256'",
+                       "add 'sha256: <64 hex digits>' so the build can check what it fetched");
+          ok = false;
+        }
+      } else {
+        ok = false;
+      }
+    }
+    return ok;
+  }
+
+  void ParseCluster(const YAML::Node& root, Layer& layer) {
+    if (auto n = root["shoot"]) {
+      if (auto s = String(n, "shoot")) {
+        fs::path p = Resolve(*s);
+        std::error_code ec;
+        if (!fs::is_regular_file(p, ec)) {
+          diags_.Error(At(n), "Shoot manifest '" + *s + "' does not exist (looked for " + p.string() + ")",
+                       "relative paths start at the profile's folder");
+        } else {
+          layer.shoot = p;
+          layer.shoot_where = At(n);
+        }
+      }
+    }
+    if (auto n = root["staticPods"]) {
+      for (const auto& item : Seq(n, "staticPods")) {
+        auto s = String(item, "an item of staticPods");
+        if (!s) continue;
+        fs::path p = Resolve(*s);
+        std::error_code ec;
+        if (!fs::is_directory(p, ec)) {
+          diags_.Error(At(item), "staticPods folder '" + *s + "' is not a directory (looked for " + p.string() + ")",
+                       "a folder of Pod manifests (NAME.yaml) that replace or add to sprout's templates");
+        } else {
+          layer.static_pods.push_back(p);
+        }
+      }
+    }
+    if (auto n = root["podHost"]) {
+      if (auto s = String(n, "podHost")) {
+        if (*s == "podman") {
+          layer.pod_host = PodHost::kPodman;
+        } else if (*s == "kubelet") {
+          layer.pod_host = PodHost::kKubelet;
+        } else {
+          diags_.Error(At(n), "'podHost' must be 'podman' or 'kubelet'; got '" + *s + "'",
+                       "podman runs the static pods with podman-kube@.service; kubelet needs 'kubelet:' too");
+        }
+      }
+    }
+    if (auto n = root["kubelet"]) {
+      if (!ExpectMap(n, "kubelet")) return;
+      CheckKeys(n, "'kubelet'", {"url", "source", "sha256", "config"});
+      KubeletSettings k;
+      k.present = true;
+      k.binary.path = "/usr/bin/kubelet";
+      k.binary.mode = 0755;
+      k.binary.where = At(n);
+      bool ok = ParseFetched(n, k.binary);
+      if (auto src = n["source"]) {
+        if (auto s = String(src, "kubelet.source")) {
+          k.binary.source = Resolve(*s);
+          std::error_code ec;
+          if (!fs::is_regular_file(k.binary.source, ec)) {
+            diags_.Error(At(src), "kubelet binary '" + *s + "' does not exist",
+                         "relative paths start at the profile's folder");
+            ok = false;
+          }
+        }
+        if (!n["sha256"]) {
+          diags_.Error(At(src), "the kubelet binary needs its 'sha256'", "add 'sha256: <64 hex digits>'");
+          ok = false;
+        }
+      }
+      if (!n["url"] && !n["source"]) {
+        diags_.Error(At(n), "'kubelet' needs 'url' or 'source' with 'sha256'",
+                     "no kubelet ships with Debian bookworm; supply the binary you trust");
+        ok = false;
+      }
+      if (auto c = n["config"]) {
+        if (ExpectMap(c, "kubelet.config")) {
+          YAML::Emitter e;
+          e << c;
+          k.config_yaml = e.c_str();
+        }
+      }
+      if (ok) layer.kubelet = k;
+    }
   }
 
   fs::path file_;
@@ -446,6 +578,7 @@ std::optional<Profile> LoadProfile(const fs::path& path, Diagnostics& diags) {
   std::vector<Layer> layers = LoadLayers(path, diags);
   Profile p;
   p.file = fs::absolute(path).lexically_normal();
+  Location shoot_where;
   bool have_name = false, have_base = false;
   for (auto& l : layers) {
     p.chain.push_back(l.file);
@@ -476,6 +609,20 @@ std::optional<Profile> LoadProfile(const fs::path& path, Diagnostics& diags) {
     if (l.state_size) p.state_size = *l.state_size;
     if (l.root_size) p.root_size = *l.root_size;
     if (l.source_date_epoch) p.source_date_epoch = *l.source_date_epoch;
+    if (l.shoot) {
+      p.shoot_file = *l.shoot;
+      shoot_where = l.shoot_where;
+    }
+    p.static_pods.insert(p.static_pods.end(), l.static_pods.begin(), l.static_pods.end());
+    if (l.pod_host) p.pod_host = *l.pod_host;
+    if (l.kubelet) p.kubelet = *l.kubelet;
+  }
+  if (!p.shoot_file.empty()) {
+    p.shoot = LoadShoot(p.shoot_file, diags);
+  }
+  if (p.pod_host == PodHost::kKubelet && !p.kubelet.present && !layers.empty()) {
+    diags.Error({fs::path(path).string(), 0, 0}, "'podHost: kubelet' needs a 'kubelet:' entry",
+                "add 'kubelet:' with 'url' or 'source' and 'sha256' of the kubelet binary");
   }
   if (!layers.empty() && diags.error_count() == errors_before) {
     std::string top = fs::path(path).string();
@@ -514,9 +661,12 @@ std::string ProfileToJson(const Profile& p, const fs::path& base_dir) {
     e["path"] = f.path;
     if (f.content) {
       e["content"] = *f.content;
+    } else if (!f.url.empty()) {
+      e["url"] = f.url;
     } else {
       e["source"] = rel(f.source);
     }
+    if (!f.sha256.empty()) e["sha256"] = f.sha256;
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", f.mode);
     e["mode"] = mode;
@@ -524,6 +674,16 @@ std::string ProfileToJson(const Profile& p, const fs::path& base_dir) {
   }
   j["reproducible"]["sourceDateEpoch"] = p.source_date_epoch;
   if (!p.hostname.empty()) j["hostname"] = p.hostname;
+  if (!p.shoot_file.empty()) j["shoot"] = rel(p.shoot_file);
+  if (!p.static_pods.empty()) {
+    j["staticPods"] = nlohmann::json::array();
+    for (const auto& d : p.static_pods) j["staticPods"].push_back(rel(d));
+  }
+  j["podHost"] = p.pod_host == PodHost::kKubelet ? "kubelet" : "podman";
+  if (p.kubelet.present) {
+    j["kubelet"]["binary"] = p.kubelet.binary.url.empty() ? rel(p.kubelet.binary.source) : p.kubelet.binary.url;
+    j["kubelet"]["sha256"] = p.kubelet.binary.sha256;
+  }
   j["extends"] = nlohmann::json::array();
   for (const auto& c : p.chain) j["extends"].push_back(rel(c));
   return j.dump(2);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "shoot/shoot.h"
 #include "util/diag.h"
 #include "util/result.h"
 
@@ -24,13 +25,26 @@ enum class Format { kRaw, kIso, kPxe, kQcow2 };
 // FormatName is the profile spelling of a format.
 const char* FormatName(Format format);
 
-// ProfileFile is one file to place into the root: from a source file or inline content.
+// ProfileFile is one file to place into the root: from a source file, a URL (fetched,
+// checked and cached at build time) or inline content.
 struct ProfileFile {
   std::string path;                    // absolute path inside the image
   std::filesystem::path source;        // absolute path on the build host, if from a file
+  std::string url;                     // http(s) or file URL, if fetched
+  std::string sha256;                  // expected digest: required with url, optional with source
   std::optional<std::string> content;  // inline content, if given
   std::uint32_t mode = 0644;
   Location where;  // the profile entry that declared it
+};
+
+// PodHost is what runs the static pods on a node (docs/shoot.md).
+enum class PodHost { kPodman, kKubelet };
+
+// KubeletSettings says where the kubelet binary comes from and how to configure it.
+struct KubeletSettings {
+  ProfileFile binary;       // installed as /usr/bin/kubelet (url or source, with sha256)
+  std::string config_yaml;  // KubeletConfiguration fields that override sprout's defaults
+  bool present = false;
 };
 
 // Profile is a fully resolved profile: every `extends:` merged, every path absolute.
@@ -50,7 +64,12 @@ struct Profile {
   std::uint64_t state_size = 256ull << 20;
   std::uint64_t root_size = 0;  // 0 = just large enough for the root file system
   std::int64_t source_date_epoch = 1700000000;
-  std::string hostname;  // baked default hostname; empty = generated at first boot
+  std::string hostname;                            // baked default hostname; empty = generated at first boot
+  std::filesystem::path shoot_file;                // the Gardener Shoot, if the profile names one
+  std::optional<Shoot> shoot;                      // parsed from shoot_file
+  std::vector<std::filesystem::path> static_pods;  // folders of manifests that override or add templates
+  PodHost pod_host = PodHost::kPodman;
+  KubeletSettings kubelet;
 };
 
 // LoadProfile reads path and everything it extends, reports every problem it finds in

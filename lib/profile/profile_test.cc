@@ -179,7 +179,7 @@ TEST_CASE("files entries are checked: absolute path, one source, octal mode, not
   std::string out = Errors(file, d);
   CHECK(d.error_count() == 5);
   CHECK_THAT(out, Catch::Contains(":4:12: error: 'path' must be an absolute path"));
-  CHECK_THAT(out, Catch::Contains(":5:32: error: a 'files' entry takes 'source' or 'content', not both"));
+  CHECK_THAT(out, Catch::Contains(":5:5: error: a 'files' entry takes one of 'source', 'url' or 'content'"));
   CHECK_THAT(out, Catch::Contains(":6:41: error: 'mode' must be octal"));
   CHECK_THAT(out, Catch::Contains(":7:12: error: '/var/lib/x' lies under /var"));
   CHECK_THAT(out, Catch::Contains(":8:5: error: a 'files' entry needs 'source'"));

@@ -1,0 +1,110 @@
+#include "builder/cluster.h"
+
+#include <map>
+
+#include "fetch/fetch.h"
+#include "staticpod/kubelet.h"
+#include "staticpod/staticpod.h"
+#include "util/fs.h"
+#include "util/text.h"
+
+namespace sprout {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string Where(const Location& l) { return l.file + ":" + std::to_string(l.line) + ":" + std::to_string(l.column); }
+
+Status FetchOne(ProfileFile& f, const fs::path& cache_dir) {
+  if (!f.url.empty()) {
+    auto got = FetchVerified(f.url, f.sha256, cache_dir);
+    if (!got) return Fail(Where(f.where) + ": " + got.error());
+    f.source = *got;
+  } else if (!f.sha256.empty() && !f.source.empty()) {
+    if (auto v = VerifyFile(f.source, f.sha256); !v) return Fail(Where(f.where) + ": " + v.error());
+  }
+  return Ok{};
+}
+
+// SampleInput stands in for a node at build time, so every template is rendered and
+// checked before an image exists.
+StaticPodInput SampleInput(const Profile& p) {
+  StaticPodInput in;
+  in.node_name = "sample-node";
+  in.node_ip = "198.18.0.10";
+  in.cluster_name = p.shoot ? p.shoot->name : "sprout";
+  in.kubernetes_version = p.shoot ? p.shoot->kubernetes_version : "1.31.1";
+  in.pods_cidr = p.shoot ? p.shoot->pods_cidr : "10.244.0.0/16";
+  in.services_cidr = p.shoot ? p.shoot->services_cidr : "10.96.0.0/12";
+  in.etcd_members = {{"sample-node", "198.18.0.10"}};
+  in.etcd_cluster_token = in.cluster_name + "-sample";
+  for (const auto& c : ControlPlaneComponents())
+    in.images[c] = "localhost/sample/" + c + "@sha256:" + std::string(64, '0');
+  return in;
+}
+
+}  // namespace
+
+Status FetchProfileFiles(Profile& p, const fs::path& cache_dir) {
+  std::vector<std::string> errors;
+  for (auto& f : p.files) {
+    if (auto s = FetchOne(f, cache_dir); !s) errors.push_back(s.error());
+  }
+  if (p.kubelet.present) {
+    if (auto s = FetchOne(p.kubelet.binary, cache_dir); !s) errors.push_back(s.error());
+  }
+  if (!errors.empty()) return Fail(Join(errors, "\n"));
+  return Ok{};
+}
+
+Status AddClusterFiles(const Profile& p, const fs::path& data_dir, std::vector<RootEntry>& add) {
+  // Templates by file name: sprout's own, replaced or extended by the profile's folders.
+  std::map<std::string, fs::path> templates;
+  for (const auto& c : ControlPlaneComponents()) templates[c + ".yaml"] = data_dir / "staticpods" / (c + ".yaml");
+  for (const auto& dir : p.static_pods) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      if (e.is_regular_file() && e.path().extension() == ".yaml") templates[e.path().filename().string()] = e.path();
+    }
+    if (ec) return Fail("cannot list the staticPods folder " + dir.string() + ": " + ec.message());
+  }
+  const StaticPodInput sample = SampleInput(p);
+  std::vector<std::string> errors;
+  for (const auto& [name, path] : templates) {
+    auto text = ReadFile(path);
+    if (!text) {
+      errors.push_back("cannot read the static-pod template " + path.string() + ": " + text.error());
+      continue;
+    }
+    auto rendered = RenderStaticPod(*text, sample, path.string());
+    if (!rendered) {
+      errors.push_back(rendered.error());
+      continue;
+    }
+    add.push_back({RootEntry::Kind::kFile, "usr/share/sprout/staticpods/" + name, *text, {}, 0644});
+  }
+  if (!errors.empty()) {
+    return Fail("static-pod templates do not render (checked with sample values):\n" + Join(errors, "\n"));
+  }
+  if (p.shoot)
+    add.push_back({RootEntry::Kind::kFile, "usr/share/sprout/cluster.json", ShootToJson(*p.shoot), {}, 0644});
+  // /etc is read-only on a node; certificates, kubeconfigs and rendered manifests live on
+  // the state partition.
+  add.push_back({RootEntry::Kind::kSymlink, "etc/kubernetes", "/var/lib/kubernetes", {}, 0777});
+  if (p.pod_host == PodHost::kKubelet) {
+    auto config = KubeletConfigYaml(p.kubelet.config_yaml);
+    if (!config) return Fail(Where(p.kubelet.binary.where) + ": " + config.error());
+    add.push_back({RootEntry::Kind::kFile, "usr/bin/kubelet", "", p.kubelet.binary.source, 0755});
+    add.push_back({RootEntry::Kind::kFile, "usr/lib/sprout/kubelet/config.yaml", *config, {}, 0644});
+    add.push_back({RootEntry::Kind::kFile, "usr/lib/systemd/system/kubelet.service", KubeletUnit(), {}, 0644});
+    add.push_back({RootEntry::Kind::kSymlink,
+                   "etc/systemd/system/multi-user.target.wants/kubelet.service",
+                   "/usr/lib/systemd/system/kubelet.service",
+                   {},
+                   0777});
+  }
+  return Ok{};
+}
+
+}  // namespace sprout

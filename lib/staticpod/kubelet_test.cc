@@ -1,0 +1,34 @@
+#include "staticpod/kubelet.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <catch2/catch.hpp>
+
+namespace sprout {
+namespace {
+
+TEST_CASE("The kubelet configuration points at the static pod folder and containerd, and takes overrides") {
+  auto plain = KubeletConfigYaml("");
+  REQUIRE(plain.ok());
+  auto y = YAML::Load(*plain);
+  CHECK(y["kind"].Scalar() == "KubeletConfiguration");
+  CHECK(y["staticPodPath"].Scalar() == "/etc/kubernetes/manifests");
+  CHECK(y["containerRuntimeEndpoint"].Scalar() == "unix:///run/containerd/containerd.sock");
+  // Preloaded images must survive image garbage collection.
+  CHECK(y["imageGCHighThresholdPercent"].as<int>() == 100);
+
+  auto tuned = KubeletConfigYaml("maxPods: 60\ncgroupDriver: cgroupfs\n");
+  REQUIRE(tuned.ok());
+  auto t = YAML::Load(*tuned);
+  CHECK(t["maxPods"].as<int>() == 60);
+  CHECK(t["cgroupDriver"].Scalar() == "cgroupfs");
+  CHECK(t["staticPodPath"].Scalar() == "/etc/kubernetes/manifests");
+
+  auto bad = KubeletConfigYaml("kind: Other\n");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().find("must not set 'kind'") != std::string::npos);
+  CHECK(KubeletUnit().find("--config=/usr/lib/sprout/kubelet/config.yaml") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace sprout
