@@ -1,0 +1,154 @@
+# Cluster harness (sourced): boots N nodes of one image in QEMU on a private network and
+# talks to them. Used by qemu-tests/cluster (for people) and the cluster scenarios (CI).
+#
+# The network is a network namespace with a bridge and no uplink: the nodes reach each
+# other and the harness (198.18.0.1), nothing else, so no registry is reachable.
+# Node I (1-based) is 198.18.0.(10+I)/24. Each node boots from its own copy-on-write
+# qcow2 over the image, gets its settings through QEMU's fw_cfg (the same key=value text
+# as the config area: docs/personalization.md), and is reached over SSH with a key the
+# harness makes. Everything started here is stopped by cluster_teardown.
+
+CLUSTER_NET=198.18.0
+CLUSTER_MEM=${CLUSTER_MEM:-1536}
+CLUSTER_SMP=${CLUSTER_SMP:-1}
+
+# cluster_init DIR IMAGE: prepares DIR (secret, SSH key, OVMF vars) and the network.
+cluster_init() {
+  CLUSTER_DIR=$1 CLUSTER_IMAGE=$(realpath "$2")
+  CLUSTER_NS=sprout-cluster-$$
+  CLUSTER_NODES=()
+  mkdir -p "$CLUSTER_DIR"
+  find_ovmf || return 1
+  [ -f "$CLUSTER_DIR/cluster.secret" ] || head -c 32 /dev/urandom > "$CLUSTER_DIR/cluster.secret"
+  [ -f "$CLUSTER_DIR/id" ] || ssh-keygen -q -t ed25519 -N '' -C sprout-cluster -f "$CLUSTER_DIR/id" || return 1
+  ip netns add "$CLUSTER_NS" || return 1
+  ip -n "$CLUSTER_NS" link set lo up
+  ip -n "$CLUSTER_NS" link add br0 type bridge
+  ip -n "$CLUSTER_NS" addr add "$CLUSTER_NET.1/24" dev br0
+  ip -n "$CLUSTER_NS" link set br0 up
+}
+
+# node_ip I prints node I's address.
+node_ip() { echo "$CLUSTER_NET.$((10 + $1))"; }
+
+# node_config I ROLE PEERS...: writes node I's settings for fw_cfg.
+node_config() {
+  local i=$1 role=$2; shift 2
+  local peers
+  peers=$(IFS=,; echo "$*")
+  {
+    echo "hostname=node-$i"
+    echo "role=$role"
+    echo "address=$(node_ip "$i")/24"
+    echo "peers=$peers"
+    echo "cluster-secret=$(base64 -w0 < "$CLUSTER_DIR/cluster.secret")"
+    echo "ssh-authorized-key=$(cat "$CLUSTER_DIR/id.pub")"
+  } > "$CLUSTER_DIR/node-$i.conf"
+}
+
+# vm_start I: boots node I (its disk is made on first start and kept across restarts).
+vm_start() {
+  local i=$1 dir=$CLUSTER_DIR
+  local disk=$dir/node-$i.qcow2 tap=tap$i
+  if [ ! -f "$disk" ]; then
+    local fmt=raw
+    case $CLUSTER_IMAGE in *.qcow2) fmt=qcow2 ;; esac
+    qemu-img create -q -f qcow2 -b "$CLUSTER_IMAGE" -F "$fmt" "$disk" || return 1
+    cp "$OVMF_VARS" "$dir/node-$i.vars"
+  fi
+  ip -n "$CLUSTER_NS" link del "$tap" 2>/dev/null
+  ip -n "$CLUSTER_NS" tuntap add dev "$tap" mode tap || return 1
+  ip -n "$CLUSTER_NS" link set "$tap" master br0 up
+  echo "=== boot $(date +%T)" >> "$dir/node-$i.log"
+  ip netns exec "$CLUSTER_NS" qemu-system-x86_64 -machine q35,accel=tcg -cpu max -m "$CLUSTER_MEM" -smp "$CLUSTER_SMP" \
+    -drive "if=pflash,format=raw,unit=0,readonly=on,file=$OVMF_CODE" \
+    -drive "if=pflash,format=raw,unit=1,file=$dir/node-$i.vars" \
+    -drive "if=virtio,format=qcow2,file=$disk" \
+    -netdev "tap,id=n0,ifname=$tap,script=no,downscript=no" \
+    -device "virtio-net-pci,netdev=n0,mac=52:54:00:18:00:$(printf %02x $((10 + i)))" \
+    -fw_cfg "name=opt/sprout/config,file=$dir/node-$i.conf" \
+    -display none -serial "file:$dir/node-$i.serial" -monitor none -no-reboot \
+    </dev/null >>"$dir/node-$i.log" 2>&1 &
+  echo $! > "$dir/node-$i.pid"
+  CLUSTER_NODES[$i]=1
+}
+
+# vm_kill I: pulls node I's power (SIGKILL to QEMU, no shutdown).
+vm_kill() {
+  local pidfile=$CLUSTER_DIR/node-$1.pid
+  [ -f "$pidfile" ] || return 0
+  kill -9 "$(cat "$pidfile")" 2>/dev/null
+  while kill -0 "$(cat "$pidfile")" 2>/dev/null; do sleep 0.1; done
+  rm -f "$pidfile"
+}
+
+# vm_running I: is node I's QEMU alive?
+vm_running() { [ -f "$CLUSTER_DIR/node-$1.pid" ] && kill -0 "$(cat "$CLUSTER_DIR/node-$1.pid")" 2>/dev/null; }
+
+# node_ssh I COMMAND...: runs a command on node I as root (10 s connect timeout).
+node_ssh() {
+  local i=$1; shift
+  ip netns exec "$CLUSTER_NS" ssh -i "$CLUSTER_DIR/id" -o BatchMode=yes -o StrictHostKeyChecking=no \
+    -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o ConnectTimeout=10 "root@$(node_ip "$i")" "$@"
+}
+
+# node_phase I prints node I's formation phase ("" if it cannot be asked yet).
+node_phase() {
+  node_ssh "$1" sprout-firstboot status --json 2>/dev/null |
+    python3 -c 'import json,sys; print(json.load(sys.stdin).get("phase",""))' 2>/dev/null
+}
+
+# wait_until SECONDS DESCRIPTION COMMAND...: polls COMMAND every 3 s until it succeeds;
+# prints how long it took, or fails after SECONDS.
+wait_until() {
+  local limit=$1 what=$2; shift 2
+  local start=$SECONDS
+  while ! "$@" >/dev/null 2>&1; do
+    if [ $((SECONDS - start)) -ge "$limit" ]; then
+      echo "timed out after ${limit} s waiting for: $what" >&2
+      return 1
+    fi
+    sleep 3
+  done
+  WAITED=$((SECONDS - start))
+}
+
+# all_members N: are nodes 1..N all in phase "member"?
+all_members() {
+  local i
+  for i in $(seq "$1"); do [ "$(node_phase "$i")" = member ] || return 1; done
+}
+
+# cluster_etcdctl I ARGS...: etcdctl against node I over mTLS, run by the harness in the
+# network namespace with the client certificate node 1 made (fetched once over SSH).
+cluster_etcdctl() {
+  local i=$1; shift
+  local pki=$CLUSTER_DIR/pki
+  if [ ! -f "$pki/client.key" ]; then
+    mkdir -p "$pki"
+    node_ssh 1 cat /etc/kubernetes/pki/etcd/ca.crt > "$pki/ca.crt" &&
+      node_ssh 1 cat /etc/kubernetes/pki/etcd/healthcheck-client.crt > "$pki/client.crt" &&
+      node_ssh 1 cat /etc/kubernetes/pki/etcd/healthcheck-client.key > "$pki/client.key.tmp" &&
+      mv "$pki/client.key.tmp" "$pki/client.key" || return 1
+  fi
+  ip netns exec "$CLUSTER_NS" env ETCDCTL_API=3 etcdctl --endpoints "https://$(node_ip "$i"):2379" \
+    --cacert "$pki/ca.crt" --cert "$pki/client.crt" --key "$pki/client.key" --command-timeout=10s "$@"
+}
+
+# cluster_teardown [keep]: stops every VM and removes the network; keeps logs if asked.
+cluster_teardown() {
+  local keep=${1:-}
+  local f
+  for f in "$CLUSTER_DIR"/node-*.pid; do
+    [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null
+  done
+  sleep 0.5
+  rm -f "$CLUSTER_DIR"/node-*.pid
+  [ -n "${CLUSTER_NS:-}" ] && ip netns del "$CLUSTER_NS" 2>/dev/null
+  if [ -n "$keep" ]; then
+    rm -f "$CLUSTER_DIR"/*.qcow2 "$CLUSTER_DIR"/*.vars
+    echo "cluster logs kept in $CLUSTER_DIR (serial consoles: node-*.serial)"
+  else
+    rm -rf "$CLUSTER_DIR"
+  fi
+}
