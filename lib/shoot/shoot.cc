@@ -9,6 +9,7 @@
 
 #include "util/fs.h"
 #include "util/text.h"
+#include "util/yamlpos.h"
 
 namespace sprout {
 
@@ -248,11 +249,7 @@ class ShootParser {
     return std::stoi(s);
   }
 
-  Location At(const YAML::Node& n) const {
-    auto m = n.Mark();
-    if (m.line < 0) return {file_, 0, 0};
-    return {file_, m.line + 1, m.column + 1};
-  }
+  Location At(const YAML::Node& n) const { return YamlAt(file_, n); }
 
   static bool DnsLabel(const std::string& s) {
     if (s.empty() || s.size() > 63 || s.front() == '-' || s.back() == '-') return false;

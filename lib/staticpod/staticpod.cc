@@ -5,6 +5,7 @@
 #include <set>
 
 #include "util/text.h"
+#include "util/yamlpos.h"
 
 namespace sprout {
 
@@ -102,11 +103,7 @@ Result<std::string> RenderTemplate(std::string_view text, const std::map<std::st
 
 namespace {
 
-Location At(const std::string& file, const YAML::Node& n) {
-  auto m = n.Mark();
-  if (m.line < 0) return {file, 0, 0};
-  return {file, m.line + 1, m.column + 1};
-}
+Location At(const std::string& file, const YAML::Node& n) { return YamlAt(file, n); }
 
 std::string ScalarOr(const YAML::Node& n, const char* key) {
   auto v = n[key];
