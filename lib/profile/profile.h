@@ -33,6 +33,16 @@ struct ProfileFile {
   Location where;  // the profile entry that declared it
 };
 
+// ProfileImage is one container image to preload (`images:`; docs/images.md). Credentials
+// are never inline: `credentials` names a docker-style config.json.
+struct ProfileImage {
+  std::string ref;                    // registry/repository[:tag][@sha256:...]
+  std::string source;                 // "" (the registry) or recipe:DIR, oci:DIR, oci-archive:TAR, docker-archive:TAR
+  std::filesystem::path credentials;  // absolute, or empty
+  std::string platform;               // "" = the build host's
+  Location where;
+};
+
 // Profile is a fully resolved profile: every `extends:` merged, every path absolute.
 struct Profile {
   std::filesystem::path file;                // the profile that was asked for
@@ -50,7 +60,8 @@ struct Profile {
   std::uint64_t state_size = 256ull << 20;
   std::uint64_t root_size = 0;  // 0 = just large enough for the root file system
   std::int64_t source_date_epoch = 1700000000;
-  std::string hostname;  // baked default hostname; empty = generated at first boot
+  std::string hostname;              // baked default hostname; empty = generated at first boot
+  std::vector<ProfileImage> images;  // container images to preload, in order
 };
 
 // LoadProfile reads path and everything it extends, reports every problem it finds in
