@@ -18,7 +18,8 @@ import sys
 import tarfile
 
 EPOCH = int(os.environ.get("SOURCE_DATE_EPOCH", "1700000000"))
-ARCH = {"x86_64": "amd64", "aarch64": "arm64"}.get(os.uname().machine, os.uname().machine)
+ARCH = os.environ.get("SPROUT_IMAGE_ARCH") or {"x86_64": "amd64", "aarch64": "arm64"}.get(
+    os.uname().machine, os.uname().machine)
 
 
 def put_blob(layout, data):

@@ -138,6 +138,8 @@ struct RegistryClient::State {
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 30L);
     curl_easy_setopt(c, CURLOPT_USERAGENT, "sprout/" SPROUT_VERSION);
+    // One connection per download thread; HTTP/1.1 keeps ranged resumes simple.
+    curl_easy_setopt(c, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https");
     curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "https");
     if (!opt.ca_bundle.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, opt.ca_bundle.c_str());
@@ -284,15 +286,28 @@ struct RegistryClient::State {
       if (sink.have) {
         // A Range header of our own, rather than curl's resume, so that a server that
         // answers 200 restarts the file instead of failing the transfer.
-        range_header = "bytes=" + std::to_string(sink.have) + "-";
+        range_header = std::to_string(sink.have) + "-";  // curl sends "Range: bytes=N-"
         curl_easy_setopt(h, CURLOPT_RANGE, range_header.c_str());
       }
-      if (sink.have && opt.progress) opt.progress(d.digest, sink.have);
+      if (sink.have) {
+        std::fprintf(stderr, "sprout: resuming blob %s of %s at byte %llu\n", d.digest.c_str(), what.c_str(),
+                     static_cast<unsigned long long>(sink.have));
+        if (opt.progress) opt.progress(d.digest, sink.have);
+      }
     };
     auto r = Get(c, base + "/blobs/" + d.digest, {}, prepare);
     if (sink.f) {
       std::fclose(sink.f);
       sink.f = nullptr;
+    }
+    if (r && r->status == 416) {
+      // The partial file does not fit what the server has: start that blob over.
+      fs::remove(partial, ec);
+      r = Get(c, base + "/blobs/" + d.digest, {}, prepare);
+      if (sink.f) {
+        std::fclose(sink.f);
+        sink.f = nullptr;
+      }
     }
     if (sink.too_big) {
       fs::remove(partial, ec);
