@@ -198,6 +198,40 @@ check "local sources: docker-archive imported" "$out" 'localhost/bb:1 sha256:[0-
 out=$(skopeo inspect --raw "oci:$work/layout:localhost/sprout/etcd:3.4" 2>&1 | sha256sum | cut -c1-64)
 check "layout: skopeo reads the written layout" "sha256:$out" "^$etcd_digest$"
 
+# --- build: the warm cache builds with --offline once every registry is gone; the
+# root holds one OCI layout with the shared layer once; a cold cache fails clearly.
+base="$work/fakebase"
+mkdir -p "$base/boot" "$base/usr/lib/systemd/boot/efi" "$base/etc"
+head -c 300000 /dev/urandom >"$base/boot/vmlinuz-6.1.0-99-amd64"
+head -c 200001 /dev/urandom >"$base/boot/initrd.img-6.1.0-99-amd64"
+head -c 50000 /dev/urandom >"$base/usr/lib/systemd/boot/efi/systemd-bootx64.efi"
+echo 'ID=debian' >"$base/etc/os-release"
+mkdir -p "$work/bp"
+sed -e 's/^name: t/name: imgs/' -e "s|^base: .|base: $base|" -e "s|credentials: |credentials: $work/|" basic.yaml >"$work/bp/build.yaml"
+printf '  - {ref: localhost/bb:1, source: "docker-archive:%s"}\n' "$work/bb-docker.tar" >>"$work/bp/build.yaml"
+for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+wait 2>/dev/null
+pids=()
+out=$("$SPROUT" build "$work/bp/build.yaml" -o "$work/out" --cache-dir "$work/c1" --offline 2>&1); rc=$?
+check "offline build, warm cache, registries stopped: exits 0" "$rc" '^0$'
+[ "$rc" -eq 0 ] || echo "$out" | tail -5
+m=$(python3 -c 'import json,sys; print(" ".join(i["reference"]+"="+i["digest"] for i in json.load(open(sys.argv[1]))["images"]))' "$work/out/manifest.json" 2>&1)
+check "offline build: manifest.json lists reference and digest" "$m" "127.0.0.1:$pb/sprout/etcd:3.4=$etcd_digest 127.0.0.1:$pb/sprout/busybox:1.35=$bb_digest localhost/bb:1=sha256:"
+read -r start size < <(sfdisk --json "$work/out/imgs.raw" | python3 -c "import json,sys; p=json.load(sys.stdin)['partitiontable']['partitions'][1]; print(p['start'], p['size'])")
+dd if="$work/out/imgs.raw" of="$work/root.sqfs" bs=512 skip="$start" count="$size" status=none
+listing=$(rdsquashfs -l /usr/share/sprout/images/blobs/sha256 "$work/root.sqfs" 2>&1)
+base_layer=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["layers"][0]["digest"][7:])' "$work/src/blobs/sha256/${etcd_digest#sha256:}")
+check "in the root: the layer etcd and busybox share is stored once" "$(grep -c "$base_layer" <<<"$listing")" '^1$'
+rdsquashfs -c /usr/share/sprout/images/index.json "$work/root.sqfs" >"$work/index.json" 2>/dev/null
+check "in the root: index.json names every image" "$(grep -o 'ref.name": *"[^"]*' "$work/index.json" | wc -l)" '^3$'
+check "in the root: the boot-time import unit is enabled" \
+  "$(rdsquashfs -l /etc/systemd/system/multi-user.target.wants "$work/root.sqfs" 2>&1)" 'sprout-images.service'
+out=$("$SPROUT" build "$work/bp/build.yaml" -o "$work/out2" --cache-dir "$work/c-cold" --offline 2>&1); rc=$?
+echo "     offline build, cold cache: $(tail -1 <<<"$out")"
+check "offline build, cold cache: fails naming the image" "$rc:$out" "^1:.*image 127.0.0.1:$pb/sprout/etcd:3.4 is not in the cache"
+check "offline build, cold cache: leaves no image" "$(ls "$work/out2" 2>/dev/null | grep -c raw)" '^0$'
+start_registry basic "$pb" "  htpasswd: {realm: sprout-test, path: $work/htpasswd}"
+
 # --- a corrupted blob is refused and nothing is cached (run last: it damages the registry)
 layer=$(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(m["layers"][-1]["digest"][7:])' "$work/src/blobs/sha256/${bb_digest#sha256:}")
 data="$work/basic-data/docker/registry/v2/blobs/sha256/${layer:0:2}/$layer/data"
