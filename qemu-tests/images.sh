@@ -41,6 +41,7 @@ for ref in localhost/sprout/etcd:3.4 localhost/sprout/busybox:1.35; do
   digest=$(tr ' ' '\n' <<<"$want" | grep -A1 -x "$ref" | tail -n 1)
   check "podman lists $ref with the built digest" "$images" "$ref $digest"
 done
+check "podman has exactly the two preloaded images" "$(value image | wc -l)" '^2$'
 check "busybox container runs" "$(value busybox)" 'hello-from-busybox'
 check "etcd container runs" "$(value etcd)" 'etcd Version: 3\.4'
 check "import at boot imported both" "$(value journal)" '^2$'

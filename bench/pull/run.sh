@@ -45,7 +45,7 @@ now() { date +%s.%N; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 : >sprout.times; : >skopeo.times
 for r in $(seq "$runs"); do
-  rm -rf c-sprout c-skopeo
+  rm -rf c-sprout c-skopeo && mkdir -p c-skopeo
   t0=$(now)
   "$SPROUT" pull bench.yaml --cache-dir "$work/c-sprout" --ca-bundle ca.crt >/dev/null
   t1=$(now)

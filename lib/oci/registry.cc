@@ -151,7 +151,7 @@ struct RegistryClient::State {
     const std::string who = opt.credentials
                                 ? "user '" + opt.credentials->username + "' (from " + opt.credentials->origin + ")"
                                 : std::string("no credentials");
-    if (!failed_with.empty() || (opt.credentials && !failed_with.empty())) {
+    if (!failed_with.empty()) {
       return Fail("registry " + registry + " refused the credentials for " + What() + " (HTTP 401) with " + who +
                   "; check the user name and password in the credentials file, the environment "
                   "(SPROUT_REGISTRY_USERNAME/SPROUT_REGISTRY_PASSWORD) or config.json");
