@@ -116,6 +116,16 @@ check "basic auth: every cached blob hashes to its name" "$ok" '^1$'
 check "basic auth: the shared base layer is cached once" \
   "$(ls "$work/c1/oci/blobs/sha256" | wc -l)" '^7$'
 
+# --- progress on a TTY: a bar per image with bytes and rate, and a total
+if command -v script >/dev/null; then
+  out=$(script -qc "'$SPROUT' pull '$work/basic.yaml' --cache-dir '$work/c1tty' --ca-bundle '$work/ca.crt'" /dev/null 2>&1 | tr '\r' '\n')
+  check "tty progress: a bar for each image with bytes and rate" \
+    "$(grep -cE 'sprout/(etcd|busybox):[0-9.]+ +\[#+\] +[0-9.]+ [KM]iB / [0-9.]+ [KM]iB +[0-9.]+ [KMG]?i?B/s' <<<"$out")" '^[1-9]'
+  check "tty progress: a total line" "$out" 'total +\[#+\] +[0-9.]+ MiB / [0-9.]+ MiB'
+else
+  echo "skip tty progress: no script(1)"
+fi
+
 # --- token auth over TLS
 profile token.yaml "$pt" creds.json sprout/etcd:3.4
 out=$("$SPROUT" pull token.yaml --cache-dir "$work/c2" --ca-bundle ca.crt 2>&1); rc=$?

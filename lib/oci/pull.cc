@@ -33,10 +33,16 @@ class Bars {
     done_.assign(names_.size(), 0);
     total_.assign(names_.size(), 0);
     start_ = Clock::now();
+    begun_.assign(names_.size(), start_);
   }
   void SetTotal(std::size_t i, std::uint64_t total) {
     std::lock_guard<std::mutex> l(mu_);
     total_[i] = total;
+  }
+  // Begin starts image i's clock, for its rate.
+  void Begin(std::size_t i) {
+    std::lock_guard<std::mutex> l(mu_);
+    begun_[i] = Clock::now();
   }
   // Blob reports bytes so far of one blob of image i.
   void Blob(std::size_t i, const std::string& digest, std::uint64_t bytes) {
@@ -44,6 +50,12 @@ class Bars {
     auto& prev = blob_[{i, digest}];
     if (bytes > prev) done_[i] += bytes - prev;
     prev = std::max(prev, bytes);
+    Draw(false);
+  }
+  // Complete marks image i as all there (from the cache or a local source).
+  void Complete(std::size_t i) {
+    std::lock_guard<std::mutex> l(mu_);
+    done_[i] = total_[i];
     Draw(false);
   }
   void Finish() {
@@ -73,7 +85,9 @@ class Bars {
     if (drawn_) out += "\033[" + std::to_string(names_.size() + 1) + "A";
     std::uint64_t d = 0, t = 0;
     for (std::size_t i = 0; i < names_.size(); ++i) {
-      out += "\r\033[K" + Line(names_[i], done_[i], total_[i], secs) + "\n";
+      // Each image's rate counts from when its download began.
+      double own = std::chrono::duration<double>(now - begun_[i]).count();
+      out += "\r\033[K" + Line(names_[i], done_[i], total_[i], own) + "\n";
       d += done_[i];
       t += total_[i];
     }
@@ -88,6 +102,7 @@ class Bars {
   std::map<std::pair<std::size_t, std::string>, std::uint64_t> blob_;
   std::mutex mu_;
   Clock::time_point start_, last_draw_{};
+  std::vector<Clock::time_point> begun_;
   bool drawn_ = false;
 };
 
@@ -315,6 +330,7 @@ Result<std::vector<PreloadedImage>> PullImages(const std::vector<ImageSpec>& spe
   Bars bars(options.tty, names);
   for (std::size_t i = 0; i < specs.size(); ++i) {
     const ImageSpec& spec = specs[i];
+    bars.Begin(i);
     auto ref = ParseReference(spec.ref);
     if (!ref) return Fail(ref.error());
     Platform platform = HostPlatform();
@@ -427,6 +443,7 @@ Result<std::vector<PreloadedImage>> PullImages(const std::vector<ImageSpec>& spe
     } else {
       bars.SetTotal(i, have.size);
     }
+    bars.Complete(i);
     PreloadedImage img;
     img.reference = spec.ref;
     img.digest = top;
