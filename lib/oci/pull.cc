@@ -478,7 +478,10 @@ Result<std::string> LayoutIndex(const std::vector<PreloadedImage>& images, const
     if (!m) return Fail(m.error());
     json entry = {{"mediaType", m->media_type}, {"digest", img.manifest_digest}, {"size", bytes->size()}};
     if (auto p = ParsePlatform(img.platform)) entry["platform"] = {{"os", p->os}, {"architecture", p->architecture}};
-    entry["annotations"] = {{"org.opencontainers.image.ref.name", img.reference}};
+    // ref.name for podman and skopeo (they accept a full reference there), the
+    // containerd annotation for `ctr images import` (docs/images.md).
+    entry["annotations"] = {{"org.opencontainers.image.ref.name", img.reference},
+                            {"io.containerd.image.name", img.reference}};
     index["manifests"].push_back(entry);
   }
   return index.dump(2) + "\n";
