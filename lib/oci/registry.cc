@@ -396,6 +396,9 @@ Result<FetchedManifest> RegistryClient::GetManifest(const std::string& tag_or_di
   m.bytes = std::move(r->body);
   m.content_type = r->content_type;
   m.digest = "sha256:" + Sha256Hex(m.bytes);
+  if (IsSha256Digest(r->docker_digest) && r->docker_digest != m.digest) {
+    return Fail(DigestMismatch(r->docker_digest, m.digest.substr(7), "manifest " + s_->What() + ":" + tag_or_digest));
+  }
   if (IsSha256Digest(tag_or_digest) && m.digest != tag_or_digest) {
     return Fail(DigestMismatch(tag_or_digest, m.digest.substr(7), "manifest " + s_->What()));
   }
