@@ -10,6 +10,7 @@
 
 #include "builder/cluster.h"
 #include "builder/commands.h"
+#include "builder/images.h"
 #include "image/base.h"
 #include "image/disk.h"
 #include "image/fsimages.h"
@@ -216,6 +217,8 @@ int Build(const BuildOptions& options) {
   progress.Begin("assemble root and pack squashfs");
   auto additions = RootAdditions(*profile, plan, *firstboot);
   if (!additions) return fail(additions.error());
+  auto images = PreloadImages(*profile, options.cache_dir, options.offline, options.ca_bundle, *additions);
+  if (!images) return fail(images.error());
   RootSpec spec;
   spec.base = base->root;
   spec.additions = std::move(*additions);
@@ -353,7 +356,7 @@ int Build(const BuildOptions& options) {
                       {"verityPartUuid", plan.verity_uuid.ToString()},
                       {"configPartUuid", plan.config_uuid.ToString()},
                       {"statePartUuid", plan.state_uuid.ToString()}};
-  manifest["images"] = nlohmann::json::array();  // preloaded container images: none yet
+  manifest["images"] = nlohmann::json::parse(oci::ImagesJson(*images));
   manifest["sbom"] = {{"file", "sbom.spdx.json"}, {"format", "SPDX-2.3"}, {"packages", packages.size()}};
   std::string sums;
   for (const auto& name : outputs) {

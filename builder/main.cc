@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "builder/commands.h"
+#include "builder/images.h"
 #include "util/fs.h"
 #include "util/text.h"
 
@@ -18,6 +19,7 @@ Usage:
   sprout validate PROFILE [--print]        check a profile; every problem is reported at once
   sprout build PROFILE -o DIR [options]    build the profile's images into DIR
   sprout base PROFILE|RECIPE [--force]     build the base OS once and cache it (needs root)
+  sprout pull PROFILE [--offline]          fetch the profile's container images into the cache
   sprout personalize IMAGE [settings]      write per-node settings (secret, hostname, role, address,
                                            peers, SSH key) into an image; the root is not touched
   sprout boot IMAGE [--snapshot]           boot an image in QEMU with UEFI and a serial console
@@ -80,6 +82,8 @@ int Main(int argc, char** argv) {
           "build-base", "build the base recipe if it is not cached yet (needs root or user namespaces)")(
           "j,jobs", "compressor threads (default: all cores)", cxxopts::value<int>()->default_value("0"))(
           "format", "outputs to make, overriding the profile: raw,qcow2", cxxopts::value<std::string>())(
+          "offline", "never use the network: container images must be in the cache")(
+          "ca-bundle", "extra CA bundle (PEM) for registries", cxxopts::value<std::string>())(
           "profile", "profile file", cxxopts::value<std::string>())("h,help", "show help");
       o.parse_positional({"profile"});
       o.positional_help("PROFILE -o DIR");
@@ -96,6 +100,8 @@ int Main(int argc, char** argv) {
       b.cache_dir = a.count("cache-dir") ? std::filesystem::path(a["cache-dir"].as<std::string>()) : DefaultCache();
       b.build_base = a.count("build-base") > 0;
       b.jobs = a["jobs"].as<int>();
+      b.offline = a.count("offline") > 0;
+      if (a.count("ca-bundle")) b.ca_bundle = a["ca-bundle"].as<std::string>();
       if (a.count("format")) {
         for (const auto& f : sprout::Split(a["format"].as<std::string>(), ',')) {
           if (f == "raw") {
@@ -109,6 +115,31 @@ int Main(int argc, char** argv) {
         }
       }
       return sprout::cli::Build(b);
+    }
+    if (command == "pull") {
+      cxxopts::Options o("sprout pull", "Fetch the container images a profile lists into the cache (docs/images.md).");
+      o.add_options()("cache-dir", "cache (default: ~/.cache/sprout)", cxxopts::value<std::string>())(
+          "offline", "never use the network; fail naming any image not in the cache")(
+          "ca-bundle", "extra CA bundle (PEM) for registries", cxxopts::value<std::string>())(
+          "parallel", "concurrent blob downloads", cxxopts::value<int>()->default_value("6"))(
+          "layout", "also write the images as one OCI layout into this directory", cxxopts::value<std::string>())(
+          "profile", "profile file", cxxopts::value<std::string>())("h,help", "show help");
+      o.parse_positional({"profile"});
+      o.positional_help("PROFILE");
+      auto a = o.parse(sub_argc, sub_argv);
+      if (a.count("help")) {
+        std::cout << o.help();
+        return 0;
+      }
+      if (!a.count("profile")) return Fail("pull needs a PROFILE, such as profiles/default.yaml");
+      sprout::cli::PullCliOptions p;
+      p.profile = a["profile"].as<std::string>();
+      p.cache_dir = a.count("cache-dir") ? std::filesystem::path(a["cache-dir"].as<std::string>()) : DefaultCache();
+      p.offline = a.count("offline") > 0;
+      if (a.count("ca-bundle")) p.ca_bundle = a["ca-bundle"].as<std::string>();
+      if (a.count("layout")) p.layout = a["layout"].as<std::string>();
+      p.parallel = a["parallel"].as<int>();
+      return sprout::cli::Pull(p);
     }
     if (command == "base") {
       cxxopts::Options o("sprout base", "Build the base OS of a profile (or a recipe directory) into the cache.");

@@ -41,6 +41,9 @@ find_ovmf || exit 1
 mkdir -p "$CACHE"
 echo "== base OS (cached in $CACHE)"
 "$SPROUT" base "$top/profiles/default.yaml" --cache-dir "$CACHE" || exit 1
+# The default profile preloads container images; fetch them as this user so the
+# unprivileged build below only reads the cache (docs/images.md).
+"$SPROUT" pull "$top/profiles/default.yaml" --cache-dir "$CACHE" || exit 1
 
 echo "== build the smoke image"
 if [ "$(id -u)" -eq 0 ]; then

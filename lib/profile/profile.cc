@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "oci/manifest.h"
+#include "oci/reference.h"
 #include "util/text.h"
 
 namespace sprout {
@@ -44,6 +46,7 @@ struct Layer {
   std::vector<std::string> cmdline;
   std::vector<fs::path> overlays;
   std::vector<ProfileFile> files;
+  std::vector<ProfileImage> images;
   std::optional<std::uint64_t> esp_size, state_size, root_size;
   std::optional<std::int64_t> source_date_epoch;
   std::optional<fs::path> shoot;
@@ -84,7 +87,7 @@ class LayerParser {
     }
     CheckKeys(root, "the profile",
               {"extends", "name", "description", "base", "role", "formats", "kernel", "disk", "overlays", "files",
-               "reproducible", "hostname", "shoot", "staticPods", "podHost", "kubelet"});
+               "reproducible", "hostname", "images", "shoot", "staticPods", "podHost", "kubelet"});
     ParseCluster(root, layer);
     if (auto n = root["extends"]) {
       if (auto s = String(n, "extends")) {
@@ -183,6 +186,9 @@ class LayerParser {
     }
     if (auto n = root["files"]) {
       for (const auto& item : Seq(n, "files")) ParseFile(item, layer);
+    }
+    if (auto n = root["images"]) {
+      for (const auto& item : Seq(n, "images")) ParseImage(item, layer);
     }
     if (auto n = root["reproducible"]) {
       if (ExpectMap(n, "reproducible")) {
@@ -395,6 +401,80 @@ class LayerParser {
     if (ok) layer.files.push_back(std::move(f));
   }
 
+  // ParseImage reads one `images:` entry (docs/images.md).
+  void ParseImage(const YAML::Node& item, Layer& layer) {
+    if (!ExpectMap(item, "images[]")) return;
+    CheckKeys(item, "an 'images' entry", {"ref", "source", "credentials", "platform"});
+    ProfileImage img;
+    img.where = At(item);
+    bool ok = true;
+    if (auto r = item["ref"]) {
+      if (auto s = String(r, "images[].ref")) {
+        if (auto parsed = oci::ParseReference(*s); !parsed) {
+          diags_.Error(At(r), parsed.error(), "write it as registry[:port]/repository:tag or ...@sha256:DIGEST");
+          ok = false;
+        } else {
+          img.ref = *s;
+        }
+      } else {
+        ok = false;
+      }
+    } else {
+      diags_.Error(At(item), "an 'images' entry needs a 'ref'", "add 'ref: registry.example/etcd:3.5'");
+      ok = false;
+    }
+    if (auto src = item["source"]) {
+      if (auto s = String(src, "images[].source")) {
+        auto colon = s->find(':');
+        std::string kind = s->substr(0, colon);
+        const std::vector<std::string> kinds{"recipe", "oci", "oci-archive", "docker-archive"};
+        if (colon == std::string::npos || std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) {
+          diags_.Error(At(src), "image source '" + *s + "' is not KIND:PATH with a known kind",
+                       "use recipe:DIR, oci:DIR, oci-archive:TAR or docker-archive:TAR; leave it out to pull from "
+                       "the registry");
+          ok = false;
+        } else {
+          fs::path p = Resolve(s->substr(colon + 1));
+          std::error_code ec;
+          if (!fs::exists(p, ec)) {
+            diags_.Error(At(src), "image source " + p.string() + " does not exist",
+                         "relative paths start at the profile's folder");
+            ok = false;
+          }
+          img.source = kind + ":" + p.string();
+        }
+      } else {
+        ok = false;
+      }
+    }
+    if (auto c = item["credentials"]) {
+      if (auto s = String(c, "images[].credentials")) {
+        img.credentials = Resolve(*s);
+        std::error_code ec;
+        if (!fs::is_regular_file(img.credentials, ec)) {
+          diags_.Error(At(c), "credentials file " + img.credentials.string() + " does not exist",
+                       "name a docker-style config.json; credentials are never written into the profile");
+          ok = false;
+        }
+      } else {
+        ok = false;
+      }
+    }
+    if (auto pl = item["platform"]) {
+      if (auto s = String(pl, "images[].platform")) {
+        if (auto p = oci::ParsePlatform(*s); !p) {
+          diags_.Error(At(pl), p.error(), "such as linux/amd64 or linux/arm64");
+          ok = false;
+        } else {
+          img.platform = *s;
+        }
+      } else {
+        ok = false;
+      }
+    }
+    if (ok) layer.images.push_back(std::move(img));
+  }
+
   // ParseFetched reads the 'url' and 'sha256' of a files entry (or of kubelet).
   bool ParseFetched(const YAML::Node& item, ProfileFile& f) {
     bool ok = true;
@@ -605,6 +685,15 @@ std::optional<Profile> LoadProfile(const fs::path& path, Diagnostics& diags) {
         p.files.push_back(f);
       }
     }
+    for (auto& img : l.images) {  // a later profile replaces an image with the same ref
+      auto same =
+          std::find_if(p.images.begin(), p.images.end(), [&](const ProfileImage& g) { return g.ref == img.ref; });
+      if (same != p.images.end()) {
+        *same = img;
+      } else {
+        p.images.push_back(img);
+      }
+    }
     if (l.esp_size) p.esp_size = *l.esp_size;
     if (l.state_size) p.state_size = *l.state_size;
     if (l.root_size) p.root_size = *l.root_size;
@@ -671,6 +760,19 @@ std::string ProfileToJson(const Profile& p, const fs::path& base_dir) {
     std::snprintf(mode, sizeof mode, "%04o", f.mode);
     e["mode"] = mode;
     j["files"].push_back(e);
+  }
+  if (!p.images.empty()) {
+    j["images"] = nlohmann::json::array();
+    for (const auto& img : p.images) {
+      nlohmann::ordered_json e{{"ref", img.ref}};
+      if (!img.source.empty()) {
+        auto colon = img.source.find(':');
+        e["source"] = img.source.substr(0, colon + 1) + rel(img.source.substr(colon + 1));
+      }
+      if (!img.credentials.empty()) e["credentials"] = rel(img.credentials);
+      if (!img.platform.empty()) e["platform"] = img.platform;
+      j["images"].push_back(e);
+    }
   }
   j["reproducible"]["sourceDateEpoch"] = p.source_date_epoch;
   if (!p.hostname.empty()) j["hostname"] = p.hostname;

@@ -47,6 +47,16 @@ struct KubeletSettings {
   bool present = false;
 };
 
+// ProfileImage is one container image to preload (`images:`; docs/images.md). Credentials
+// are never inline: `credentials` names a docker-style config.json.
+struct ProfileImage {
+  std::string ref;                    // registry/repository[:tag][@sha256:...]
+  std::string source;                 // "" (the registry) or recipe:DIR, oci:DIR, oci-archive:TAR, docker-archive:TAR
+  std::filesystem::path credentials;  // absolute, or empty
+  std::string platform;               // "" = the build host's
+  Location where;
+};
+
 // Profile is a fully resolved profile: every `extends:` merged, every path absolute.
 struct Profile {
   std::filesystem::path file;                // the profile that was asked for
@@ -70,6 +80,7 @@ struct Profile {
   std::vector<std::filesystem::path> static_pods;  // folders of manifests that override or add templates
   PodHost pod_host = PodHost::kPodman;
   KubeletSettings kubelet;
+  std::vector<ProfileImage> images;  // container images to preload, in order
 };
 
 // LoadProfile reads path and everything it extends, reports every problem it finds in

@@ -1,0 +1,18 @@
+#!/bin/bash
+# Builds the etcd container image from Debian's etcd-server package into an OCI layout.
+# Usage: build.sh LAYOUT-DIR   (sprout runs it for `source: recipe:../images/etcd`;
+# the image is named $SPROUT_IMAGE_REF, default localhost/sprout/etcd:3.4)
+set -euo pipefail
+out=${1:?usage: build.sh LAYOUT-DIR}
+ref=${SPROUT_IMAGE_REF:-localhost/sprout/etcd:3.4}
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+umask 022
+. "$here/../lib/common.sh"
+base_layer "$work/base"
+etcd=$(pkg_root etcd-server)
+mkdir -p "$work/etcd/usr/local/bin"
+cp "$etcd/usr/bin/etcd" "$work/etcd/usr/local/bin/etcd"
+chmod 0755 "$work/etcd/usr/local/bin/etcd"
+python3 "$here/../lib/mkimage.py" "$out" "$ref" '["/usr/local/bin/etcd"]' "$work/base" "$work/etcd"

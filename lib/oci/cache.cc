@@ -1,0 +1,94 @@
+#include "oci/cache.h"
+
+#include "oci/reference.h"
+#include "util/fs.h"
+#include "util/sha256.h"
+
+namespace sprout::oci {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string_view Hex(std::string_view digest) { return digest.substr(7); }
+
+}  // namespace
+
+std::string DigestMismatch(std::string_view want, std::string_view got, const std::string& what) {
+  return "blob " + std::string(want) + " of " + what + " is corrupt: its content hashes to sha256:" + std::string(got) +
+         "; it was refused and nothing was cached (pull again, or check the source)";
+}
+
+Cache::Cache(fs::path root) : root_(std::move(root)) {}
+
+fs::path Cache::BlobPath(std::string_view digest) const {
+  return root_ / "oci" / "blobs" / "sha256" / std::string(Hex(digest));
+}
+
+fs::path Cache::PartialPath(std::string_view digest) const {
+  return root_ / "oci" / "partial" / (std::string(Hex(digest)) + ".partial");
+}
+
+bool Cache::Has(std::string_view digest) const {
+  std::error_code ec;
+  return IsSha256Digest(digest) && fs::is_regular_file(BlobPath(digest), ec);
+}
+
+Result<std::string> Cache::Read(std::string_view digest) const {
+  if (!IsSha256Digest(digest)) return Fail("'" + std::string(digest) + "' is not a sha256 digest");
+  return ReadFile(BlobPath(digest));
+}
+
+Status Cache::Put(std::string_view digest, std::string_view bytes, const std::string& what) {
+  if (!IsSha256Digest(digest)) return Fail("'" + std::string(digest) + "' is not a sha256 digest");
+  std::string got = Sha256Hex(bytes);
+  if (got != Hex(digest)) return Fail(DigestMismatch(digest, got, what));
+  if (Has(digest)) return Ok{};
+  std::error_code ec;
+  fs::create_directories(BlobPath(digest).parent_path(), ec);
+  if (ec) return Fail("cannot create the cache " + BlobPath(digest).parent_path().string() + ": " + ec.message());
+  return WriteFileAtomic(BlobPath(digest), bytes);
+}
+
+Status Cache::CommitPartial(std::string_view digest, const std::string& what) {
+  fs::path partial = PartialPath(digest);
+  auto got = Sha256File(partial);
+  if (!got) return Fail(got.error());
+  std::error_code ec;
+  if (*got != Hex(digest)) {
+    fs::remove(partial, ec);
+    return Fail(DigestMismatch(digest, *got, what));
+  }
+  fs::create_directories(BlobPath(digest).parent_path(), ec);
+  fs::rename(partial, BlobPath(digest), ec);
+  if (ec) return Fail("cannot move " + partial.string() + " into the cache: " + ec.message());
+  return Ok{};
+}
+
+Status Cache::Import(std::string_view digest, const fs::path& file, const std::string& what) {
+  if (!IsSha256Digest(digest)) return Fail("'" + std::string(digest) + "' is not a sha256 digest");
+  if (Has(digest)) return Ok{};
+  std::error_code ec;
+  fs::create_directories(PartialPath(digest).parent_path(), ec);
+  fs::remove(PartialPath(digest), ec);
+  fs::copy_file(file, PartialPath(digest), ec);
+  if (ec) return Fail("cannot copy " + file.string() + " into the cache: " + ec.message());
+  return CommitPartial(digest, what);
+}
+
+Status Cache::RecordRef(std::string_view key, std::string_view digest) {
+  fs::path dir = root_ / "oci" / "refs";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  return WriteFileAtomic(dir / Sha256Hex(key), std::string(digest) + "\n" + std::string(key) + "\n");
+}
+
+std::optional<std::string> Cache::LookupRef(std::string_view key) const {
+  auto text = ReadFile(root_ / "oci" / "refs" / Sha256Hex(key));
+  if (!text) return std::nullopt;
+  std::string d = text->substr(0, text->find('\n'));
+  if (!IsSha256Digest(d)) return std::nullopt;
+  return d;
+}
+
+}  // namespace sprout::oci
