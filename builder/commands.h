@@ -15,9 +15,10 @@ struct BuildOptions {
   std::filesystem::path profile;
   std::filesystem::path out_dir;
   std::filesystem::path cache_dir;
-  bool build_base = false;      // run the base recipe if its tarball is not cached
-  int jobs = 0;                 // compressor threads; 0 = all cores
-  std::vector<Format> formats;  // overrides the profile's formats when not empty
+  bool build_base = false;         // run the base recipe if its tarball is not cached
+  int jobs = 0;                    // compressor threads; 0 = all cores
+  std::vector<Format> formats;     // overrides the profile's formats when not empty
+  std::filesystem::path sign_key;  // Ed25519 private key (PEM) to sign manifest.json with
 };
 
 // Validate checks a profile and prints every problem; --print shows the resolved profile.

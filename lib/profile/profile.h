@@ -24,6 +24,9 @@ enum class Format { kRaw, kIso, kPxe, kQcow2 };
 // FormatName is the profile spelling of a format.
 const char* FormatName(Format format);
 
+// ParseFormatName is the inverse of FormatName; nullopt for an unknown name.
+std::optional<Format> ParseFormatName(const std::string& name);
+
 // ProfileFile is one file to place into the root: from a source file or inline content.
 struct ProfileFile {
   std::string path;                    // absolute path inside the image
