@@ -404,9 +404,9 @@ int Build(const BuildOptions& options) {
     auto sig = Sha256File(work.path() / "manifest.json.sig");
     if (!sig) return fail(sig.error());
     sums += *sig + "  manifest.json.sig\n";
-    published.push_back("manifest.json.sig");
+    published.emplace_back("manifest.json.sig");
   }
-  published.push_back("sha256sums");
+  published.emplace_back("sha256sums");
   if (auto w = WriteFileAtomic(work.path() / "sha256sums", sums); !w) return fail(w.error());
   progress.End(std::to_string(packages.size()) + " packages in the SBOM");
 

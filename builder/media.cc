@@ -83,18 +83,6 @@ Result<std::string> MakeIso(const MediaInputs& in) {
   fs::create_directories(stage, ec);
   if (ec) return Fail("cannot make " + stage.string() + ": " + ec.message());
 
-  // The El Torito EFI image and the GPT ESP are one FAT image, sized to its files.
-  auto files = LiveEsp(in, kLiveIso);
-  std::uint64_t need = 0;
-  for (const auto& f : files) need += f.data.size();
-  constexpr std::uint64_t kMiB = 1 << 20;
-  std::uint64_t esp_size = std::max<std::uint64_t>(40 * kMiB, (need + 4 * kMiB + kMiB - 1) / kMiB * kMiB);
-  fs::path esp = stage / "esp.vfat";
-  if (auto s = MakeFatImage(esp, esp_size, in.plan->esp_volume_id ^ 0x150u, "SPROUT-LIVE", files, in.epoch, stage);
-      !s) {
-    return Fail("ISO: " + s.error());
-  }
-
   // The ISO 9660 tree: root, hash tree, root hash and metadata, every time stamp fixed
   // (a directory xorriso made up itself would carry the clock's time). The large files
   // are hard links, not copies.
@@ -106,7 +94,22 @@ Result<std::string> MakeIso(const MediaInputs& in) {
   if (ec) return Fail("cannot link the root into " + tree.string() + ": " + ec.message());
   if (auto s = WriteFileAtomic(tree / "roothash", in.plan->root_hash + "\n"); !s) return Fail(s.error());
   if (auto s = WriteFileAtomic(tree / "image.json", in.metadata); !s) return Fail(s.error());
-  for (const char* f : {"root.squashfs", "root.verity", "roothash", "image.json"}) {
+  // The ESP is one FAT image, sized to its files, inside the ISO 9660 tree: the El Torito
+  // UEFI boot image (a CD boot) and GPT partition 2 (a disk boot) both point at it. Its
+  // El Torito load size is 0, which UEFI firmware reads as "up to the end of the
+  // volume": the 16-bit sector count cannot describe an image over 32 MiB.
+  auto files = LiveEsp(in, kLiveIso);
+  std::uint64_t need = 0;
+  for (const auto& f : files) need += f.data.size();
+  constexpr std::uint64_t kMiB = 1 << 20;
+  std::uint64_t esp_size = std::max<std::uint64_t>(40 * kMiB, (need + 4 * kMiB + kMiB - 1) / kMiB * kMiB);
+  fs::path esp = tree / "esp.img";
+  if (auto s = MakeFatImage(esp, esp_size, in.plan->esp_volume_id ^ 0x150u, "SPROUT-LIVE", files, in.epoch, stage);
+      !s) {
+    return Fail("ISO: " + s.error());
+  }
+
+  for (const char* f : {"root.squashfs", "root.verity", "roothash", "image.json", "esp.img"}) {
     if (auto s = SetMtime(tree / f, in.epoch); !s) return Fail(s.error());
   }
   if (auto s = SetMtime(tree, in.epoch); !s) return Fail(s.error());
@@ -117,8 +120,7 @@ Result<std::string> MakeIso(const MediaInputs& in) {
   // GPT disk GUID; the volume ID comes from the build seed.
   Command cmd{
       {"xorriso", "-as", "mkisofs", "-quiet", "-o", iso.string(), "-V", IsoVolumeId(in.seed), "-r", "-graft-points",
-       "sprout=" + tree.string(), "-append_partition", "2", "C12A7328-F81F-11D2-BA4B-00A0C93EC93B", esp.string(),
-       "-appended_part_as_gpt", "-e", "--interval:appended_partition_2:all::", "-no-emul-boot"},
+       "sprout=" + tree.string(), "-e", "sprout/esp.img", "-no-emul-boot", "-efi-boot-part", "--efi-boot-image"},
       {{"SOURCE_DATE_EPOCH", std::to_string(in.epoch)}, {"TZ", "UTC"}, {"LC_ALL", "C"}}};
   if (auto r = RunChecked(cmd); !r) return Fail("cannot write the ISO image: " + r.error());
   fs::remove_all(stage, ec);
@@ -365,6 +367,9 @@ namespace {
 
 enum class ImageKind { kRaw, kQcow2, kIso };
 
+// The protective MBR, the GPT header and its 128 entries: 34 sectors.
+constexpr std::size_t kGptHeadBytes = 34 * kSectorSize;
+
 Result<std::string> ReadAt(const fs::path& path, std::uint64_t offset, std::size_t size) {
   std::ifstream f(path, std::ios::binary);
   if (!f) return Fail("cannot open " + path.string());
@@ -408,7 +413,7 @@ int Inspect(const fs::path& image, bool json) {
   };
   std::error_code ec;
   if (!fs::is_regular_file(image, ec)) return fail("not found, or not a file");
-  auto head = ReadAt(image, 0, 34 * 512);
+  auto head = ReadAt(image, 0, kGptHeadBytes);
   auto iso_magic = ReadAt(image, 32769, 5);
   if (!head || !iso_magic) return fail("cannot be read");
   ImageKind kind = ImageKind::kRaw;
@@ -426,7 +431,7 @@ int Inspect(const fs::path& image, bool json) {
     } catch (const std::exception& e) {
       return fail(std::string("qemu-img info gave no virtual size: ") + e.what());
     }
-    if (auto s = Extract(image, kind, 0, 34 * 512, tmp.path() / "head"); !s) return fail(s.error());
+    if (auto s = Extract(image, kind, 0, kGptHeadBytes, tmp.path() / "head"); !s) return fail(s.error());
     head = ReadFile(tmp.path() / "head");
     if (!head) return fail(head.error());
   }
