@@ -9,7 +9,8 @@
 #    reaches as 10.0.2.100 through a guestfwd relay.
 # Each boot must reach multi-user.target on the verity root, with /var in memory.
 # (qcow2 boots in smoke.sh.) IMAGE_DIR=DIR reuses a build's output directory (with
-# smoke.iso and pxe/) instead of building; KEEP_LOGS=1 keeps the serial logs.
+# smoke.iso and pxe/) instead of building; KEEP_LOGS=1 keeps the serial logs;
+# PXE_TFTP=1 also boots the bundle over QEMU's TFTP server alone, to compare.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
@@ -130,6 +131,15 @@ check "pxe: guest powered off by itself" "$?" '^0$'
 assert_live pxe
 check "pxe: iPXE fetched the script, kernel and initrd over HTTP" \
   "$(grep -oE 'GET /(boot.ipxe|vmlinuz|initrd.img) HTTP/1.1" 200' "$work/http.log" | sort -u | wc -l)" '^3$'
+
+if [ -n "${PXE_TFTP:-}" ]; then
+  # The same bundle over QEMU's built-in TFTP server only (no HTTP): a measurement of
+  # whether TFTP is fast enough for a ~240 MiB initrd.
+  echo "== PXE over TFTP (SeaBIOS, iPXE, QEMU's TFTP server)"
+  boot_media pxe-tftp 900 bios -boot n -nic "user,model=virtio-net-pci,restrict=on,tftp=$dir/pxe,bootfile=boot.ipxe"
+  check "pxe-tftp: guest powered off by itself" "$?" '^0$'
+  assert_live pxe-tftp
+fi
 
 echo "figures:"; cat "$work/figures"
 echo "media: $passed passed, $failed failed"
