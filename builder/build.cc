@@ -178,9 +178,12 @@ int Base(const fs::path& what, const fs::path& cache_dir, bool force) {
 }
 
 int Build(const BuildOptions& options) {
-  const auto& wanted = options.formats.empty() ? std::vector<Format>{} : options.formats;
-  Progress progress(::isatty(2) != 0, 10 + static_cast<int>(std::count(wanted.begin(), wanted.end(), Format::kIso) +
-                                                            std::count(wanted.begin(), wanted.end(), Format::kPxe)));
+  // Nine steps always, plus one per medium made from the raw disk. Formats from the
+  // profile are not known yet; count the qcow2 step then, as before.
+  const auto& asked = options.formats;
+  const int extra_steps =
+      asked.empty() ? 1 : static_cast<int>(asked.size() - std::count(asked.begin(), asked.end(), Format::kRaw));
+  Progress progress(::isatty(2) != 0, 9 + extra_steps);
   auto fail = [&](const std::string& why) {
     progress.Note("sprout: " + why);
     return 1;
