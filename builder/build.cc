@@ -11,6 +11,7 @@
 #include "builder/cluster.h"
 #include "builder/commands.h"
 #include "builder/images.h"
+#include "builder/media.h"
 #include "image/base.h"
 #include "image/disk.h"
 #include "image/fsimages.h"
@@ -180,7 +181,12 @@ int Base(const fs::path& what, const fs::path& cache_dir, bool force) {
 }
 
 int Build(const BuildOptions& options) {
-  Progress progress(::isatty(2) != 0, 10);
+  // Nine steps always, plus one per medium made from the raw disk. Formats from the
+  // profile are not known yet; count the qcow2 step then, as before.
+  const auto& asked = options.formats;
+  const int extra_steps =
+      asked.empty() ? 1 : static_cast<int>(asked.size() - std::count(asked.begin(), asked.end(), Format::kRaw));
+  Progress progress(::isatty(2) != 0, 9 + extra_steps);
   auto fail = [&](const std::string& why) {
     progress.Note("sprout: " + why);
     return 1;
@@ -213,6 +219,12 @@ int Build(const BuildOptions& options) {
   // Everything is made in a work directory inside DIR and moved into place at the end,
   // so a failed build leaves no half-written image behind.
   TempDir work(options.out_dir, ".sprout-build");
+  auto work_lock = WorkDirLock::Claim(options.out_dir, work.path());
+  if (!work_lock) return fail(work_lock.error());
+  if (!options.sign_key.empty() && !fs::is_regular_file(options.sign_key, ec)) {
+    return fail("the signing key " + options.sign_key.string() +
+                " is missing; make one with `sprout keygen -o PREFIX`");
+  }
 
   progress.Begin("assemble root and pack squashfs");
   auto additions = RootAdditions(*profile, plan, *firstboot);
@@ -275,10 +287,14 @@ int Build(const BuildOptions& options) {
 
   progress.Begin("make ESP");
   fs::path esp_img = work.path() / "esp.vfat";
-  std::vector<EspFile> esp_files{
-      {"EFI/BOOT/BOOTX64.EFI", bootloader->second}, {"EFI/systemd/systemd-bootx64.efi", bootloader->second},
-      {"loader/loader.conf", plan.loader_conf},     {"loader/entries/sprout.conf", plan.loader_entry},
-      {"sprout/vmlinuz", kernel->second},           {"sprout/initrd.img", initrd_bytes}};
+  std::vector<EspFile> esp_files{{"EFI/BOOT/BOOTX64.EFI", bootloader->second},
+                                 {"EFI/systemd/systemd-bootx64.efi", bootloader->second},
+                                 {"loader/loader.conf", plan.loader_conf},
+                                 {"loader/entries/sprout.conf", plan.loader_entry},
+                                 {"sprout/vmlinuz", kernel->second},
+                                 {"sprout/initrd.img", initrd_bytes},
+                                 {"sprout/image.json", ImageMetadata(profile_json, plan.root_hash, kernel_version, seed,
+                                                                     oci::ImagesJson(*images))}};
   std::uint64_t esp_need = 0;
   for (const auto& f : esp_files) esp_need += f.data.size();
   if (esp_need + (8u << 20) > profile->esp_size) {
@@ -324,6 +340,25 @@ int Build(const BuildOptions& options) {
   std::vector<std::string> outputs;
   auto wants = [&](Format f) { return std::find(formats.begin(), formats.end(), f) != formats.end(); };
   if (wants(Format::kRaw)) outputs.push_back(profile->name + ".raw");
+  if (wants(Format::kIso) || wants(Format::kPxe)) {
+    MediaInputs media{&*profile,  &plan,          seed,         work.path(),        root_img,
+                      verity_img, kernel->second, initrd_bytes, bootloader->second, esp_files.back().data,
+                      epoch};
+    if (wants(Format::kIso)) {
+      progress.Begin("write hybrid ISO");
+      auto iso = MakeIso(media);
+      if (!iso) return fail(iso.error());
+      outputs.push_back(*iso);
+      progress.End(HumanSize(fs::file_size(work.path() / *iso)));
+    }
+    if (wants(Format::kPxe)) {
+      progress.Begin("write PXE bundle");
+      auto pxe = MakePxe(media);
+      if (!pxe) return fail(pxe.error());
+      outputs.insert(outputs.end(), pxe->begin(), pxe->end());
+      progress.End(HumanSize(fs::file_size(work.path() / "pxe" / "initrd.img")) + " initrd with the root inside");
+    }
+  }
   if (wants(Format::kQcow2)) {
     progress.Begin("convert to qcow2");
     fs::path qcow = work.path() / (profile->name + ".qcow2");
@@ -357,7 +392,8 @@ int Build(const BuildOptions& options) {
                       {"configPartUuid", plan.config_uuid.ToString()},
                       {"statePartUuid", plan.state_uuid.ToString()}};
   manifest["images"] = nlohmann::json::parse(oci::ImagesJson(*images));
-  manifest["sbom"] = {{"file", "sbom.spdx.json"}, {"format", "SPDX-2.3"}, {"packages", packages.size()}};
+  manifest["sbom"] = {
+      {"file", "sbom.spdx.json"}, {"format", "SPDX-2.3"}, {"packages", packages.size()}, {"sha256", Sha256Hex(sbom)}};
   std::string sums;
   for (const auto& name : outputs) {
     auto digest = Sha256File(work.path() / name);
@@ -370,17 +406,22 @@ int Build(const BuildOptions& options) {
   std::string manifest_text = manifest.dump(2) + "\n";
   sums += Sha256Hex(manifest_text) + "  manifest.json\n";
   if (auto w = WriteFileAtomic(work.path() / "manifest.json", manifest_text); !w) return fail(w.error());
+  std::vector<std::string> published = outputs;
+  published.insert(published.end(), {"sbom.spdx.json", "manifest.json"});
+  if (!options.sign_key.empty()) {
+    if (auto s = SignManifest(work.path(), options.sign_key); !s) return fail(s.error());
+    auto sig = Sha256File(work.path() / "manifest.json.sig");
+    if (!sig) return fail(sig.error());
+    sums += *sig + "  manifest.json.sig\n";
+    published.emplace_back("manifest.json.sig");
+  }
+  published.emplace_back("sha256sums");
   if (auto w = WriteFileAtomic(work.path() / "sha256sums", sums); !w) return fail(w.error());
   progress.End(std::to_string(packages.size()) + " packages in the SBOM");
 
   // Publish: each file is renamed into place; the checksums go last, so a reader that
   // sees them sees everything they list.
-  std::vector<std::string> published = outputs;
-  published.insert(published.end(), {"sbom.spdx.json", "manifest.json", "sha256sums"});
-  for (const auto& name : published) {
-    fs::rename(work.path() / name, options.out_dir / name, ec);
-    if (ec) return fail("cannot move " + name + " into " + options.out_dir.string() + ": " + ec.message());
-  }
+  if (auto s = Publish(work.path(), options.out_dir, published); !s) return fail(s.error());
   fs::path raw_out = options.out_dir / (profile->name + (wants(Format::kRaw) ? ".raw" : ".qcow2"));
 
   struct stat st {};

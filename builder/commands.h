@@ -20,6 +20,7 @@ struct BuildOptions {
   std::vector<Format> formats;      // overrides the profile's formats when not empty
   bool offline = false;             // container images must come from the cache (docs/images.md)
   std::filesystem::path ca_bundle;  // extra CA bundle for registries
+  std::filesystem::path sign_key;   // Ed25519 private key (PEM) to sign manifest.json with
 };
 
 // Validate checks a profile and prints every problem; --print shows the resolved profile.

@@ -8,6 +8,7 @@
 
 #include "builder/commands.h"
 #include "builder/images.h"
+#include "builder/media.h"
 #include "util/fs.h"
 #include "util/text.h"
 
@@ -23,6 +24,9 @@ Usage:
   sprout personalize IMAGE [settings]      write per-node settings (secret, hostname, role, address,
                                            peers, SSH key) into an image; the root is not touched
   sprout boot IMAGE [--snapshot]           boot an image in QEMU with UEFI and a serial console
+  sprout keygen -o PREFIX                  make an Ed25519 key pair PREFIX.key, PREFIX.pub
+  sprout verify DIR [--key PUB]            check a build's outputs against its sums and signature
+  sprout inspect IMAGE [--json]            show an image's partitions, root hash, profile, images
   sprout help                              show this text
 
 Start with:
@@ -44,6 +48,42 @@ int Fail(const std::string& message) {
 }  // namespace
 
 namespace {
+
+// MediaCommand runs keygen, verify and inspect.
+int MediaCommand(const std::string& command, int argc, char** argv) {
+  cxxopts::Options o("sprout " + command, "");
+  if (command == "keygen") {
+    o.custom_help("-o PREFIX");
+    o.add_options()("o,output", "prefix of PREFIX.key (private, mode 0600) and PREFIX.pub",
+                    cxxopts::value<std::string>())("h,help", "show help");
+  } else if (command == "verify") {
+    o.positional_help("DIR [--key PUB]");
+    o.add_options()("key", "Ed25519 public key (PEM) the manifest's signature must match",
+                    cxxopts::value<std::string>())("dir", "output directory", cxxopts::value<std::string>())(
+        "h,help", "show help");
+    o.parse_positional({"dir"});
+  } else {
+    o.positional_help("IMAGE [--json]");
+    o.add_options()("json", "print JSON")("image", "raw, qcow2 or ISO image", cxxopts::value<std::string>())(
+        "h,help", "show help");
+    o.parse_positional({"image"});
+  }
+  auto a = o.parse(argc, argv);
+  if (a.count("help")) {
+    std::cout << o.help();
+    return 0;
+  }
+  if (command == "keygen") {
+    if (!a.count("output")) return Fail("keygen needs -o PREFIX, such as -o keys/site");
+    return sprout::cli::Keygen(a["output"].as<std::string>());
+  }
+  if (command == "verify") {
+    if (!a.count("dir")) return Fail("verify needs a DIR, the -o of a build");
+    return sprout::cli::Verify(a["dir"].as<std::string>(), a.count("key") ? a["key"].as<std::string>() : "");
+  }
+  if (!a.count("image")) return Fail("inspect needs an IMAGE, such as out/default.raw");
+  return sprout::cli::Inspect(a["image"].as<std::string>(), a.count("json") > 0);
+}
 
 int Main(int argc, char** argv) {
   // Children that stop reading (a packer that failed) must give an error, not kill sprout.
@@ -81,10 +121,12 @@ int Main(int argc, char** argv) {
           "cache-dir", "cache of bases (default: ~/.cache/sprout)", cxxopts::value<std::string>())(
           "build-base", "build the base recipe if it is not cached yet (needs root or user namespaces)")(
           "j,jobs", "compressor threads (default: all cores)", cxxopts::value<int>()->default_value("0"))(
-          "format", "outputs to make, overriding the profile: raw,qcow2", cxxopts::value<std::string>())(
+          "format", "outputs to make, overriding the profile: raw,iso,pxe,qcow2", cxxopts::value<std::string>())(
           "offline", "never use the network: container images must be in the cache")(
           "ca-bundle", "extra CA bundle (PEM) for registries", cxxopts::value<std::string>())(
-          "profile", "profile file", cxxopts::value<std::string>())("h,help", "show help");
+          "sign", "sign manifest.json with this Ed25519 private key (see sprout keygen)",
+          cxxopts::value<std::string>())("profile", "profile file", cxxopts::value<std::string>())("h,help",
+                                                                                                   "show help");
       o.parse_positional({"profile"});
       o.positional_help("PROFILE -o DIR");
       auto a = o.parse(sub_argc, sub_argv);
@@ -102,16 +144,12 @@ int Main(int argc, char** argv) {
       b.jobs = a["jobs"].as<int>();
       b.offline = a.count("offline") > 0;
       if (a.count("ca-bundle")) b.ca_bundle = a["ca-bundle"].as<std::string>();
+      if (a.count("sign")) b.sign_key = a["sign"].as<std::string>();
       if (a.count("format")) {
         for (const auto& f : sprout::Split(a["format"].as<std::string>(), ',')) {
-          if (f == "raw") {
-            b.formats.push_back(sprout::Format::kRaw);
-          } else if (f == "qcow2") {
-            b.formats.push_back(sprout::Format::kQcow2);
-          } else {
-            return Fail("--format takes raw and qcow2 (comma-separated); '" + f + "' is not one of them" +
-                        (f == "iso" || f == "pxe" ? " in this version" : ""));
-          }
+          auto format = sprout::ParseFormatName(f);
+          if (!format) return Fail("--format takes raw, iso, pxe and qcow2 (comma-separated); '" + f + "' is not one");
+          b.formats.push_back(*format);
         }
       }
       return sprout::cli::Build(b);
@@ -140,6 +178,9 @@ int Main(int argc, char** argv) {
       if (a.count("layout")) p.layout = a["layout"].as<std::string>();
       p.parallel = a["parallel"].as<int>();
       return sprout::cli::Pull(p);
+    }
+    if (command == "keygen" || command == "verify" || command == "inspect") {
+      return MediaCommand(command, sub_argc, sub_argv);
     }
     if (command == "base") {
       cxxopts::Options o("sprout base", "Build the base OS of a profile (or a recipe directory) into the cache.");

@@ -31,6 +31,13 @@ const char* FormatName(Format format) {
   return "raw";
 }
 
+std::optional<Format> ParseFormatName(const std::string& name) {
+  for (Format f : {Format::kRaw, Format::kIso, Format::kPxe, Format::kQcow2}) {
+    if (name == FormatName(f)) return f;
+  }
+  return std::nullopt;
+}
+
 namespace {
 
 // Layer is what one profile file says by itself, before merging with what it extends.
@@ -306,13 +313,8 @@ class LayerParser {
       auto s = String(item, "a format");
       if (!s) continue;
       static const std::vector<std::string> kKnown{"raw", "iso", "pxe", "qcow2"};
-      if (*s == "raw") {
-        formats.push_back(Format::kRaw);
-      } else if (*s == "qcow2") {
-        formats.push_back(Format::kQcow2);
-      } else if (std::find(kKnown.begin(), kKnown.end(), *s) != kKnown.end()) {
-        diags_.Error(At(item), "format '" + *s + "' is not supported by this version of sprout",
-                     "this version writes 'raw' and 'qcow2' disks");
+      if (auto f = ParseFormatName(*s)) {
+        formats.push_back(*f);
       } else {
         auto guess = ClosestMatch(*s, kKnown);
         diags_.Error(At(item), "unknown format '" + *s + "'",

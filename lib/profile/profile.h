@@ -25,6 +25,9 @@ enum class Format { kRaw, kIso, kPxe, kQcow2 };
 // FormatName is the profile spelling of a format.
 const char* FormatName(Format format);
 
+// ParseFormatName is the inverse of FormatName; nullopt for an unknown name.
+std::optional<Format> ParseFormatName(const std::string& name);
+
 // ProfileFile is one file to place into the root: from a source file, a URL (fetched,
 // checked and cached at build time) or inline content.
 struct ProfileFile {
