@@ -666,6 +666,8 @@ int RunIdle(const std::string& reason, const volatile std::sig_atomic_t* stop) {
 }
 
 int RunDaemon(const DaemonOptions& o, const volatile std::sig_atomic_t* stop) {
+  // A join client or server whose peer vanished must get EPIPE, not die of SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
   std::error_code ec;
   std::filesystem::create_directories(o.state_dir, ec);
   auto saved = LoadFormationState(o.state_dir);
