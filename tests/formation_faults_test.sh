@@ -6,7 +6,10 @@
 #      cluster; once healed, the third joins as a learner and is promoted;
 #   2. the founder is killed while a fourth node is joining: the surviving majority
 #      keeps serving (etcd refuses membership changes while a voter is down, so the
-#      joiner retries); after the founder's restart the join completes, same cluster.
+#      joiner retries); after the founder's restart the join completes, same cluster;
+#   3. node 4 loses its disk (etcd data and PKI wiped) and starts again: its stale
+#      member entry is removed, it joins afresh and becomes a voting member again;
+#   4. three nodes started staggered (2 s apart) form one 3-member cluster.
 set -u
 name=formation_faults_test
 if [ "$(id -u)" -ne 0 ]; then
@@ -126,4 +129,39 @@ else
   bad "no 4 healthy voting members within 90 s of the founder's restart"
   nb_ctl "$via" "$(nb_endpoints 1 2 3 4)" member list 2>&1
 fi
+
+# 3. Node 4 comes back with an empty disk under the same name and address.
+old4=$(nb_ctl 1 "$(nb_endpoints 1 2 3)" member list 2>/dev/null | grep 'node4,' | cut -d, -f1)
+nb_kill 4 TERM
+rm -rf "$WORK/n4/etcd" "$WORK/n4/pki" "$WORK/n4/state"
+t0=$(date +%s.%N)
+nb_start 4 3 3
+if nb_wait_voting 1 4 90 1 2 3 4; then
+  new4=$(nb_ctl 1 "$(nb_endpoints 1 2 3)" member list 2>/dev/null | grep 'node4,' | cut -d, -f1)
+  printf 'node 4 rejoined with an empty disk in %.2f s: member %s -> %s\n' "$(echo "$(date +%s.%N) - $t0" | bc)" "$old4" "$new4"
+  grep -m1 'removed stale member' "$WORK/n4/firstboot.log"
+  [ -n "$old4" ] && [ -n "$new4" ] && [ "$old4" != "$new4" ] && grep -q 'removed stale member [0-9]* (node4)' "$WORK/n4/firstboot.log" &&
+    ok "the stale member of node 4 was removed before it was added again; 4 healthy voting members" ||
+    bad "node 4 is back but its stale entry was not replaced ($old4 -> $new4)"
+else
+  bad "node 4 did not rejoin with an empty disk within 90 s"
+  nb_ctl 1 "$(nb_endpoints 1 2 3)" member list 2>&1
+fi
+
+# 4. Three nodes of a new cluster started 2 s apart (same namespaces, fresh state).
+for i in 1 2 3 4; do nb_kill "$i" TERM; done
+WORK=$WORK/staggered CLUSTER=sprt-faults-staggered
+mkdir -p "$WORK"/n{1,2,3}
+t0=$(date +%s.%N)
+for i in 1 2 3; do nb_start "$i" 3 3; [ "$i" -lt 3 ] && sleep 2; done
+if nb_wait_voting 1 3 90 1 2 3; then
+  printf '3 nodes started 2 s apart: 3 healthy voting members %.2f s after the first start (founding set: %s)\n' \
+    "$(echo "$(date +%s.%N) - $t0" | bc)" "$("$FIRSTBOOT" status --state-dir "$WORK/n1/state" | sed -n 's/^members: //p')"
+  nb_ctl 1 "$(nb_endpoints 1 2 3)" member list
+  ok "3 nodes started staggered formed one healthy 3-member cluster"
+else
+  bad "3 staggered nodes did not form a healthy 3-member cluster within 90 s"
+  nb_ctl 1 "$(nb_endpoints 1 2 3)" member list 2>&1
+fi
+WORK=${WORK%/staggered}
 [ "$failed" -eq 0 ]

@@ -676,6 +676,13 @@ int RunDaemon(const DaemonOptions& o, const volatile std::sig_atomic_t* stop) {
     sd_notifyf(0, "STATUS=error: %s", saved.error().c_str());
     return 1;
   }
+  // The incarnation must grow across starts or peers drop our frames as replays. The
+  // saved one does across restarts; the wall clock (milliseconds, when it is set) also
+  // covers a node whose state was wiped, e.g. a replaced disk under the same name.
+  auto wall_ms = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+  saved->incarnation = std::max(saved->incarnation, wall_ms);
   auto key = DeriveKey(o.secret, o.cluster_name);
   if (!key) {
     Journal(LOG_ERR, key.error(), {{"PHASE", "error"}});
