@@ -147,7 +147,13 @@ else
 fi
 id_before=$(cluster_id)
 echo "cluster ID: $id_before"
-token_before=$("$FIRSTBOOT" status --json --state-dir "$WORK/n1/state" | grep -o '"cluster_token": "[^"]*"')
+# state.json is rewritten once a second: wait (bounded) until it names the cluster.
+for _ in $(seq 1 25); do
+  token_before=$("$FIRSTBOOT" status --json --state-dir "$WORK/n1/state" | grep -o '"cluster_token": "[^"]\+"')
+  [ -n "$token_before" ] && break
+  sleep 0.2
+done
+echo "before restart: $token_before"
 
 # 3. A node with the wrong secret (same cluster name, fourth namespace) is refused:
 # its frames fail the MAC check and are logged as forged; it never becomes a member.
@@ -196,7 +202,8 @@ if wait_healthy 60; then
   token_after=$("$FIRSTBOOT" status --json --state-dir "$WORK/n1/state" | grep -o '"cluster_token": "[^"]*"')
   echo "after restart: cluster ID $id_after, $token_after"
   [ -n "$id_before" ] && [ "$id_after" = "$id_before" ] && [ "$token_after" = "$token_before" ] &&
-    ok "restart kept the cluster ID" || bad "cluster ID changed: '$id_before' -> '$id_after'"
+    ok "restart kept the cluster ID and token" ||
+    bad "cluster ID or token changed: '$id_before' -> '$id_after', $token_before -> $token_after"
   got=$(ctl --endpoints="https://${ADDR[2]}:2379" get --print-value-only sprout/formation-test)
   [ "$got" = "written via node1" ] && ok "key survived the restart" || bad "after restart read '$got'"
 else

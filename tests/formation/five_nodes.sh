@@ -103,7 +103,17 @@ wait_five() {
   return 1
 }
 
-founding_size() { "$FIRSTBOOT" status --json --state-dir "$WORK/$1/n1/state" | tr -d '\n ' | grep -o '"members":\[[^]]*\]' | grep -o '"node' | wc -l; }
+# founding_size scenario: members of the founding set per node 1's state.json, which
+# is rewritten once a second (so wait for it, bounded).
+founding_size() {
+  local n=0
+  for _ in $(seq 1 25); do
+    n=$("$FIRSTBOOT" status --json --state-dir "$WORK/$1/n1/state" | tr -d '\n ' | grep -o '"members":\[[^]]*\]' | grep -o '"node' | wc -l)
+    [ "$n" -gt 0 ] && break
+    sleep 0.2
+  done
+  echo "$n"
+}
 
 # 1. All five at once.
 t0=$(date +%s.%N)
