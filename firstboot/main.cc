@@ -97,6 +97,8 @@ struct Settings {
   std::string cluster_name;
   std::string etcd_bin;
   std::string etcd_data_dir;
+  std::string pki_dir;
+  std::string role;
   std::string group;
   int port = 0;
 };
@@ -190,11 +192,17 @@ int Run(const Settings& settings) {
     all.insert(o.listen);
     o.expected = static_cast<int>(all.size());
   }
-  o.control_plane = loaded.config.role.value_or("control-plane") != "worker";
+  std::string role = !settings.role.empty() ? settings.role : loaded.config.role.value_or("control-plane");
+  if (role != "control-plane" && role != "worker") {
+    Log(LOG_ERR, "error", "role '" + role + "' is neither 'control-plane' nor 'worker'; fix --role or sprout.role");
+    return 2;
+  }
+  o.control_plane = role != "worker";
   o.cluster_name = settings.cluster_name;
   o.etcd_bin = settings.etcd_bin;
   o.etcd_data_dir = !settings.etcd_data_dir.empty() ? std::filesystem::path(settings.etcd_data_dir)
                                                     : std::filesystem::path(state_dir) / "etcd";
+  o.pki_dir = settings.pki_dir;
   o.group = settings.group;
   if (settings.port <= 0 || settings.port > 65535) {
     Log(LOG_ERR, "error", "--port must be 1-65535");
@@ -277,6 +285,9 @@ int Main(int argc, char** argv) {
       "cluster-name", "cluster identity", cxxopts::value<std::string>()->default_value("sprout"))(
       "etcd-bin", "etcd executable", cxxopts::value<std::string>()->default_value("etcd"))(
       "etcd-data-dir", "etcd data directory (default: <state-dir>/etcd)", cxxopts::value<std::string>())(
+      "role", "control-plane | worker (default: sprout.role, else control-plane)", cxxopts::value<std::string>())(
+      "pki-dir", "cluster PKI in kubeadm's layout (the node's /etc is read-only: point it under /var)",
+      cxxopts::value<std::string>()->default_value("/etc/kubernetes/pki"))(
       "group", "formation multicast group (empty: unicast to peers only)",
       cxxopts::value<std::string>()->default_value(sprout::formation::kDefaultGroup))(
       "port", "formation UDP port",
@@ -307,6 +318,8 @@ int Main(int argc, char** argv) {
   s.cluster_name = args["cluster-name"].as<std::string>();
   s.etcd_bin = args["etcd-bin"].as<std::string>();
   s.etcd_data_dir = str("etcd-data-dir");
+  s.pki_dir = args["pki-dir"].as<std::string>();
+  s.role = str("role");
   s.group = args["group"].as<std::string>();
   s.port = args["port"].as<int>();
   if (command == "run") return Run(s);

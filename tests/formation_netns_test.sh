@@ -27,7 +27,7 @@ BR=sprt-fbr
 NS=(); ADDR=(); PIDS=()
 for i in $(seq 1 $N); do NS+=("sprt-f$i"); ADDR+=("198.18.0.1$i"); done
 PEERS=$(IFS=,; echo "${ADDR[*]}")
-ENDPOINTS=$(for a in "${ADDR[@]}"; do printf 'http://%s:2379,' "$a"; done); ENDPOINTS=${ENDPOINTS%,}
+ENDPOINTS=$(for a in "${ADDR[@]}"; do printf 'https://%s:2379,' "$a"; done); ENDPOINTS=${ENDPOINTS%,}
 WORK=$(mktemp -d /tmp/sprt-formation.XXXXXX)
 passed=0; failed=0
 
@@ -39,7 +39,7 @@ kill_ns_processes() {
   local sig=$1 ns pid
   for pid in "${PIDS[@]}"; do kill "-$sig" "$pid" 2>/dev/null; done
   [ "$sig" = KILL ] && for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null; done
-  for ns in "${NS[@]}" sprt-f4; do
+  for ns in "${NS[@]}" sprt-f4 sprt-f5; do
     ip netns list 2>/dev/null | grep -qw "$ns" || continue
     for pid in $(ip netns pids "$ns" 2>/dev/null); do kill "-$sig" "$pid" 2>/dev/null; done
   done
@@ -47,8 +47,8 @@ kill_ns_processes() {
 
 remove_network() {
   local ns
-  for ns in "${NS[@]}" sprt-f4; do ip netns del "$ns" 2>/dev/null; done
-  for i in 1 2 3 4; do ip link del "sprt-fv$i" 2>/dev/null; done
+  for ns in "${NS[@]}" sprt-f4 sprt-f5; do ip netns del "$ns" 2>/dev/null; done
+  for i in 1 2 3 4 5; do ip link del "sprt-fv$i" 2>/dev/null; done
   ip link del "$BR" 2>/dev/null
 }
 
@@ -94,11 +94,17 @@ start_node() {  # start_node index [secret-file]
   local i=$1 secret=${2:-$WORK/secret}
   ip netns exec "sprt-f$i" "$FIRSTBOOT" run --state-dir "$WORK/n$i/state" --name "node$i" \
     --listen "198.18.0.1$i" --peers "$PEERS" --expected $N --secret-file "$secret" \
-    --cluster-name sprt-formation-test --etcd-data-dir "$WORK/n$i/etcd" >>"$WORK/n$i/firstboot.log" 2>&1 &
+    --cluster-name sprt-formation-test --etcd-data-dir "$WORK/n$i/etcd" --pki-dir "$WORK/n$i/pki" \
+    >>"$WORK/n$i/firstboot.log" 2>&1 &
   PIDS+=($!)
 }
 
-ctl() { ip netns exec sprt-f1 etcdctl --dial-timeout=1s --command-timeout=2s "$@"; }
+# ctl runs etcdctl from node 1's namespace over mTLS with node 1's healthcheck client certificate.
+ctl() {
+  local pki=$WORK/n1/pki
+  ip netns exec sprt-f1 etcdctl --dial-timeout=1s --command-timeout=2s --cacert "$pki/etcd/ca.crt" \
+    --cert "$pki/etcd/healthcheck-client.crt" --key "$pki/etcd/healthcheck-client.key" "$@"
+}
 
 # wait_healthy seconds: until all N members are started and every endpoint is healthy.
 wait_healthy() {
@@ -113,7 +119,7 @@ wait_healthy() {
   return 1
 }
 
-cluster_id() { ctl --endpoints="http://${ADDR[0]}:2379" member list -w json 2>/dev/null | grep -o '"cluster_id":[0-9]*' | cut -d: -f2; }
+cluster_id() { ctl --endpoints="https://${ADDR[0]}:2379" member list -w json 2>/dev/null | grep -o '"cluster_id":[0-9]*' | cut -d: -f2; }
 
 # 1. Three nodes started at once form one cluster.
 t0=$(date +%s.%N)
@@ -132,8 +138,8 @@ ctl --endpoints="$ENDPOINTS" endpoint health 2>&1
 "$FIRSTBOOT" status --state-dir "$WORK/n1/state"
 
 # 2. A key written through node 1 is read back through node 3.
-if ctl --endpoints="http://${ADDR[0]}:2379" put sprout/formation-test "written via node1" >/dev/null; then
-  got=$(ctl --endpoints="http://${ADDR[2]}:2379" get --print-value-only sprout/formation-test)
+if ctl --endpoints="https://${ADDR[0]}:2379" put sprout/formation-test "written via node1" >/dev/null; then
+  got=$(ctl --endpoints="https://${ADDR[2]}:2379" get --print-value-only sprout/formation-test)
   echo "read back via node3: $got"
   [ "$got" = "written via node1" ] && ok "key written via node 1 read via node 3" || bad "read back '$got'"
 else
@@ -141,7 +147,13 @@ else
 fi
 id_before=$(cluster_id)
 echo "cluster ID: $id_before"
-token_before=$("$FIRSTBOOT" status --json --state-dir "$WORK/n1/state" | grep -o '"cluster_token": "[^"]*"')
+# state.json is rewritten once a second: wait (bounded) until it names the cluster.
+for _ in $(seq 1 25); do
+  token_before=$("$FIRSTBOOT" status --json --state-dir "$WORK/n1/state" | grep -o '"cluster_token": "[^"]\+"')
+  [ -n "$token_before" ] && break
+  sleep 0.2
+done
+echo "before restart: $token_before"
 
 # 3. A node with the wrong secret (same cluster name, fourth namespace) is refused:
 # its frames fail the MAC check and are logged as forged; it never becomes a member.
@@ -190,8 +202,9 @@ if wait_healthy 60; then
   token_after=$("$FIRSTBOOT" status --json --state-dir "$WORK/n1/state" | grep -o '"cluster_token": "[^"]*"')
   echo "after restart: cluster ID $id_after, $token_after"
   [ -n "$id_before" ] && [ "$id_after" = "$id_before" ] && [ "$token_after" = "$token_before" ] &&
-    ok "restart kept the cluster ID" || bad "cluster ID changed: '$id_before' -> '$id_after'"
-  got=$(ctl --endpoints="http://${ADDR[2]}:2379" get --print-value-only sprout/formation-test)
+    ok "restart kept the cluster ID and token" ||
+    bad "cluster ID or token changed: '$id_before' -> '$id_after', $token_before -> $token_after"
+  got=$(ctl --endpoints="https://${ADDR[2]}:2379" get --print-value-only sprout/formation-test)
   [ "$got" = "written via node1" ] && ok "key survived the restart" || bad "after restart read '$got'"
 else
   bad "cluster not healthy within 60 s after restart"
@@ -202,9 +215,9 @@ fi
 mkdir -p "$WORK/n5"
 ip netns exec sprt-f4 "$FIRSTBOOT" run --state-dir "$WORK/n5/state" --name node4 --listen 198.18.0.14 \
   --peers "$PEERS" --expected $N --secret-file "$WORK/secret" --cluster-name sprt-formation-test \
-  --etcd-data-dir "$WORK/n5/etcd" >>"$WORK/n5/firstboot.log" 2>&1 &
+  --etcd-data-dir "$WORK/n5/etcd" --pki-dir "$WORK/n5/pki" >>"$WORK/n5/firstboot.log" 2>&1 &
 PIDS+=($!)
-ENDPOINTS4="$ENDPOINTS,http://198.18.0.14:2379"
+ENDPOINTS4="$ENDPOINTS,https://198.18.0.14:2379"
 t0=$(date +%s.%N)
 joined=0
 for _ in $(seq 1 300); do
@@ -218,7 +231,8 @@ done
 if [ $joined -eq 1 ]; then
   printf 'learner join (node4 started -> 4 healthy voting members): %.2f s\n' "$(echo "$(date +%s.%N) - $t0" | bc)"
   ctl --endpoints="$ENDPOINTS" member list
-  got=$(ip netns exec sprt-f4 etcdctl --endpoints=http://198.18.0.14:2379 get --print-value-only sprout/formation-test)
+  got=$(ip netns exec sprt-f4 etcdctl --cacert "$WORK/n5/pki/etcd/ca.crt" --cert "$WORK/n5/pki/etcd/healthcheck-client.crt" \
+    --key "$WORK/n5/pki/etcd/healthcheck-client.key" --endpoints=https://198.18.0.14:2379 get --print-value-only sprout/formation-test)
   [ "$got" = "written via node1" ] && ok "node4 joined as learner, was promoted, and reads the key" ||
     bad "node4 joined but read '$got'"
 else
@@ -227,7 +241,50 @@ else
   grep 'join' "$WORK/n5/firstboot.log" | tail -5
 fi
 
-# 6. Five nodes, at once and staggered (its own namespaces and subnet); stop ours first
+# 6. The join endpoint refuses a TLS client without the cluster secret (openssl s_client
+# with a random PSK under the same identity, from the fourth namespace), and logs it.
+if command -v openssl >/dev/null; then
+  echo | ip netns exec sprt-f4 timeout 5 openssl s_client -tls1_3 -connect 198.18.0.11:7777 \
+    -psk_identity sprout-join-v1 -psk "$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')" >/dev/null 2>&1
+  line=""
+  for _ in $(seq 1 25); do
+    line=$(grep -m1 'join: refused a connection from 198.18.0.14' "$WORK/n1/firstboot.log")
+    [ -n "$line" ] && break
+    sleep 0.2
+  done
+  if [ -n "$line" ]; then
+    echo "node1 logged: $line"
+    ok "join endpoint refused a client with the wrong secret and logged it"
+  else
+    bad "node1 did not log the refused join connection"
+  fi
+else
+  echo "skipped the join-endpoint refusal check: no openssl command"
+fi
+
+# 7. A worker (right secret, role worker) gets the CA bundle, the API endpoints and a
+# bootstrap token from a member's join endpoint, and runs no etcd.
+setup_node 5 198.18.0.15
+mkdir -p "$WORK/w"
+ip netns exec sprt-f5 "$FIRSTBOOT" run --state-dir "$WORK/w/state" --name worker1 --listen 198.18.0.15 \
+  --peers "$PEERS" --expected $N --secret-file "$WORK/secret" --cluster-name sprt-formation-test --role worker \
+  --etcd-data-dir "$WORK/w/etcd" --pki-dir "$WORK/w/pki" >>"$WORK/w/firstboot.log" 2>&1 &
+PIDS+=($!)
+wdir=$WORK/w/state/worker
+for _ in $(seq 1 150); do [ -f "$wdir/bootstrap-token" ] && break; sleep 0.2; done
+if [ -f "$wdir/bootstrap-token" ] && cmp -s "$wdir/ca.crt" "$WORK/n1/pki/ca.crt" &&
+  [ "$(stat -c %a "$wdir/bootstrap-token")" = 600 ] && grep -qx 'https://198.18.0.11:6443' "$wdir/api-endpoints" &&
+  cmp -s "$wdir/bootstrap-token" "$WORK/n1/state/bootstrap-token" && [ ! -e "$WORK/w/etcd" ] && [ ! -e "$WORK/w/pki" ]; then
+  echo "worker got: token $(cut -c1-7 "$wdir/bootstrap-token")..., endpoints $(tr '\n' ' ' <"$wdir/api-endpoints")"
+  grep -m1 'worker: saved' "$WORK/w/firstboot.log"
+  ok "worker received the Kubernetes CA, API endpoints and bootstrap token (0600), and runs no etcd"
+else
+  bad "worker credentials missing or wrong"
+  ls -la "$wdir" 2>&1
+  tail -5 "$WORK/w/firstboot.log"
+fi
+
+# 8. Five nodes, at once and staggered (its own namespaces and subnet); stop ours first
 # so the two clusters do not compete for the two cores.
 kill_ns_processes TERM
 for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null; done

@@ -8,15 +8,20 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <future>
 #include <map>
 #include <optional>
+#include <thread>
 
 #include "firstboot/state.h"
 #include "formation/auth.h"
 #include "formation/etcd.h"
+#include "formation/join.h"
+#include "pki/pki.h"
 #include "util/fs.h"
 
 namespace sprout::formation {
@@ -48,20 +53,133 @@ bool SameDrops(const DropCounters& a, const DropCounters& b) {
   return a.malformed == b.malformed && a.other_cluster == b.other_cluster && a.forged == b.forged;
 }
 
-// Loop is one daemon run: the node, its socket, its etcd, and what it last reported.
+// ApiEndpoints are the Kubernetes API URLs of the founding members.
+std::vector<std::string> ApiEndpoints(const Founding& f) {
+  std::vector<std::string> out;
+  for (const auto& m : f.members) out.push_back("https://" + HostOf(m.peer_url) + ":6443");
+  return out;
+}
+
+std::filesystem::path TokenFile(const DaemonOptions& o) { return o.state_dir / "bootstrap-token"; }
+
+// LoadLocalCredentials reads what an earlier run installed: the CAs and the token.
+Result<Credentials> LoadLocalCredentials(const DaemonOptions& o, const Founding& f) {
+  auto cas = pki::LoadCAs(o.pki_dir);
+  if (!cas) return Fail(cas.error());
+  auto token = ReadFile(TokenFile(o));
+  if (!token) return Fail(token.error());
+  std::string t = *token;
+  while (!t.empty() && t.back() == '\n') t.pop_back();
+  if (!ValidBootstrapToken(t)) return Fail(TokenFile(o).string() + " does not hold a bootstrap token");
+  return Credentials{*cas, t, ApiEndpoints(f)};
+}
+
+// InstallCredentials writes the CAs and the token, and this node's etcd certificates
+// unless valid ones (issued by this etcd CA) are there already.
+Status InstallCredentials(const DaemonOptions& o, const Credentials& c) {
+  if (auto s = pki::WritePkiFiles(o.pki_dir, pki::CAFiles(c.cas)); !s) return s;
+  if (auto s = WriteFileAtomic(TokenFile(o), c.bootstrap_token + "\n", std::filesystem::perms(0600)); !s) return s;
+  bool current = true;
+  for (const char* cert :
+       {"etcd/server.crt", "etcd/peer.crt", "etcd/healthcheck-client.crt", "apiserver-etcd-client.crt"}) {
+    auto text = ReadFile(o.pki_dir / cert);
+    current = current && text && pki::VerifyIssued(c.cas.etcd_ca.cert_pem, *text);
+  }
+  if (current) return Ok{};
+  auto files = pki::NodeFiles(c.cas, pki::NodeIdentity{o.name, {o.listen}});
+  if (!files) return Fail(files.error());
+  return pki::WritePkiFiles(o.pki_dir, *files);
+}
+
+// Pause sleeps ms in small steps; false when asked to stop meanwhile.
+bool Pause(const std::atomic<bool>& stop, int ms) {
+  for (int waited = 0; waited < ms && !stop; waited += 50) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  return !stop;
+}
+
+// Backoff is a capped exponential back-off that logs a reason once per change.
+class Backoff {
+ public:
+  explicit Backoff(std::string what) : what_(std::move(what)) {}
+  // Wait logs why (if new) and sleeps; false when asked to stop.
+  bool Wait(const std::atomic<bool>& stop, const std::string& why) {
+    if (why != last_) {
+      Journal(LOG_INFO, what_ + ": " + why + "; retrying", {{"PHASE", "joining"}});
+      last_ = why;
+    }
+    int ms = std::min(250 << std::min(attempts_, 4), 4000);
+    ++attempts_;
+    return Pause(stop, ms);
+  }
+
+ private:
+  std::string what_;
+  std::string last_;
+  int attempts_ = 0;
+};
+
+// FetchFromMembers asks the founding members' join endpoints in turn (the founder
+// first) until one answers; empty once stopped.
+std::optional<JoinResponse> FetchFromMembers(const DaemonOptions& o, const Key& psk, const Founding& f,
+                                             bool control_plane, const std::atomic<bool>& stop) {
+  std::vector<std::string> addresses;
+  for (const auto& m : f.members) {
+    if (m.name == o.name) continue;
+    auto host = HostOf(m.peer_url);
+    if (m.name == f.founder) {
+      addresses.insert(addresses.begin(), host);
+    } else {
+      addresses.push_back(host);
+    }
+  }
+  if (addresses.empty()) return std::nullopt;
+  JoinRequest request{kJoinVersion, control_plane, o.name, o.listen};
+  Backoff backoff("fetching credentials");
+  for (std::size_t i = 0; !stop; ++i) {
+    const auto& address = addresses[i % addresses.size()];
+    auto r = FetchJoin(address, o.port, psk, request);
+    if (r) {
+      Journal(LOG_INFO,
+              "received " + std::string(control_plane ? "control-plane" : "worker") +
+                  " credentials from the join endpoint of " + address,
+              {{"PHASE", "joining"}, {"JOIN_FROM", address}});
+      return *r;
+    }
+    if (!backoff.Wait(stop, r.error())) break;
+  }
+  return std::nullopt;
+}
+
+// LearnerResult is what the learner task hands back: how to start etcd.
+struct LearnerResult {
+  Credentials credentials;  // what this node now serves
+  EtcdArgs args;            // how to start etcd
+};
+
+// Loop is one daemon run: the node, its socket, its etcd, its join endpoint, the
+// background tasks (credential fetches and etcd gateway calls, so the beacon loop
+// never blocks on them), and what it last reported.
 class Loop {
  public:
-  Loop(const DaemonOptions& o, Node node, UdpTransport transport, Sealer sealer, Gate gate)
+  Loop(const DaemonOptions& o, Node node, UdpTransport transport, Sealer sealer, Gate gate, Key psk)
       : o_(o),
         node_(std::move(node)),
         transport_(std::move(transport)),
         sealer_(std::move(sealer)),
-        gate_(std::move(gate)) {
+        gate_(std::move(gate)),
+        psk_(psk),
+        launcher_(std::make_unique<ChildEtcdLauncher>()) {
     etcd_.bin = o.etcd_bin;
     etcd_.name = o.name;
     etcd_.data_dir = o.etcd_data_dir.string();
     etcd_.address = o.listen;
+    etcd_.pki_dir = o.pki_dir.string();
     etcd_.log_file = (o.state_dir / "etcd.log").string();
+  }
+  Loop(const Loop&) = delete;
+  Loop& operator=(const Loop&) = delete;
+  ~Loop() {
+    stop_tasks_ = true;  // the futures' destructors wait for the tasks, which now end soon
   }
 
   int Run(const volatile std::sig_atomic_t* stop) {
@@ -80,8 +198,8 @@ class Loop {
         addresses_[frame->header.sender] = d->from;
         if (!Handle(node_.OnMessage(frame->header.sender, frame->message))) return 1;
       }
+      CollectTasks(now);
       Supervise(now);
-      Join(now);
       Report(now);
       if (!ready) {
         sd_notify(0, "READY=1");
@@ -95,7 +213,9 @@ class Loop {
       ::poll(&p, 1, 50);
     }
     sd_notify(0, "STOPPING=1");
-    etcd_process_.Stop();
+    stop_tasks_ = true;
+    join_server_.Stop();
+    launcher_->Stop();
     return 0;
   }
 
@@ -110,21 +230,21 @@ class Loop {
           return false;
         }
       } else if (const auto* s = std::get_if<StartEtcdNew>(&action)) {
-        if (!start_) {
+        if (!start_ && !join_) {
           start_ = *s;
-          etcd_args_ = EtcdNewArgs(etcd_, *s);
-          StartEtcd();
+          Found(*s);
         }
       } else if (const auto* j = std::get_if<JoinAsLearner>(&action)) {
-        if (!join_) {
+        if (!join_ && !start_) {
           join_ = *j;
           Journal(LOG_INFO, "not in the founding set of " + j->token + "; joining it as an etcd learner",
                   {{"PHASE", "learner"}, {"CLUSTER_TOKEN", j->token}});
+          StartLearnerTask(*j);
         }
-      } else if (std::holds_alternative<JoinAsWorker>(action)) {
-        if (!join_logged_) {
-          Journal(LOG_WARNING, "worker join is not implemented yet", {{"PHASE", PhaseName(node_.phase())}});
-          join_logged_ = true;
+      } else if (const auto* w = std::get_if<JoinAsWorker>(&action)) {
+        if (!worker_started_) {
+          worker_started_ = true;
+          StartWorkerTask(*w);
         }
       }
     }
@@ -140,17 +260,236 @@ class Loop {
     return true;
   }
 
+  // Found starts a founding member: the founder makes the PKI (once), the others
+  // fetch it from the founder's join endpoint in the background first.
+  void Found(const StartEtcdNew& s) {
+    if (auto local = LoadLocalCredentials(o_, s.founding)) {
+      return Serve(*local, EtcdNewArgs(etcd_, s));
+    }
+    if (s.founding.founder == o_.name) {
+      auto cas = pki::MakeClusterCAs();
+      auto token = MakeBootstrapToken();
+      if (!cas || !token) {
+        Journal(LOG_ERR, "cannot make the cluster PKI: " + (cas ? token.error() : cas.error()), {{"PHASE", "error"}});
+        return;
+      }
+      Journal(LOG_INFO, "founder: made the etcd, Kubernetes and front-proxy CAs under " + o_.pki_dir.string(),
+              {{"PHASE", "founding"}});
+      return Serve(Credentials{*cas, *token, ApiEndpoints(s.founding)}, EtcdNewArgs(etcd_, s));
+    }
+    const DaemonOptions& o = o_;
+    Key psk = psk_;
+    Founding founding = s.founding;
+    EtcdArgs args = EtcdNewArgs(etcd_, s);
+    const std::atomic<bool>& stop = stop_tasks_;
+    pending_start_ = std::async(std::launch::async, [&o, psk, founding, args, &stop]() -> std::optional<LearnerResult> {
+      auto r = FetchFromMembers(o, psk, founding, true, stop);
+      if (!r) return std::nullopt;
+      auto c = CredentialsFrom(*r);
+      if (!c) {
+        Journal(LOG_ERR, c.error(), {{"PHASE", "error"}});
+        return std::nullopt;
+      }
+      c->api_endpoints = ApiEndpoints(founding);
+      return LearnerResult{*c, args};
+    });
+  }
+
+  // Serve installs credentials, starts etcd with args and the join endpoint.
+  void Serve(const Credentials& c, const EtcdArgs& args) {
+    if (auto s = InstallCredentials(o_, c); !s) {
+      Journal(LOG_ERR, "cannot install the PKI: " + s.error(), {{"PHASE", "error"}});
+      return;
+    }
+    etcd_args_ = args;
+    StartEtcd();
+    if (auto s = join_server_.Start(o_.listen, o_.port, psk_); !s) {
+      Journal(LOG_ERR, s.error(), {{"PHASE", "error"}});
+      return;
+    }
+    join_server_.SetCredentials(c);
+  }
+
+  // StartLearnerTask gets credentials (local or fetched) and adds this node as a
+  // learner through the gateway, all in the background.
+  void StartLearnerTask(const JoinAsLearner& j) {
+    const DaemonOptions& o = o_;
+    Key psk = psk_;
+    EtcdConfig etcd = etcd_;
+    const std::atomic<bool>& stop = stop_tasks_;
+    pending_start_ = std::async(std::launch::async, [&o, psk, j, etcd, &stop]() -> std::optional<LearnerResult> {
+      auto credentials = LoadLocalCredentials(o, j.founding);
+      if (!credentials) {
+        auto r = FetchFromMembers(o, psk, j.founding, true, stop);
+        if (!r) return std::nullopt;
+        credentials = CredentialsFrom(*r);
+        if (!credentials) {
+          Journal(LOG_ERR, credentials.error(), {{"PHASE", "error"}});
+          return std::nullopt;
+        }
+        credentials->api_endpoints = ApiEndpoints(j.founding);
+      }
+      if (auto s = InstallCredentials(o, *credentials); !s) {
+        Journal(LOG_ERR, "cannot install the PKI: " + s.error(), {{"PHASE", "error"}});
+        return std::nullopt;
+      }
+      auto args = AddSelfAsLearner(o, etcd, j.founding, stop);
+      if (!args) return std::nullopt;
+      return LearnerResult{*credentials, *args};
+    });
+  }
+
+  // AddSelfAsLearner runs the member add (removing a stale entry of this node first)
+  // and returns how to start etcd; empty once stopped.
+  static std::optional<EtcdArgs> AddSelfAsLearner(const DaemonOptions& o, const EtcdConfig& etcd,
+                                                  const Founding& founding, const std::atomic<bool>& stop) {
+    std::error_code ec;
+    if (std::filesystem::exists(o.etcd_data_dir / "member", ec)) {
+      // Added and started before: etcd ignores --initial-cluster with a data dir.
+      return EtcdExistingArgs(etcd, o.name + "=" + PeerUrl(o.listen));
+    }
+    std::string self = PeerUrl(o.listen);
+    Backoff backoff("join");
+    for (std::size_t i = 0; !stop; ++i) {
+      EtcdApi api(ClientUrlFor(founding.members[i % founding.members.size()].peer_url),
+                  ClientTlsFor(o.pki_dir.string()));
+      auto members = api.ListMembers();
+      if (!members) {
+        if (!backoff.Wait(stop, members.error())) break;
+        continue;
+      }
+      const EtcdMember* mine = nullptr;
+      for (const auto& m : *members) {
+        bool same_url = std::find(m.peer_urls.begin(), m.peer_urls.end(), self) != m.peer_urls.end();
+        if (same_url || (!m.name.empty() && m.name == o.name)) mine = &m;
+      }
+      if (mine != nullptr && !mine->name.empty()) {
+        // A started member with our identity but no data here: this node was replaced.
+        auto r = api.Remove(mine->id);
+        if (!r) {
+          if (!backoff.Wait(stop, "removing the stale member " + mine->id + ": " + r.error())) break;
+          continue;
+        }
+        Journal(LOG_INFO, "removed stale member " + mine->id + " (" + mine->name + ") before joining again",
+                {{"PHASE", "learner"}});
+        continue;
+      }
+      if (mine == nullptr) {
+        members = api.AddLearner(self);
+        if (!members) {
+          if (!backoff.Wait(stop, members.error())) break;
+          continue;
+        }
+        Journal(LOG_INFO, "added as learner " + self, {{"PHASE", "learner"}});
+      }
+      auto ic = JoinInitialCluster(*members, o.name, self);
+      if (!ic) {
+        if (!backoff.Wait(stop, ic.error())) break;
+        continue;
+      }
+      return EtcdExistingArgs(etcd, *ic);
+    }
+    return std::nullopt;
+  }
+
+  // StartPromoteTask promotes this learner once etcd accepts that (it must catch up).
+  void StartPromoteTask() {
+    const DaemonOptions& o = o_;
+    Founding founding = join_->founding;
+    const std::atomic<bool>& stop = stop_tasks_;
+    pending_promote_ = std::async(std::launch::async, [&o, founding, &stop]() {
+      std::string self = PeerUrl(o.listen);
+      Backoff backoff("promotion");
+      for (std::size_t i = 0; !stop; ++i) {
+        EtcdApi api(ClientUrlFor(founding.members[i % founding.members.size()].peer_url),
+                    ClientTlsFor(o.pki_dir.string()));
+        auto members = api.ListMembers();
+        if (!members) {
+          if (!backoff.Wait(stop, members.error())) break;
+          continue;
+        }
+        const EtcdMember* mine = nullptr;
+        for (const auto& m : *members) {
+          if (std::find(m.peer_urls.begin(), m.peer_urls.end(), self) != m.peer_urls.end()) mine = &m;
+        }
+        if (mine == nullptr) {
+          if (!backoff.Wait(stop, "this node is not in the member list")) break;
+          continue;
+        }
+        if (!mine->learner) return true;
+        if (auto r = api.Promote(mine->id); !r) {
+          if (!backoff.Wait(stop, r.error())) break;
+          continue;
+        }
+        return true;
+      }
+      return false;
+    });
+  }
+
+  // StartWorkerTask fetches worker credentials into <state>/worker; no etcd.
+  void StartWorkerTask(const JoinAsWorker& w) {
+    std::error_code ec;
+    auto dir = o_.state_dir / "worker";
+    if (std::filesystem::exists(dir / "bootstrap-token", ec)) {
+      Journal(LOG_INFO, "worker: credentials already in " + dir.string(), {{"PHASE", "worker"}});
+      worker_done_ = true;
+      return;
+    }
+    const DaemonOptions& o = o_;
+    Key psk = psk_;
+    const std::atomic<bool>& stop = stop_tasks_;
+    pending_worker_ = std::async(std::launch::async, [&o, psk, w, dir, &stop]() {
+      auto r = FetchFromMembers(o, psk, w.founding, false, stop);
+      if (!r) return false;
+      if (auto s = SaveWorkerCredentials(dir, *r); !s) {
+        Journal(LOG_ERR, s.error(), {{"PHASE", "error"}});
+        return false;
+      }
+      Journal(LOG_INFO,
+              "worker: saved the CA bundle, " + std::to_string(r->api_endpoints.size()) +
+                  " API endpoints and the bootstrap token to " + dir.string(),
+              {{"PHASE", "worker"}});
+      return true;
+    });
+  }
+
+  template <typename T>
+  static bool Ready(const std::future<T>& f) {
+    return f.valid() && f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  }
+
+  // CollectTasks picks up finished background tasks.
+  void CollectTasks(std::uint64_t now) {
+    if (Ready(pending_start_)) {
+      auto r = pending_start_.get();
+      if (r) {
+        Serve(r->credentials, r->args);
+        if (join_) {
+          StartPromoteTask();
+          join_at_ = now;
+        }
+      }
+    }
+    if (Ready(pending_promote_) && pending_promote_.get()) {
+      join_done_ = true;
+      Journal(LOG_INFO, "promoted: voting member of " + join_->token, {{"PHASE", "member"}});
+    }
+    if (Ready(pending_worker_)) worker_done_ = pending_worker_.get();
+  }
+
   void StartEtcd() {
-    if (etcd_args_.empty() || etcd_process_.running()) return;
+    if (etcd_args_.name.empty() || launcher_->Running()) return;
     std::error_code ec;
     std::filesystem::create_directories(o_.etcd_data_dir.parent_path(), ec);
-    if (auto s = etcd_process_.Start(etcd_args_, etcd_.log_file); !s) {
+    if (auto s = launcher_->Start(etcd_args_); !s) {
       Journal(LOG_ERR, s.error(), {{"PHASE", "member"}});
       return;
     }
+    etcd_started_ = true;
     if (!start_) {
-      Journal(LOG_INFO, "starting etcd to join the cluster: " + etcd_args_.back(),
-              {{"PHASE", "learner"}, {"ETCD_PID", std::to_string(etcd_process_.pid())}});
+      Journal(LOG_INFO, "starting etcd to join the cluster: " + etcd_args_.initial_cluster,
+              {{"PHASE", "learner"}, {"ETCD", launcher_->Describe()}});
       return;
     }
     std::string members;
@@ -161,82 +500,17 @@ class Loop {
             {{"PHASE", "member"},
              {"CLUSTER_TOKEN", start_->token},
              {"INITIAL_CLUSTER", start_->initial_cluster},
-             {"ETCD_PID", std::to_string(etcd_process_.pid())}});
+             {"ETCD", launcher_->Describe()}});
   }
 
   // Supervise restarts etcd if it exited, at most every 2 s.
   void Supervise(std::uint64_t now) {
-    int status = etcd_process_.Poll();
-    if (status >= 0) {
-      Journal(LOG_WARNING, "etcd exited (status " + std::to_string(status) + "); see " + etcd_.log_file,
-              {{"PHASE", "member"}});
+    if (etcd_started_ && !launcher_->Running()) {
+      etcd_started_ = false;
+      Journal(LOG_WARNING, "etcd exited; see " + etcd_.log_file, {{"PHASE", "member"}});
       restart_at_ = now + 2000;
     }
-    if (!etcd_args_.empty() && !etcd_process_.running() && now >= restart_at_) StartEtcd();
-  }
-
-  // JoinRetry schedules the next join step with a capped exponential back-off and
-  // logs the reason when it changed (etcd says "too many learner members", "unhealthy
-  // cluster", "can only promote a learner member which is in sync with leader", ...).
-  void JoinRetry(std::uint64_t now, const std::string& why) {
-    if (why != join_error_) {
-      Journal(LOG_INFO, "join: " + why + "; retrying", {{"PHASE", "learner"}});
-      join_error_ = why;
-    }
-    ++join_endpoint_;
-    join_at_ = now + std::min<std::uint64_t>(250ULL << std::min(join_attempts_, 5), 5000);
-    ++join_attempts_;
-  }
-
-  // Join adds this node as a learner through a founding member's etcd, starts etcd
-  // with the resulting member list, then promotes it once etcd accepts that.
-  void Join(std::uint64_t now) {
-    if (!join_ || join_done_ || now < join_at_) return;
-    std::vector<std::string> endpoints;
-    for (const auto& m : join_->founding.members) endpoints.push_back(ClientUrlFor(m.peer_url));
-    EtcdApi api(endpoints[join_endpoint_ % endpoints.size()]);
-    std::string self = PeerUrl(o_.listen);
-    auto members = api.ListMembers();
-    if (!members) return JoinRetry(now, members.error());
-    const EtcdMember* mine = nullptr;
-    for (const auto& m : *members) {
-      if (std::find(m.peer_urls.begin(), m.peer_urls.end(), self) != m.peer_urls.end()) mine = &m;
-    }
-    std::error_code ec;
-    bool have_data = std::filesystem::exists(o_.etcd_data_dir / "member", ec);
-    if (etcd_args_.empty()) {
-      if (have_data) {
-        // Added and started before: etcd ignores --initial-cluster with a data dir.
-        etcd_args_ = EtcdExistingArgs(etcd_, o_.name + "=" + self);
-      } else {
-        if (mine != nullptr && !mine->name.empty()) {
-          // A started member with our URL but no data here: this node was replaced.
-          auto r = api.Remove(mine->id);
-          if (!r) return JoinRetry(now, "removing the stale member " + mine->id + ": " + r.error());
-          Journal(LOG_INFO, "removed stale member " + mine->id + " (" + mine->name + ") before joining again",
-                  {{"PHASE", "learner"}});
-          return JoinRetry(now, "re-adding after removing the stale member");
-        }
-        if (mine == nullptr) {
-          members = api.AddLearner(self);
-          if (!members) return JoinRetry(now, members.error());
-          Journal(LOG_INFO, "added as learner " + self, {{"PHASE", "learner"}});
-        }
-        auto ic = JoinInitialCluster(*members, o_.name, self);
-        if (!ic) return JoinRetry(now, ic.error());
-        etcd_args_ = EtcdExistingArgs(etcd_, *ic);
-      }
-      StartEtcd();
-      join_at_ = now + 1000;
-      return;
-    }
-    if (mine == nullptr) return JoinRetry(now, "this node is not in the member list yet");
-    if (mine->learner) {
-      auto r = api.Promote(mine->id);
-      if (!r) return JoinRetry(now, r.error());
-    }
-    join_done_ = true;
-    Journal(LOG_INFO, "promoted: voting member of " + join_->token, {{"PHASE", "member"}});
+    if (!etcd_args_.name.empty() && !etcd_started_ && now >= restart_at_) StartEtcd();
   }
 
   // Report logs changed drop counters and keeps systemd's STATUS and state.json current.
@@ -256,7 +530,9 @@ class Loop {
       reported_drops_ = c;
       next_drop_log_ = now + 1000;
     }
-    std::string line = join_done_ ? "member" : StatusLine(node_.phase(), node_.UpPeers(), o_.expected);
+    std::string line = join_done_     ? "member"
+                       : worker_done_ ? "worker: credentials saved"
+                                      : StatusLine(node_.phase(), node_.UpPeers(), o_.expected);
     if (line != status_line_) {
       sd_notifyf(0, "STATUS=%s", line.c_str());
       Journal(LOG_INFO, line, {{"PHASE", PhaseName(node_.phase())}});
@@ -286,7 +562,8 @@ class Loop {
       s.founder = f->founder;
       for (const auto& m : f->members) s.members.push_back(m.name);
     }
-    s.etcd_pid = etcd_process_.pid();
+    s.etcd_pid = -1;
+    if (const auto* child = dynamic_cast<const ChildEtcdLauncher*>(launcher_.get())) s.etcd_pid = child->pid();
     if (auto w = SaveNodeState(o_.state_dir, s); !w) Journal(LOG_WARNING, w.error());
   }
 
@@ -295,16 +572,22 @@ class Loop {
   UdpTransport transport_;
   Sealer sealer_;
   Gate gate_;
+  Key psk_;
   EtcdConfig etcd_;
-  EtcdProcess etcd_process_;
+  std::unique_ptr<EtcdLauncher> launcher_;
+  JoinServer join_server_;
+  std::atomic<bool> stop_tasks_{false};
+  std::future<std::optional<LearnerResult>> pending_start_;
+  std::future<bool> pending_promote_;
+  std::future<bool> pending_worker_;
   std::optional<StartEtcdNew> start_;
-  std::vector<std::string> etcd_args_;  // how etcd is (re)started, once decided
+  EtcdArgs etcd_args_;  // how etcd is (re)started, once decided (name empty before)
+  bool etcd_started_ = false;
   std::optional<JoinAsLearner> join_;
   bool join_done_ = false;
+  bool worker_started_ = false;
+  bool worker_done_ = false;
   std::uint64_t join_at_ = 0;
-  int join_attempts_ = 0;
-  std::size_t join_endpoint_ = 0;
-  std::string join_error_;
   std::map<std::string, sockaddr_in> addresses_;
   std::string last_refused_from_;
   DropCounters reported_drops_;
@@ -313,7 +596,6 @@ class Loop {
   std::uint64_t next_drop_log_ = 0;
   std::uint64_t next_state_write_ = 0;
   std::uint64_t restart_at_ = 0;
-  bool join_logged_ = false;
 };
 
 }  // namespace
@@ -384,6 +666,8 @@ int RunIdle(const std::string& reason, const volatile std::sig_atomic_t* stop) {
 }
 
 int RunDaemon(const DaemonOptions& o, const volatile std::sig_atomic_t* stop) {
+  // A join client or server whose peer vanished must get EPIPE, not die of SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
   std::error_code ec;
   std::filesystem::create_directories(o.state_dir, ec);
   auto saved = LoadFormationState(o.state_dir);
@@ -392,6 +676,13 @@ int RunDaemon(const DaemonOptions& o, const volatile std::sig_atomic_t* stop) {
     sd_notifyf(0, "STATUS=error: %s", saved.error().c_str());
     return 1;
   }
+  // The incarnation must grow across starts or peers drop our frames as replays. The
+  // saved one does across restarts; the wall clock (milliseconds, when it is set) also
+  // covers a node whose state was wiped, e.g. a replaced disk under the same name.
+  auto wall_ms = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+  saved->incarnation = std::max(saved->incarnation, wall_ms);
   auto key = DeriveKey(o.secret, o.cluster_name);
   if (!key) {
     Journal(LOG_ERR, key.error(), {{"PHASE", "error"}});
@@ -417,7 +708,7 @@ int RunDaemon(const DaemonOptions& o, const volatile std::sig_atomic_t* stop) {
   Node node(nc, *saved, RandomSeed());
   Sealer sealer(*key, o.cluster_name, o.name, node.state().incarnation);
   Gate gate(*key, o.cluster_name, o.name);
-  Loop loop(o, std::move(node), std::move(*transport), std::move(sealer), std::move(gate));
+  Loop loop(o, std::move(node), std::move(*transport), std::move(sealer), std::move(gate), JoinPsk(*key));
   return loop.Run(stop);
 }
 

@@ -18,18 +18,19 @@ namespace sprout::formation {
 
 // DaemonOptions is everything `sprout-firstboot run` resolved from flags and node config.
 struct DaemonOptions {
-  std::filesystem::path state_dir;      // formation.state, state.json and etcd.log live here
-  std::string name;                     // node name, also the etcd member name
-  std::string listen;                   // node IPv4 address (etcd URLs, multicast interface)
-  std::vector<std::string> peers;       // static peer addresses (may include this node)
-  int expected = 3;                     // N: expected control-plane count
-  bool control_plane = true;            // workers never found
-  std::string secret;                   // cluster secret; empty disables formation
-  std::string cluster_name = "sprout";  // cluster identity
-  std::string etcd_bin = "etcd";        // etcd executable
-  std::filesystem::path etcd_data_dir;  // etcd --data-dir (default: <state>/etcd)
-  std::uint16_t port = kDefaultPort;    // formation UDP port
-  std::string group = kDefaultGroup;    // multicast group ("" disables multicast)
+  std::filesystem::path state_dir;                        // formation.state, state.json and etcd.log live here
+  std::string name;                                       // node name, also the etcd member name
+  std::string listen;                                     // node IPv4 address (etcd URLs, multicast interface)
+  std::vector<std::string> peers;                         // static peer addresses (may include this node)
+  int expected = 3;                                       // N: expected control-plane count
+  bool control_plane = true;                              // workers never found
+  std::string secret;                                     // cluster secret; empty disables formation
+  std::string cluster_name = "sprout";                    // cluster identity
+  std::string etcd_bin = "etcd";                          // etcd executable
+  std::filesystem::path etcd_data_dir;                    // etcd --data-dir (default: <state>/etcd)
+  std::filesystem::path pki_dir = "/etc/kubernetes/pki";  // kubeadm's layout (lib/pki)
+  std::uint16_t port = kDefaultPort;  // formation UDP port; the TLS join endpoint is on this TCP port
+  std::string group = kDefaultGroup;  // multicast group ("" disables multicast)
 };
 
 // Field is one structured journal field (name without the SPROUT_ prefix).

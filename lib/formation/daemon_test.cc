@@ -20,17 +20,26 @@ TEST_CASE("etcd flags of a founding member come from the founding", "[formation]
   config.name = "a";
   config.data_dir = "/var/lib/sprout/etcd";
   config.address = "198.18.0.11";
-  auto args = f::EtcdNewArgs(config, start);
+  config.pki_dir = "/var/lib/sprout/pki";
+  auto args = f::EtcdCommandLine(f::EtcdNewArgs(config, start));
   std::vector<std::string> want = {"/usr/bin/etcd",
                                    "--name=a",
                                    "--data-dir=/var/lib/sprout/etcd",
-                                   "--listen-peer-urls=http://198.18.0.11:2380",
-                                   "--initial-advertise-peer-urls=http://198.18.0.11:2380",
-                                   "--listen-client-urls=http://198.18.0.11:2379",
-                                   "--advertise-client-urls=http://198.18.0.11:2379",
+                                   "--listen-peer-urls=https://198.18.0.11:2380",
+                                   "--initial-advertise-peer-urls=https://198.18.0.11:2380",
+                                   "--listen-client-urls=https://127.0.0.1:2379,https://198.18.0.11:2379",
+                                   "--advertise-client-urls=https://198.18.0.11:2379",
                                    "--initial-cluster=a=http://198.18.0.11:2380,b=http://198.18.0.12:2380",
                                    "--initial-cluster-token=sprout-0123456789abcdef",
-                                   "--initial-cluster-state=new"};
+                                   "--initial-cluster-state=new",
+                                   "--client-cert-auth=true",
+                                   "--trusted-ca-file=/var/lib/sprout/pki/etcd/ca.crt",
+                                   "--cert-file=/var/lib/sprout/pki/etcd/server.crt",
+                                   "--key-file=/var/lib/sprout/pki/etcd/server.key",
+                                   "--peer-client-cert-auth=true",
+                                   "--peer-trusted-ca-file=/var/lib/sprout/pki/etcd/ca.crt",
+                                   "--peer-cert-file=/var/lib/sprout/pki/etcd/peer.crt",
+                                   "--peer-key-file=/var/lib/sprout/pki/etcd/peer.key"};
   CHECK(args == want);
 }
 
@@ -104,5 +113,8 @@ TEST_CASE("a learner's initial cluster comes from the member list after its add"
   config.data_dir = "/d";
   config.address = "198.18.0.14";
   auto args = f::EtcdExistingArgs(config, *ic);
-  CHECK(args.back() == "--initial-cluster-state=existing");
+  CHECK(args.initial_cluster_state == "existing");
+  CHECK(args.initial_cluster_token.empty());
+  CHECK(f::HostOf("https://198.18.0.11:2380") == "198.18.0.11");
+  CHECK(f::HostOf("https://[fd00::1]:2380") == "fd00::1");
 }

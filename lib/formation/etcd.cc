@@ -17,48 +17,87 @@
 namespace sprout::formation {
 
 std::string PeerUrl(const std::string& address, int peer_port) {
-  return "http://" + address + ":" + std::to_string(peer_port);
+  return "https://" + address + ":" + std::to_string(peer_port);
 }
 
 std::string ClientUrl(const std::string& address, int client_port) {
-  return "http://" + address + ":" + std::to_string(client_port);
+  return "https://" + address + ":" + std::to_string(client_port);
+}
+
+std::vector<std::string> EtcdCommandLine(const EtcdArgs& a) {
+  std::string listen;
+  for (const auto& u : a.listen_client_urls) listen += (listen.empty() ? "" : ",") + u;
+  std::vector<std::string> args{a.bin,
+                                "--name=" + a.name,
+                                "--data-dir=" + a.data_dir,
+                                "--listen-peer-urls=" + a.peer_url,
+                                "--initial-advertise-peer-urls=" + a.peer_url,
+                                "--listen-client-urls=" + listen,
+                                "--advertise-client-urls=" + a.advertise_client_url,
+                                "--initial-cluster=" + a.initial_cluster};
+  if (!a.initial_cluster_token.empty()) args.push_back("--initial-cluster-token=" + a.initial_cluster_token);
+  args.push_back("--initial-cluster-state=" + a.initial_cluster_state);
+  args.insert(args.end(), {"--client-cert-auth=true", "--trusted-ca-file=" + a.trusted_ca_file,
+                           "--cert-file=" + a.cert_file, "--key-file=" + a.key_file, "--peer-client-cert-auth=true",
+                           "--peer-trusted-ca-file=" + a.trusted_ca_file, "--peer-cert-file=" + a.peer_cert_file,
+                           "--peer-key-file=" + a.peer_key_file});
+  return args;
 }
 
 namespace {
 
-// EtcdArgs is the command line both ways of starting etcd share; only the initial
-// cluster, the token and the state differ.
-std::vector<std::string> EtcdArgs(const EtcdConfig& config, const std::string& initial_cluster,
-                                  const std::string& token, const char* state) {
-  std::string peer = PeerUrl(config.address, config.peer_port);
-  std::string client = ClientUrl(config.address, config.client_port);
-  std::vector<std::string> args{config.bin,
-                                "--name=" + config.name,
-                                "--data-dir=" + config.data_dir,
-                                "--listen-peer-urls=" + peer,
-                                "--initial-advertise-peer-urls=" + peer,
-                                "--listen-client-urls=" + client,
-                                "--advertise-client-urls=" + client,
-                                "--initial-cluster=" + initial_cluster};
-  if (!token.empty()) args.push_back("--initial-cluster-token=" + token);
-  args.push_back(std::string("--initial-cluster-state=") + state);
-  return args;
+// BaseArgs fills what both ways of starting etcd share; only the initial cluster, the
+// token and the state differ.
+EtcdArgs BaseArgs(const EtcdConfig& config, const std::string& initial_cluster, const std::string& token,
+                  const char* state) {
+  EtcdArgs a;
+  a.bin = config.bin;
+  a.name = config.name;
+  a.data_dir = config.data_dir;
+  a.peer_url = PeerUrl(config.address, config.peer_port);
+  a.advertise_client_url = ClientUrl(config.address, config.client_port);
+  a.listen_client_urls = {ClientUrl("127.0.0.1", config.client_port), a.advertise_client_url};
+  a.initial_cluster = initial_cluster;
+  a.initial_cluster_token = token;
+  a.initial_cluster_state = state;
+  std::string etcd = config.pki_dir + "/etcd/";
+  a.trusted_ca_file = etcd + "ca.crt";
+  a.cert_file = etcd + "server.crt";
+  a.key_file = etcd + "server.key";
+  a.peer_cert_file = etcd + "peer.crt";
+  a.peer_key_file = etcd + "peer.key";
+  a.log_file = config.log_file;
+  return a;
 }
 
 }  // namespace
 
-std::vector<std::string> EtcdNewArgs(const EtcdConfig& config, const StartEtcdNew& start) {
-  return EtcdArgs(config, start.initial_cluster, start.token, "new");
+EtcdArgs EtcdNewArgs(const EtcdConfig& config, const StartEtcdNew& start) {
+  return BaseArgs(config, start.initial_cluster, start.token, "new");
 }
 
-std::vector<std::string> EtcdExistingArgs(const EtcdConfig& config, const std::string& initial_cluster) {
-  return EtcdArgs(config, initial_cluster, "", "existing");
+EtcdArgs EtcdExistingArgs(const EtcdConfig& config, const std::string& initial_cluster) {
+  return BaseArgs(config, initial_cluster, "", "existing");
 }
 
 std::string ClientUrlFor(const std::string& peer_url) {
   auto colon = peer_url.rfind(':');
   if (colon == std::string::npos || colon < 6) return peer_url;
   return peer_url.substr(0, colon) + ":2379";
+}
+
+std::string HostOf(const std::string& url) {
+  auto start = url.find("://");
+  start = start == std::string::npos ? 0 : start + 3;
+  auto colon = url.rfind(':');
+  if (colon == std::string::npos || colon < start) colon = url.size();
+  std::string host = url.substr(start, colon - start);
+  if (host.size() > 1 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  return host;
+}
+
+EtcdClientTls ClientTlsFor(const std::string& pki_dir) {
+  return {pki_dir + "/etcd/ca.crt", pki_dir + "/apiserver-etcd-client.crt", pki_dir + "/apiserver-etcd-client.key"};
 }
 
 Result<std::vector<EtcdMember>> ParseMembers(const std::string& text) {
@@ -117,6 +156,9 @@ Result<std::string> EtcdApi::Post(const std::string& path, const std::string& bo
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 1000L);
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 3000L);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_CAINFO, tls_.ca_file.c_str());
+  curl_easy_setopt(curl, CURLOPT_SSLCERT, tls_.cert_file.c_str());
+  curl_easy_setopt(curl, CURLOPT_SSLKEY, tls_.key_file.c_str());
   CURLcode rc = curl_easy_perform(curl);
   long status = 0;
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
@@ -162,14 +204,15 @@ Status EtcdApi::Remove(const std::string& id) {
   return Ok{};
 }
 
-Status EtcdProcess::Start(const std::vector<std::string>& argv, const std::string& log_file) {
+Status ChildEtcdLauncher::Start(const EtcdArgs& etcd) {
   if (pid_ > 0) return Ok{};
+  auto argv = EtcdCommandLine(etcd);
   std::vector<char*> args;
   args.reserve(argv.size() + 1);
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  int out = ::open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (out < 0) return Fail("cannot open the etcd log " + log_file + ": " + std::strerror(errno));
+  int out = ::open(etcd.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (out < 0) return Fail("cannot open the etcd log " + etcd.log_file + ": " + std::strerror(errno));
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
@@ -192,27 +235,33 @@ Status EtcdProcess::Start(const std::vector<std::string>& argv, const std::strin
   return Ok{};
 }
 
-int EtcdProcess::Poll() {
-  if (pid_ <= 0) return -1;
+bool ChildEtcdLauncher::Running() {
+  if (pid_ <= 0) return false;
   int status = 0;
   if (::waitpid(pid_, &status, WNOHANG) == pid_) {
     pid_ = -1;
-    return status;
+    last_status_ = status;
+    return false;
   }
-  return -1;
+  return true;
 }
 
-void EtcdProcess::Stop() {
+void ChildEtcdLauncher::Stop() {
   if (pid_ <= 0) return;
   ::kill(pid_, SIGTERM);
   for (int i = 0; i < 100; ++i) {
-    if (Poll() >= 0) return;
+    if (!Running()) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   ::kill(pid_, SIGKILL);
   int status = 0;
   ::waitpid(pid_, &status, 0);
   pid_ = -1;
+  last_status_ = status;
+}
+
+std::string ChildEtcdLauncher::Describe() const {
+  return pid_ > 0 ? "pid " + std::to_string(pid_) : std::string("not running");
 }
 
 }  // namespace sprout::formation

@@ -24,7 +24,7 @@ N=5
 BR=sprt-gbr
 ADDR=(); for i in $(seq 1 $N); do ADDR+=("198.18.2.1$i"); done
 PEERS=$(IFS=,; echo "${ADDR[*]}")
-ENDPOINTS=$(for a in "${ADDR[@]}"; do printf 'http://%s:2379,' "$a"; done); ENDPOINTS=${ENDPOINTS%,}
+ENDPOINTS=$(for a in "${ADDR[@]}"; do printf 'https://%s:2379,' "$a"; done); ENDPOINTS=${ENDPOINTS%,}
 WORK=$(mktemp -d /tmp/sprt-formation5.XXXXXX)
 PIDS=()
 passed=0; failed=0
@@ -78,10 +78,16 @@ start_node() {  # start_node scenario index
   mkdir -p "$dir"
   ip netns exec "sprt-g$2" "$FIRSTBOOT" run --state-dir "$dir/state" --name "node$2" \
     --listen "${ADDR[$(($2 - 1))]}" --peers "$PEERS" --expected $N --secret-file "$WORK/secret" \
-    --cluster-name "sprt-formation5-$1" --etcd-data-dir "$dir/etcd" >>"$dir/firstboot.log" 2>&1 &
+    --cluster-name "sprt-formation5-$1" --etcd-data-dir "$dir/etcd" --pki-dir "$dir/pki" >>"$dir/firstboot.log" 2>&1 &
   PIDS+=($!)
 }
-ctl() { ip netns exec sprt-g1 etcdctl --dial-timeout=1s --command-timeout=2s --endpoints="$ENDPOINTS" "$@"; }
+SCENARIO=at-once
+# ctl runs etcdctl over mTLS with node 1's healthcheck client certificate of the scenario.
+ctl() {
+  local pki=$WORK/$SCENARIO/n1/pki
+  ip netns exec sprt-g1 etcdctl --dial-timeout=1s --command-timeout=2s --endpoints="$ENDPOINTS" \
+    --cacert "$pki/etcd/ca.crt" --cert "$pki/etcd/healthcheck-client.crt" --key "$pki/etcd/healthcheck-client.key" "$@"
+}
 
 # wait_five scenario: until 5 started voting members, all healthy (bounded, 120 s).
 wait_five() {
@@ -97,7 +103,17 @@ wait_five() {
   return 1
 }
 
-founding_size() { "$FIRSTBOOT" status --json --state-dir "$WORK/$1/n1/state" | tr -d '\n ' | grep -o '"members":\[[^]]*\]' | grep -o '"node' | wc -l; }
+# founding_size scenario: members of the founding set per node 1's state.json, which
+# is rewritten once a second (so wait for it, bounded).
+founding_size() {
+  local n=0
+  for _ in $(seq 1 25); do
+    n=$("$FIRSTBOOT" status --json --state-dir "$WORK/$1/n1/state" | tr -d '\n ' | grep -o '"members":\[[^]]*\]' | grep -o '"node' | wc -l)
+    [ "$n" -gt 0 ] && break
+    sleep 0.2
+  done
+  echo "$n"
+}
 
 # 1. All five at once.
 t0=$(date +%s.%N)
@@ -112,6 +128,7 @@ fi
 stop_all
 
 # 2. Staggered: three first, two more 3 s later (a fresh cluster name and data).
+SCENARIO=staggered
 t0=$(date +%s.%N)
 for i in 1 2 3; do start_node staggered "$i"; done
 sleep 3

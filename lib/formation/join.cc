@@ -1,0 +1,475 @@
+#include "formation/join.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/rand.h>
+#include <openssl/ssl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "formation/daemon.h"
+#include "util/fs.h"
+
+namespace sprout::formation {
+
+namespace {
+
+constexpr std::string_view kPskLabel = "sprout join psk v1";
+constexpr const char* kPskIdentity = "sprout-join-v1";
+constexpr std::size_t kMaxResponse = 1 << 20;
+
+bool ValidName(const std::string& n) {
+  if (n.empty() || n.size() > 63) return false;
+  for (char c : n) {
+    bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+bool ValidAddress(const std::string& a) {
+  unsigned char buf[16];
+  return ::inet_pton(AF_INET, a.c_str(), buf) == 1 || ::inet_pton(AF_INET6, a.c_str(), buf) == 1;
+}
+
+// CA file names a control-plane response carries, as in pki::CAFiles.
+const char* const kCaFiles[] = {
+    "ca.crt", "ca.key", "etcd/ca.crt", "etcd/ca.key", "front-proxy-ca.crt", "front-proxy-ca.key", "sa.key", "sa.pub"};
+
+}  // namespace
+
+std::string RenderJoinRequest(const JoinRequest& r) {
+  nlohmann::json j{{"version", r.version},
+                   {"role", r.control_plane ? "control-plane" : "worker"},
+                   {"name", r.name},
+                   {"address", r.address}};
+  return j.dump() + "\n";
+}
+
+Result<JoinRequest> ParseJoinRequest(std::string_view text) {
+  if (text.size() > kMaxJoinRequest) {
+    return Fail("join request of " + std::to_string(text.size()) + " bytes is over the limit of " +
+                std::to_string(kMaxJoinRequest));
+  }
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return Fail("join request is not a JSON object");
+  JoinRequest r;
+  auto version = j.find("version");
+  if (version == j.end() || !version->is_number_integer() || version->get<long long>() != kJoinVersion) {
+    return Fail("join request has no \"version\": " + std::to_string(kJoinVersion) + "; update the joining node");
+  }
+  auto field = [&](const char* key) -> std::string {
+    auto it = j.find(key);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  std::string role = field("role");
+  if (role != "control-plane" && role != "worker") {
+    return Fail("join request \"role\" must be \"control-plane\" or \"worker\", not \"" + role.substr(0, 32) + "\"");
+  }
+  r.control_plane = role == "control-plane";
+  r.name = field("name");
+  if (!ValidName(r.name)) return Fail("join request \"name\" must be 1-63 characters of [A-Za-z0-9._-]");
+  r.address = field("address");
+  if (!ValidAddress(r.address)) return Fail("join request \"address\" must be an IPv4 or IPv6 address");
+  return r;
+}
+
+JoinResponse AnswerJoin(const JoinRequest& request, const Credentials& served) {
+  JoinResponse out;
+  out.ok = true;
+  out.control_plane = request.control_plane;
+  out.bootstrap_token = served.bootstrap_token;
+  out.api_endpoints = served.api_endpoints;
+  if (request.control_plane) {
+    for (const auto& f : pki::CAFiles(served.cas)) out.ca[f.path] = f.content;
+  } else {
+    out.ca_bundle = served.cas.kubernetes_ca.cert_pem;
+  }
+  return out;
+}
+
+std::string RenderJoinResponse(const JoinResponse& r) {
+  nlohmann::json j{{"ok", r.ok}};
+  if (!r.ok) {
+    j["error"] = r.error;
+    return j.dump();
+  }
+  j["role"] = r.control_plane ? "control-plane" : "worker";
+  j["bootstrap_token"] = r.bootstrap_token;
+  j["api_endpoints"] = r.api_endpoints;
+  if (r.control_plane) {
+    j["ca"] = r.ca;
+  } else {
+    j["ca_bundle"] = r.ca_bundle;
+  }
+  return j.dump();
+}
+
+Result<JoinResponse> ParseJoinResponse(std::string_view text) {
+  try {
+    auto j = nlohmann::json::parse(text);
+    JoinResponse r;
+    r.ok = j.at("ok").get<bool>();
+    if (!r.ok) {
+      r.error = j.value("error", "no reason given");
+      return r;
+    }
+    r.control_plane = j.at("role").get<std::string>() == "control-plane";
+    r.bootstrap_token = j.at("bootstrap_token").get<std::string>();
+    r.api_endpoints = j.at("api_endpoints").get<std::vector<std::string>>();
+    if (r.control_plane) {
+      r.ca = j.at("ca").get<std::map<std::string, std::string>>();
+    } else {
+      r.ca_bundle = j.at("ca_bundle").get<std::string>();
+    }
+    if (!ValidBootstrapToken(r.bootstrap_token)) return Fail("the join response carries a malformed bootstrap token");
+    return r;
+  } catch (const std::exception& e) {
+    return Fail(std::string("the join response is not what this version expects: ") + e.what());
+  }
+}
+
+Result<Credentials> CredentialsFrom(const JoinResponse& r) {
+  if (!r.ok || !r.control_plane) return Fail("the join response carries no control-plane credentials");
+  for (const char* name : kCaFiles) {
+    if (r.ca.count(name) == 0) return Fail(std::string("the join response lacks ") + name);
+  }
+  Credentials c;
+  c.cas.kubernetes_ca = {r.ca.at("ca.crt"), r.ca.at("ca.key")};
+  c.cas.etcd_ca = {r.ca.at("etcd/ca.crt"), r.ca.at("etcd/ca.key")};
+  c.cas.front_proxy_ca = {r.ca.at("front-proxy-ca.crt"), r.ca.at("front-proxy-ca.key")};
+  c.cas.service_account = {r.ca.at("sa.key"), r.ca.at("sa.pub")};
+  for (const auto* ck : {&c.cas.kubernetes_ca, &c.cas.etcd_ca, &c.cas.front_proxy_ca}) {
+    if (!pki::KeyMatches(ck->cert_pem, ck->key_pem)) return Fail("a CA key in the join response does not match");
+  }
+  c.bootstrap_token = r.bootstrap_token;
+  c.api_endpoints = r.api_endpoints;
+  return c;
+}
+
+Result<std::string> MakeBootstrapToken() {
+  static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  unsigned char raw[22];
+  if (RAND_bytes(raw, sizeof raw) != 1) return Fail("no randomness for the bootstrap token");
+  std::string out;
+  for (std::size_t i = 0; i < sizeof raw; ++i) {
+    if (i == 6) out += '.';
+    out += kAlphabet[raw[i] % 36];  // a slight bias of 256 % 36; the token has 113 bits
+  }
+  return out;
+}
+
+bool ValidBootstrapToken(std::string_view t) {
+  if (t.size() != 23 || t[6] != '.') return false;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    if (i == 6) continue;
+    char c = t[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) return false;
+  }
+  return true;
+}
+
+Key JoinPsk(const Key& formation_key) {
+  std::span<const std::uint8_t> label(reinterpret_cast<const std::uint8_t*>(kPskLabel.data()), kPskLabel.size());
+  Mac m = ComputeMac(formation_key, label);
+  Key out{};
+  std::copy(m.begin(), m.begin() + static_cast<std::ptrdiff_t>(out.size()), out.begin());
+  return out;
+}
+
+namespace {
+
+std::string SslErrors() {
+  std::string out;
+  unsigned long e = 0;
+  while ((e = ERR_get_error()) != 0) {
+    char buf[256];
+    ERR_error_string_n(e, buf, sizeof buf);
+    out += (out.empty() ? "" : "; ") + std::string(buf);
+  }
+  return out.empty() ? std::string("connection closed") : out;
+}
+
+// PskSession makes the TLS 1.3 session that carries the external PSK.
+SSL_SESSION* PskSession(SSL* ssl, const Key& psk) {
+  static const unsigned char kAes128GcmSha256[] = {0x13, 0x01};
+  const SSL_CIPHER* cipher = SSL_CIPHER_find(ssl, kAes128GcmSha256);
+  SSL_SESSION* s = SSL_SESSION_new();
+  if (cipher == nullptr || s == nullptr || SSL_SESSION_set1_master_key(s, psk.data(), psk.size()) != 1 ||
+      SSL_SESSION_set_cipher(s, cipher) != 1 || SSL_SESSION_set_protocol_version(s, TLS1_3_VERSION) != 1) {
+    SSL_SESSION_free(s);
+    return nullptr;
+  }
+  return s;
+}
+
+int UsePsk(SSL* ssl, const EVP_MD* md, const unsigned char** id, std::size_t* idlen, SSL_SESSION** sess) {
+  const auto* psk = static_cast<const Key*>(SSL_get_app_data(ssl));
+  if (md != nullptr && md != EVP_sha256()) {
+    *sess = nullptr;
+    return 1;
+  }
+  *sess = PskSession(ssl, *psk);
+  *id = reinterpret_cast<const unsigned char*>(kPskIdentity);
+  *idlen = std::strlen(kPskIdentity);
+  return *sess != nullptr ? 1 : 0;
+}
+
+int FindPsk(SSL* ssl, const unsigned char* identity, std::size_t len, SSL_SESSION** sess) {
+  const auto* psk = static_cast<const Key*>(SSL_get_app_data(ssl));
+  if (std::string_view(reinterpret_cast<const char*>(identity), len) != kPskIdentity) {
+    *sess = nullptr;  // unknown identity: the handshake fails (no certificate to fall back to)
+    return 1;
+  }
+  *sess = PskSession(ssl, *psk);
+  return *sess != nullptr ? 1 : 0;
+}
+
+using Ctx = std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)>;
+using Ssl = std::unique_ptr<SSL, decltype(&SSL_free)>;
+
+Ctx NewCtx(bool server) {
+  Ctx ctx(SSL_CTX_new(server ? TLS_server_method() : TLS_client_method()), SSL_CTX_free);
+  if (!ctx) return ctx;
+  SSL_CTX_set_min_proto_version(ctx.get(), TLS1_3_VERSION);
+  SSL_CTX_set_max_proto_version(ctx.get(), TLS1_3_VERSION);
+  SSL_CTX_set_ciphersuites(ctx.get(), "TLS_AES_128_GCM_SHA256");
+  // Only the PSK authenticates: a certificate, which a fake server could send, is
+  // never accepted (no trust anchors), and a ticket is never issued or used.
+  SSL_CTX_set_num_tickets(ctx.get(), 0);
+  SSL_CTX_set_session_cache_mode(ctx.get(), SSL_SESS_CACHE_OFF);
+  if (server) {
+    static const unsigned char kContext[] = "sprout-join";
+    SSL_CTX_set_session_id_context(ctx.get(), kContext, sizeof kContext - 1);
+    SSL_CTX_set_psk_find_session_callback(ctx.get(), FindPsk);
+  } else {
+    SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER, nullptr);
+    SSL_CTX_set_psk_use_session_callback(ctx.get(), UsePsk);
+  }
+  return ctx;
+}
+
+void SetTimeouts(int fd, int ms) {
+  timeval tv{ms / 1000, static_cast<suseconds_t>(ms % 1000) * 1000};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
+// ReadAll reads until EOF or limit; false when the peer misbehaved.
+bool ReadUntil(SSL* ssl, std::string& out, std::size_t limit, bool line) {
+  char buf[4096];
+  for (;;) {
+    int n = SSL_read(ssl, buf, sizeof buf);
+    if (n <= 0) return SSL_get_error(ssl, n) == SSL_ERROR_ZERO_RETURN || !line;
+    out.append(buf, static_cast<std::size_t>(n));
+    if (out.size() > limit) return false;
+    if (line && out.find('\n') != std::string::npos) return true;
+  }
+}
+
+bool WriteAll(SSL* ssl, const std::string& data) {
+  std::size_t done = 0;
+  while (done < data.size()) {
+    int n = SSL_write(ssl, data.data() + done, static_cast<int>(std::min<std::size_t>(data.size() - done, 1 << 14)));
+    if (n <= 0) return false;
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+// SockAddr fills a sockaddr for address:port (IPv4 or IPv6); false if it is neither.
+bool SockAddr(const std::string& address, std::uint16_t port, sockaddr_storage& ss, socklen_t& len) {
+  std::memset(&ss, 0, sizeof ss);
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&ss);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&ss);
+  if (::inet_pton(AF_INET, address.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(port);
+    len = sizeof *v4;
+    return true;
+  }
+  if (::inet_pton(AF_INET6, address.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(port);
+    len = sizeof *v6;
+    return true;
+  }
+  return false;
+}
+
+std::string PeerText(const sockaddr_storage& ss) {
+  char text[INET6_ADDRSTRLEN] = {};
+  if (ss.ss_family == AF_INET) {
+    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&ss)->sin_addr, text, sizeof text);
+  } else if (ss.ss_family == AF_INET6) {
+    ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_addr, text, sizeof text);
+  }
+  return text;
+}
+
+}  // namespace
+
+Status JoinServer::Start(const std::string& address, std::uint16_t port, const Key& psk) {
+  if (running()) return Ok{};
+  sockaddr_storage ss{};
+  socklen_t len = 0;
+  if (!SockAddr(address, port, ss, len)) return Fail("join endpoint: '" + address + "' is not an IP address");
+  int fd = ::socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return Fail(std::string("join endpoint: socket: ") + std::strerror(errno));
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0 || ::listen(fd, 16) != 0) {
+    std::string why = std::strerror(errno);
+    ::close(fd);
+    return Fail("join endpoint: cannot listen on " + address + ":" + std::to_string(port) + ": " + why);
+  }
+  listen_fd_ = fd;
+  sockaddr_storage bound{};
+  socklen_t blen = sizeof bound;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &blen);
+  port_ = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                            : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  psk_ = psk;
+  stop_ = false;
+  thread_ = std::thread([this] { Serve(); });
+  return Ok{};
+}
+
+void JoinServer::SetCredentials(const Credentials& credentials) {
+  auto c = std::make_shared<const Credentials>(credentials);
+  std::lock_guard<std::mutex> lock(mu_);
+  credentials_ = std::move(c);
+}
+
+void JoinServer::Stop() {
+  if (!thread_.joinable()) return;
+  stop_ = true;
+  thread_.join();
+  ::close(listen_fd_);
+  listen_fd_ = -1;
+}
+
+void JoinServer::Serve() {
+  while (!stop_) {
+    pollfd p{listen_fd_, POLLIN, 0};
+    if (::poll(&p, 1, 200) <= 0) continue;
+    sockaddr_storage from{};
+    socklen_t len = sizeof from;
+    int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&from), &len, SOCK_CLOEXEC);
+    if (fd < 0) continue;
+    SetTimeouts(fd, 3000);
+    Handle(fd, PeerText(from));
+    ::close(fd);
+  }
+}
+
+void JoinServer::Handle(int fd, const std::string& from) {
+  Ctx ctx = NewCtx(true);
+  Ssl ssl(ctx ? SSL_new(ctx.get()) : nullptr, SSL_free);
+  if (!ssl) return;
+  SSL_set_app_data(ssl.get(), &psk_);
+  SSL_set_fd(ssl.get(), fd);
+  ERR_clear_error();
+  if (SSL_accept(ssl.get()) != 1 || SSL_session_reused(ssl.get()) != 1) {
+    ++refused_;
+    Journal(LOG_WARNING,
+            "join: refused a connection from " + from +
+                ": TLS handshake failed, the joiner does not hold this cluster's secret (" + SslErrors() + ")",
+            {{"JOIN_REFUSED_FROM", from}, {"JOIN_REFUSED_TOTAL", std::to_string(refused_.load())}});
+    return;
+  }
+  std::string line;
+  JoinResponse response;
+  if (!ReadUntil(ssl.get(), line, kMaxJoinRequest, true)) {
+    response.error = "the join request is missing or over " + std::to_string(kMaxJoinRequest) + " bytes";
+  } else if (auto request = ParseJoinRequest(line.substr(0, line.find('\n'))); !request) {
+    response.error = request.error();
+  } else {
+    std::shared_ptr<const Credentials> served;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      served = credentials_;
+    }
+    if (!served) {
+      response.error = "this node has no cluster credentials yet; try another member or later";
+    } else {
+      response = AnswerJoin(*request, *served);
+      Journal(LOG_INFO,
+              "join: gave " + std::string(request->control_plane ? "control-plane" : "worker") + " credentials to " +
+                  request->name + " (" + request->address + ", connected from " + from + ")",
+              {{"JOIN_NODE", request->name}, {"JOIN_ROLE", request->control_plane ? "control-plane" : "worker"}});
+    }
+  }
+  if (!response.ok) {
+    Journal(LOG_WARNING, "join: refused a request from " + from + ": " + response.error, {{"JOIN_REFUSED_FROM", from}});
+  }
+  WriteAll(ssl.get(), RenderJoinResponse(response));
+  SSL_shutdown(ssl.get());
+}
+
+Result<JoinResponse> FetchJoin(const std::string& address, std::uint16_t port, const Key& psk,
+                               const JoinRequest& request, int timeout_ms) {
+  std::string where = address + ":" + std::to_string(port);
+  sockaddr_storage ss{};
+  socklen_t len = 0;
+  if (!SockAddr(address, port, ss, len)) return Fail("join endpoint '" + address + "' is not an IP address");
+  int fd = ::socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return Fail(std::string("socket: ") + std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0 && errno != EINPROGRESS) {
+    return Fail("join endpoint " + where + ": " + std::strerror(errno));
+  }
+  pollfd p{fd, POLLOUT, 0};
+  if (::poll(&p, 1, timeout_ms) != 1) return Fail("join endpoint " + where + ": connect timed out");
+  int err = 0;
+  socklen_t elen = sizeof err;
+  ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen);
+  if (err != 0) return Fail("join endpoint " + where + ": " + std::strerror(err));
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  SetTimeouts(fd, timeout_ms);
+  Ctx ctx = NewCtx(false);
+  Ssl ssl(ctx ? SSL_new(ctx.get()) : nullptr, SSL_free);
+  if (!ssl) return Fail("cannot set up TLS: " + SslErrors());
+  Key key = psk;
+  SSL_set_app_data(ssl.get(), &key);
+  SSL_set_fd(ssl.get(), fd);
+  ERR_clear_error();
+  if (SSL_connect(ssl.get()) != 1 || SSL_session_reused(ssl.get()) != 1) {
+    return Fail("join endpoint " + where +
+                " refused the TLS handshake (is the cluster secret the same?): " + SslErrors());
+  }
+  if (!WriteAll(ssl.get(), RenderJoinRequest(request))) return Fail("join endpoint " + where + ": write failed");
+  std::string body;
+  if (!ReadUntil(ssl.get(), body, kMaxResponse, false) || body.empty()) {
+    return Fail("join endpoint " + where + " closed without an answer (a wrong cluster secret shows up so)");
+  }
+  auto response = ParseJoinResponse(body);
+  if (!response) return Fail("join endpoint " + where + ": " + response.error());
+  if (!response->ok) return Fail("join endpoint " + where + " refused: " + response->error);
+  return response;
+}
+
+Status SaveWorkerCredentials(const std::filesystem::path& dir, const JoinResponse& r) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Fail("cannot create " + dir.string() + ": " + ec.message());
+  std::string endpoints;
+  for (const auto& e : r.api_endpoints) endpoints += e + "\n";
+  if (auto s = WriteFileAtomic(dir / "ca.crt", r.ca_bundle, std::filesystem::perms(0644)); !s) return s;
+  if (auto s = WriteFileAtomic(dir / "api-endpoints", endpoints, std::filesystem::perms(0644)); !s) return s;
+  return WriteFileAtomic(dir / "bootstrap-token", r.bootstrap_token + "\n", std::filesystem::perms(0600));
+}
+
+}  // namespace sprout::formation

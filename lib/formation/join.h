@@ -1,0 +1,125 @@
+// The join endpoint: a TCP service on every control-plane node that has the cluster's
+// CA material, speaking TLS 1.3 with an external PSK derived from the cluster secret
+// (no certificates: a joiner has none yet). A control-plane joiner receives the CAs,
+// the service-account key pair and the bootstrap token, and makes its own node
+// certificates; a worker receives the Kubernetes CA certificate, the API endpoints and
+// the bootstrap token, never a key. The request and response parsers are pure; see
+// docs/formation.md for the design and what was rejected.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "formation/auth.h"
+#include "pki/pki.h"
+#include "util/result.h"
+
+namespace sprout::formation {
+
+// kJoinVersion is the join protocol version a request must carry.
+inline constexpr int kJoinVersion = 1;
+// kMaxJoinRequest bounds a request line; longer requests are refused unread.
+inline constexpr std::size_t kMaxJoinRequest = 4096;
+
+// JoinRequest is what a joiner asks for.
+struct JoinRequest {
+  int version = kJoinVersion;  // protocol version
+  bool control_plane = true;   // false: worker credentials only
+  std::string name;            // the joiner's node name (for the log)
+  std::string address;         // the joiner's address (for the log)
+};
+
+// Credentials is what a control-plane node serves (and what a control-plane joiner gets).
+struct Credentials {
+  pki::ClusterCAs cas;                     // all CAs and the service-account key pair
+  std::string bootstrap_token;             // kubeadm-style "abcdef.0123456789abcdef"
+  std::vector<std::string> api_endpoints;  // "https://198.18.0.11:6443", ...
+};
+
+// JoinResponse is the answer: credentials for its role, or an error.
+struct JoinResponse {
+  bool ok = false;                         // false: error says why
+  std::string error;                       // why the request was refused
+  bool control_plane = false;              // which role the credentials are for
+  std::map<std::string, std::string> ca;   // control plane: the CA layout files (pki::CAFiles)
+  std::string ca_bundle;                   // worker: the Kubernetes CA certificate
+  std::string bootstrap_token;             // both roles
+  std::vector<std::string> api_endpoints;  // both roles
+};
+
+// RenderJoinRequest renders request as one JSON line.
+std::string RenderJoinRequest(const JoinRequest& request);
+// ParseJoinRequest reads a request line; it refuses oversized, malformed or
+// out-of-range input with a reason (it is a fuzzing entry point).
+Result<JoinRequest> ParseJoinRequest(std::string_view text);
+// AnswerJoin decides the response to request from what this node serves.
+JoinResponse AnswerJoin(const JoinRequest& request, const Credentials& served);
+// RenderJoinResponse and ParseJoinResponse are the response's JSON form.
+std::string RenderJoinResponse(const JoinResponse& response);
+Result<JoinResponse> ParseJoinResponse(std::string_view text);
+// CredentialsFrom turns a control-plane response into Credentials, checking that each
+// CA key matches its certificate.
+Result<Credentials> CredentialsFrom(const JoinResponse& response);
+
+// MakeBootstrapToken makes a random token in kubeadm's form [a-z0-9]{6}.[a-z0-9]{16}.
+Result<std::string> MakeBootstrapToken();
+// ValidBootstrapToken checks that form.
+bool ValidBootstrapToken(std::string_view token);
+
+// JoinPsk is the TLS pre-shared key of the join endpoint: HMAC-SHA256 under the
+// formation key (itself HKDF of the secret and cluster name) of a fixed label, so the
+// beacon MAC key and the PSK are independent.
+Key JoinPsk(const Key& formation_key);
+
+// JoinServer serves join requests on address:port in its own thread, one connection at
+// a time, each bounded by a 3 s I/O timeout. Until SetCredentials it refuses requests.
+class JoinServer {
+ public:
+  JoinServer() = default;
+  JoinServer(const JoinServer&) = delete;
+  JoinServer& operator=(const JoinServer&) = delete;
+  ~JoinServer() { Stop(); }
+
+  // Start listens and starts the thread.
+  Status Start(const std::string& address, std::uint16_t port, const Key& psk);
+  // SetCredentials makes the server answer with credentials.
+  void SetCredentials(const Credentials& credentials);
+  // Stop ends the thread and closes the socket.
+  void Stop();
+  // running is true between Start and Stop.
+  bool running() const { return thread_.joinable(); }
+  // port is the port listened on (useful after Start with port 0).
+  std::uint16_t port() const { return port_; }
+  // refused counts handshakes that failed (wrong secret or garbage).
+  std::uint64_t refused() const { return refused_.load(); }
+
+ private:
+  void Serve();
+  void Handle(int fd, const std::string& from);
+  int listen_fd_ = -1;
+  std::uint16_t port_ = 0;
+  Key psk_{};
+  std::atomic<bool> stop_{false};
+  std::atomic<std::uint64_t> refused_{0};
+  std::mutex mu_;
+  std::shared_ptr<const Credentials> credentials_;
+  std::thread thread_;
+};
+
+// FetchJoin connects to address:port, authenticates with psk and sends request;
+// bounded by timeout_ms for connect and each read or write.
+Result<JoinResponse> FetchJoin(const std::string& address, std::uint16_t port, const Key& psk,
+                               const JoinRequest& request, int timeout_ms = 3000);
+
+// SaveWorkerCredentials writes a worker's credentials under dir: ca.crt (0644),
+// api-endpoints (one URL a line, 0644) and bootstrap-token (0600), each atomically.
+Status SaveWorkerCredentials(const std::filesystem::path& dir, const JoinResponse& response);
+
+}  // namespace sprout::formation

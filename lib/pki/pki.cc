@@ -1,0 +1,335 @@
+#include "pki/pki.h"
+
+#include <arpa/inet.h>
+#include <openssl/bio.h>
+#include <openssl/bn.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/rand.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "util/fs.h"
+
+namespace sprout::pki {
+
+namespace {
+
+template <auto F>
+struct Deleter {
+  template <typename T>
+  void operator()(T* p) const {
+    F(p);
+  }
+};
+using PKey = std::unique_ptr<EVP_PKEY, Deleter<EVP_PKEY_free>>;
+using Cert = std::unique_ptr<X509, Deleter<X509_free>>;
+using Bio = std::unique_ptr<BIO, Deleter<BIO_free>>;
+using Ext = std::unique_ptr<X509_EXTENSION, Deleter<X509_EXTENSION_free>>;
+using Names = std::unique_ptr<GENERAL_NAMES, Deleter<GENERAL_NAMES_free>>;
+
+// OpenSslError drains OpenSSL's error queue into one message.
+std::string OpenSslError(const std::string& what) {
+  std::string out = what;
+  unsigned long e = 0;
+  while ((e = ERR_get_error()) != 0) {
+    char buf[256];
+    ERR_error_string_n(e, buf, sizeof buf);
+    out += std::string(": ") + buf;
+  }
+  return out;
+}
+
+PKey NewKey() { return PKey(EVP_EC_gen("P-256")); }
+
+std::string BioText(BIO* b) {
+  char* data = nullptr;
+  long n = BIO_get_mem_data(b, &data);
+  return std::string(data, static_cast<std::size_t>(n));
+}
+
+Result<std::string> PrivatePem(EVP_PKEY* key) {
+  Bio b(BIO_new(BIO_s_mem()));
+  if (!b || PEM_write_bio_PrivateKey(b.get(), key, nullptr, nullptr, 0, nullptr, nullptr) != 1) {
+    return Fail(OpenSslError("cannot encode a private key"));
+  }
+  return BioText(b.get());
+}
+
+Result<std::string> CertPem(X509* cert) {
+  Bio b(BIO_new(BIO_s_mem()));
+  if (!b || PEM_write_bio_X509(b.get(), cert) != 1) return Fail(OpenSslError("cannot encode a certificate"));
+  return BioText(b.get());
+}
+
+Cert ReadCert(const std::string& pem) {
+  Bio b(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  return Cert(b ? PEM_read_bio_X509(b.get(), nullptr, nullptr, nullptr) : nullptr);
+}
+
+PKey ReadKey(const std::string& pem) {
+  Bio b(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  return PKey(b ? PEM_read_bio_PrivateKey(b.get(), nullptr, nullptr, nullptr) : nullptr);
+}
+
+// AddExt adds one extension given in openssl's config syntax.
+bool AddExt(X509* cert, X509* issuer, int nid, const std::string& value) {
+  X509V3_CTX ctx;
+  X509V3_set_ctx_nodb(&ctx);
+  X509V3_set_ctx(&ctx, issuer, cert, nullptr, nullptr, 0);
+  Ext ext(X509V3_EXT_conf_nid(nullptr, &ctx, nid, value.c_str()));
+  return ext && X509_add_ext(cert, ext.get(), -1) == 1;
+}
+
+// NewCert fills version, a random 127-bit serial, validity and subject of a new cert.
+Cert NewCert(const std::string& cn, const std::vector<std::string>& orgs, int days, EVP_PKEY* key) {
+  Cert cert(X509_new());
+  if (!cert) return nullptr;
+  unsigned char serial[16];
+  if (RAND_bytes(serial, sizeof serial) != 1) return nullptr;
+  serial[0] &= 0x7f;  // positive
+  std::unique_ptr<BIGNUM, Deleter<BN_free>> bn(BN_bin2bn(serial, sizeof serial, nullptr));
+  if (!bn || BN_to_ASN1_INTEGER(bn.get(), X509_get_serialNumber(cert.get())) == nullptr) return nullptr;
+  X509_NAME* name = X509_get_subject_name(cert.get());
+  for (const auto& o : orgs) {
+    X509_NAME_add_entry_by_txt(name, "O", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(o.c_str()), -1, -1, 0);
+  }
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(cn.c_str()), -1, -1, 0);
+  if (X509_set_version(cert.get(), 2) != 1 || X509_gmtime_adj(X509_getm_notBefore(cert.get()), -300) == nullptr ||
+      X509_gmtime_adj(X509_getm_notAfter(cert.get()), static_cast<long>(days) * 86400) == nullptr ||
+      X509_set_pubkey(cert.get(), key) != 1) {
+    return nullptr;
+  }
+  return cert;
+}
+
+std::string Join(const std::vector<std::string>& v, const std::string& prefix) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ",") + prefix + s;
+  return out;
+}
+
+}  // namespace
+
+Result<CertKey> MakeCA(const std::string& common_name, int days) {
+  PKey key = NewKey();
+  if (!key) return Fail(OpenSslError("cannot make a P-256 key"));
+  Cert cert = NewCert(common_name, {}, days, key.get());
+  if (!cert || X509_set_issuer_name(cert.get(), X509_get_subject_name(cert.get())) != 1 ||
+      !AddExt(cert.get(), cert.get(), NID_basic_constraints, "critical,CA:TRUE") ||
+      !AddExt(cert.get(), cert.get(), NID_key_usage, "critical,digitalSignature,keyEncipherment,keyCertSign") ||
+      !AddExt(cert.get(), cert.get(), NID_subject_key_identifier, "hash") ||
+      X509_sign(cert.get(), key.get(), EVP_sha256()) == 0) {
+    return Fail(OpenSslError("cannot make the CA " + common_name));
+  }
+  auto c = CertPem(cert.get());
+  if (!c) return Fail(c.error());
+  auto k = PrivatePem(key.get());
+  if (!k) return Fail(k.error());
+  return CertKey{*c, *k};
+}
+
+Result<KeyPair> MakeKeyPair() {
+  PKey key = NewKey();
+  if (!key) return Fail(OpenSslError("cannot make a P-256 key"));
+  auto k = PrivatePem(key.get());
+  if (!k) return Fail(k.error());
+  Bio b(BIO_new(BIO_s_mem()));
+  if (!b || PEM_write_bio_PUBKEY(b.get(), key.get()) != 1) return Fail(OpenSslError("cannot encode a public key"));
+  return KeyPair{*k, BioText(b.get())};
+}
+
+Result<ClusterCAs> MakeClusterCAs() {
+  ClusterCAs out;
+  auto etcd = MakeCA("etcd-ca");
+  if (!etcd) return Fail(etcd.error());
+  auto kube = MakeCA("kubernetes");
+  if (!kube) return Fail(kube.error());
+  auto proxy = MakeCA("front-proxy-ca");
+  if (!proxy) return Fail(proxy.error());
+  auto sa = MakeKeyPair();
+  if (!sa) return Fail(sa.error());
+  return ClusterCAs{*etcd, *kube, *proxy, *sa};
+}
+
+Result<CertKey> Issue(const CertKey& ca, const CertRequest& r) {
+  Cert ca_cert = ReadCert(ca.cert_pem);
+  PKey ca_key = ReadKey(ca.key_pem);
+  if (!ca_cert || !ca_key) return Fail(OpenSslError("the CA for " + r.common_name + " does not parse"));
+  if (X509_check_private_key(ca_cert.get(), ca_key.get()) != 1) {
+    return Fail("the CA key does not match the CA certificate (" + r.common_name + ")");
+  }
+  PKey key = NewKey();
+  if (!key) return Fail(OpenSslError("cannot make a P-256 key"));
+  Cert cert = NewCert(r.common_name, r.organizations, r.days, key.get());
+  std::string eku;
+  if (r.server) eku = "serverAuth";
+  if (r.client) eku += std::string(eku.empty() ? "" : ",") + "clientAuth";
+  std::string san = Join(r.dns_names, "DNS:");
+  std::string ips = Join(r.ips, "IP:");
+  if (!ips.empty()) san += (san.empty() ? "" : ",") + ips;
+  bool ok = cert && X509_set_issuer_name(cert.get(), X509_get_subject_name(ca_cert.get())) == 1 &&
+            AddExt(cert.get(), ca_cert.get(), NID_basic_constraints, "critical,CA:FALSE") &&
+            AddExt(cert.get(), ca_cert.get(), NID_key_usage, "critical,digitalSignature,keyEncipherment") &&
+            AddExt(cert.get(), ca_cert.get(), NID_authority_key_identifier, "keyid:always") &&
+            (eku.empty() || AddExt(cert.get(), ca_cert.get(), NID_ext_key_usage, eku)) &&
+            (san.empty() || AddExt(cert.get(), ca_cert.get(), NID_subject_alt_name, san)) &&
+            X509_sign(cert.get(), ca_key.get(), EVP_sha256()) != 0;
+  if (!ok) return Fail(OpenSslError("cannot issue the certificate " + r.common_name));
+  auto c = CertPem(cert.get());
+  if (!c) return Fail(c.error());
+  auto k = PrivatePem(key.get());
+  if (!k) return Fail(k.error());
+  return CertKey{*c, *k};
+}
+
+std::vector<std::pair<std::string, CertRequest>> EtcdNodeRequests(const NodeIdentity& node) {
+  CertRequest serving;
+  serving.common_name = node.name;
+  serving.dns_names = {node.name, "localhost"};
+  serving.ips = node.ips;
+  for (const char* loop : {"127.0.0.1", "::1"}) {
+    if (std::find(serving.ips.begin(), serving.ips.end(), loop) == serving.ips.end()) serving.ips.emplace_back(loop);
+  }
+  serving.server = true;
+  serving.client = true;
+  CertRequest health;
+  health.common_name = "kube-etcd-healthcheck-client";
+  health.client = true;
+  CertRequest apiserver;
+  apiserver.common_name = "kube-apiserver-etcd-client";
+  apiserver.client = true;
+  return {{"etcd/server", serving},
+          {"etcd/peer", serving},
+          {"etcd/healthcheck-client", health},
+          {"apiserver-etcd-client", apiserver}};
+}
+
+namespace {
+
+constexpr auto kKeyMode = std::filesystem::perms(0600);
+constexpr auto kCertMode = std::filesystem::perms(0644);
+
+void AddPair(std::vector<PkiFile>& out, const std::string& base, const CertKey& ck) {
+  out.push_back({base + ".crt", ck.cert_pem, kCertMode});
+  out.push_back({base + ".key", ck.key_pem, kKeyMode});
+}
+
+}  // namespace
+
+std::vector<PkiFile> CAFiles(const ClusterCAs& cas) {
+  std::vector<PkiFile> out;
+  AddPair(out, "ca", cas.kubernetes_ca);
+  AddPair(out, "etcd/ca", cas.etcd_ca);
+  AddPair(out, "front-proxy-ca", cas.front_proxy_ca);
+  out.push_back({"sa.key", cas.service_account.private_pem, kKeyMode});
+  out.push_back({"sa.pub", cas.service_account.public_pem, kCertMode});
+  return out;
+}
+
+Result<std::vector<PkiFile>> NodeFiles(const ClusterCAs& cas, const NodeIdentity& node) {
+  std::vector<PkiFile> out;
+  for (const auto& [path, request] : EtcdNodeRequests(node)) {
+    auto ck = Issue(cas.etcd_ca, request);
+    if (!ck) return Fail(ck.error());
+    AddPair(out, path, *ck);
+  }
+  return out;
+}
+
+Result<ClusterCAs> LoadCAs(const std::filesystem::path& dir) {
+  ClusterCAs out;
+  struct Slot {
+    const char* path;
+    std::string* into;
+  };
+  const Slot slots[] = {{"ca.crt", &out.kubernetes_ca.cert_pem},
+                        {"ca.key", &out.kubernetes_ca.key_pem},
+                        {"etcd/ca.crt", &out.etcd_ca.cert_pem},
+                        {"etcd/ca.key", &out.etcd_ca.key_pem},
+                        {"front-proxy-ca.crt", &out.front_proxy_ca.cert_pem},
+                        {"front-proxy-ca.key", &out.front_proxy_ca.key_pem},
+                        {"sa.key", &out.service_account.private_pem},
+                        {"sa.pub", &out.service_account.public_pem}};
+  for (const auto& s : slots) {
+    auto text = ReadFile(dir / s.path);
+    if (!text) return Fail(text.error());
+    *s.into = *text;
+  }
+  for (const auto* ck : {&out.kubernetes_ca, &out.etcd_ca, &out.front_proxy_ca}) {
+    if (!KeyMatches(ck->cert_pem, ck->key_pem)) {
+      return Fail("a CA key under " + dir.string() +
+                  " does not match its certificate; remove the PKI dir to start over");
+    }
+  }
+  return out;
+}
+
+Status WritePkiFiles(const std::filesystem::path& dir, const std::vector<PkiFile>& files) {
+  for (const auto& f : files) {
+    auto path = dir / f.path;
+    std::error_code ec;
+    std::filesystem::create_directories(path.parent_path(), ec);
+    if (ec) return Fail("cannot create " + path.parent_path().string() + ": " + ec.message());
+    if (auto s = WriteFileAtomic(path, f.content, f.mode); !s) return s;
+  }
+  return Ok{};
+}
+
+Status VerifyIssued(const std::string& ca_cert_pem, const std::string& cert_pem) {
+  Cert ca = ReadCert(ca_cert_pem);
+  Cert cert = ReadCert(cert_pem);
+  if (!ca || !cert) return Fail(OpenSslError("a certificate does not parse"));
+  std::unique_ptr<X509_STORE, Deleter<X509_STORE_free>> store(X509_STORE_new());
+  std::unique_ptr<X509_STORE_CTX, Deleter<X509_STORE_CTX_free>> ctx(X509_STORE_CTX_new());
+  if (!store || !ctx || X509_STORE_add_cert(store.get(), ca.get()) != 1 ||
+      X509_STORE_CTX_init(ctx.get(), store.get(), cert.get(), nullptr) != 1) {
+    return Fail(OpenSslError("cannot set up verification"));
+  }
+  if (X509_verify_cert(ctx.get()) != 1) {
+    return Fail(std::string("certificate does not verify: ") +
+                X509_verify_cert_error_string(X509_STORE_CTX_get_error(ctx.get())));
+  }
+  return Ok{};
+}
+
+Result<std::vector<std::string>> CertNames(const std::string& cert_pem) {
+  Cert cert = ReadCert(cert_pem);
+  if (!cert) return Fail(OpenSslError("the certificate does not parse"));
+  std::vector<std::string> out;
+  Names names(static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert.get(), NID_subject_alt_name, nullptr, nullptr)));
+  if (!names) return out;
+  for (int i = 0; i < sk_GENERAL_NAME_num(names.get()); ++i) {
+    const GENERAL_NAME* n = sk_GENERAL_NAME_value(names.get(), i);
+    if (n->type == GEN_DNS) {
+      const auto* s = n->d.dNSName;
+      out.push_back("DNS:" + std::string(reinterpret_cast<const char*>(ASN1_STRING_get0_data(s)),
+                                         static_cast<std::size_t>(ASN1_STRING_length(s))));
+    } else if (n->type == GEN_IPADD) {
+      const auto* s = n->d.iPAddress;
+      std::string ip;
+      const unsigned char* d = ASN1_STRING_get0_data(s);
+      int len = ASN1_STRING_length(s);
+      char buf[INET6_ADDRSTRLEN] = {};
+      if ((len == 4 && ::inet_ntop(AF_INET, d, buf, sizeof buf) != nullptr) ||
+          (len == 16 && ::inet_ntop(AF_INET6, d, buf, sizeof buf) != nullptr)) {
+        ip = buf;
+      }
+      out.push_back("IP:" + ip);
+    }
+  }
+  return out;
+}
+
+bool KeyMatches(const std::string& cert_pem, const std::string& key_pem) {
+  Cert cert = ReadCert(cert_pem);
+  PKey key = ReadKey(key_pem);
+  ERR_clear_error();
+  return cert && key && X509_check_private_key(cert.get(), key.get()) == 1;
+}
+
+}  // namespace sprout::pki

@@ -1,0 +1,80 @@
+#include "pki/pki.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <map>
+
+#include "util/fs.h"
+
+using namespace sprout::pki;
+
+namespace {
+
+bool Has(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+}  // namespace
+
+TEST_CASE("pki: node etcd certificates chain to the etcd CA and carry the node's names") {
+  auto cas = MakeClusterCAs();
+  REQUIRE(cas);
+  auto files = NodeFiles(*cas, NodeIdentity{"node1", {"198.18.0.11"}});
+  REQUIRE(files);
+  std::map<std::string, std::string> by_path;
+  for (const auto& f : *files) by_path[f.path] = f.content;
+  for (const char* base : {"etcd/server", "etcd/peer", "etcd/healthcheck-client", "apiserver-etcd-client"}) {
+    INFO(base);
+    REQUIRE(by_path.count(std::string(base) + ".crt") == 1);
+    CHECK(VerifyIssued(cas->etcd_ca.cert_pem, by_path[std::string(base) + ".crt"]));
+    CHECK(KeyMatches(by_path[std::string(base) + ".crt"], by_path[std::string(base) + ".key"]));
+    // Not signed by another CA of the cluster.
+    CHECK_FALSE(VerifyIssued(cas->kubernetes_ca.cert_pem, by_path[std::string(base) + ".crt"]));
+  }
+  auto names = CertNames(by_path["etcd/server.crt"]);
+  REQUIRE(names);
+  for (const char* n : {"DNS:node1", "DNS:localhost", "IP:198.18.0.11", "IP:127.0.0.1", "IP:0:0:0:0:0:0:0:1"}) {
+    INFO(n);
+    bool found = Has(*names, n) || (std::string(n) == "IP:0:0:0:0:0:0:0:1" && Has(*names, "IP:::1"));
+    CHECK(found);
+  }
+  auto client = CertNames(by_path["etcd/healthcheck-client.crt"]);
+  REQUIRE(client);
+  CHECK(client->empty());
+}
+
+TEST_CASE("pki: the CAs are self-signed, distinct, and round-trip through the file layout with 0600 keys") {
+  auto cas = MakeClusterCAs();
+  REQUIRE(cas);
+  CHECK(VerifyIssued(cas->etcd_ca.cert_pem, cas->etcd_ca.cert_pem));
+  CHECK(VerifyIssued(cas->kubernetes_ca.cert_pem, cas->kubernetes_ca.cert_pem));
+  CHECK_FALSE(VerifyIssued(cas->etcd_ca.cert_pem, cas->kubernetes_ca.cert_pem));
+  CHECK_FALSE(KeyMatches(cas->etcd_ca.cert_pem, cas->kubernetes_ca.key_pem));
+  sprout::TempDir dir(std::filesystem::temp_directory_path(), "pki-test");
+  REQUIRE(WritePkiFiles(dir.path(), CAFiles(*cas)));
+  auto node = NodeFiles(*cas, NodeIdentity{"n", {"198.18.0.12"}});
+  REQUIRE(node);
+  REQUIRE(WritePkiFiles(dir.path(), *node));
+  for (const char* p : {"ca.crt", "ca.key", "etcd/ca.crt", "etcd/ca.key", "front-proxy-ca.crt", "front-proxy-ca.key",
+                        "sa.key", "sa.pub", "etcd/server.crt", "etcd/server.key", "etcd/peer.key",
+                        "etcd/healthcheck-client.key", "apiserver-etcd-client.crt", "apiserver-etcd-client.key"}) {
+    INFO(p);
+    struct stat st {};
+    REQUIRE(::stat((dir.path() / p).c_str(), &st) == 0);
+    bool key = std::string(p).ends_with(".key");
+    CHECK((st.st_mode & 0777) == (key ? 0600u : 0644u));
+  }
+  auto loaded = LoadCAs(dir.path());
+  REQUIRE(loaded);
+  CHECK(loaded->etcd_ca.cert_pem == cas->etcd_ca.cert_pem);
+  CHECK(loaded->service_account.public_pem == cas->service_account.public_pem);
+}
+
+TEST_CASE("pki: LoadCAs names the missing file") {
+  sprout::TempDir dir(std::filesystem::temp_directory_path(), "pki-test");
+  auto loaded = LoadCAs(dir.path());
+  REQUIRE_FALSE(loaded);
+  CHECK(loaded.error().find("ca.crt") != std::string::npos);
+}
