@@ -231,6 +231,7 @@ int Build(const BuildOptions& options) {
   if (!additions) return fail(additions.error());
   auto images = PreloadImages(*profile, options.cache_dir, options.offline, options.ca_bundle, *additions);
   if (!images) return fail(images.error());
+  AddClusterRecord(*profile, *images, *additions);
   RootSpec spec;
   spec.base = base->root;
   spec.additions = std::move(*additions);

@@ -1,6 +1,7 @@
 #include "builder/cluster.h"
 
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "fetch/fetch.h"
 #include "staticpod/kubelet.h"
@@ -105,6 +106,27 @@ Status AddClusterFiles(const Profile& p, const fs::path& data_dir, std::vector<R
                    0777});
   }
   return Ok{};
+}
+
+std::map<std::string, std::string> ComponentImages(const std::vector<oci::PreloadedImage>& images) {
+  std::map<std::string, std::string> out;
+  for (const auto& img : images) {
+    std::string repo = img.reference.substr(0, img.reference.find('@'));
+    const auto slash = repo.rfind('/');
+    const auto colon = repo.rfind(':');
+    if (colon != std::string::npos && (slash == std::string::npos || colon > slash)) repo = repo.substr(0, colon);
+    const std::string component = slash == std::string::npos ? repo : repo.substr(repo.rfind('/') + 1);
+    const std::string& digest = img.manifest_digest.empty() ? img.digest : img.manifest_digest;
+    out[component] = repo + "@" + digest;
+  }
+  return out;
+}
+
+void AddClusterRecord(const Profile& p, const std::vector<oci::PreloadedImage>& images, std::vector<RootEntry>& add) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  if (p.shoot) j = nlohmann::ordered_json::parse(ShootToJson(*p.shoot));
+  j["images"] = ComponentImages(images);
+  add.push_back({RootEntry::Kind::kFile, "usr/share/sprout/cluster.json", j.dump(2) + "\n", {}, 0644});
 }
 
 }  // namespace sprout

@@ -2,9 +2,12 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "image/rootfs.h"
+#include "oci/pull.h"
 #include "profile/profile.h"
 #include "util/result.h"
 
@@ -20,5 +23,14 @@ Status FetchProfileFiles(Profile& p, const std::filesystem::path& cache_dir);
 // cluster.json, the /etc/kubernetes link into the state partition and, for the kubelet
 // pod host, the kubelet binary, configuration and unit.
 Status AddClusterFiles(const Profile& p, const std::filesystem::path& data_dir, std::vector<RootEntry>& add);
+
+// ComponentImages maps each preloaded image to the component of the same name (the last
+// path element of its repository: localhost/sprout/etcd:3.4 -> etcd), as
+// "repository@sha256:<manifest digest>", the form podman resolves without any pull.
+std::map<std::string, std::string> ComponentImages(const std::vector<oci::PreloadedImage>& images);
+
+// AddClusterRecord writes /usr/share/sprout/cluster.json: the Shoot's fields (when the
+// profile names one) and the component images, for sprout-firstboot.
+void AddClusterRecord(const Profile& p, const std::vector<oci::PreloadedImage>& images, std::vector<RootEntry>& add);
 
 }  // namespace sprout

@@ -22,10 +22,12 @@
 #include <thread>
 #include <vector>
 
+#include "firstboot/cluster.h"
 #include "firstboot/state.h"
 #include "formation/daemon.h"
 #include "nodeconfig/apply.h"
 #include "nodeconfig/sources.h"
+#include "staticpod/etcd_pod.h"
 #include "util/fs.h"
 #include "util/text.h"
 
@@ -99,6 +101,8 @@ struct Settings {
   std::string etcd_data_dir;
   std::string pki_dir;
   std::string role;
+  std::string cluster_file;
+  std::string etcd_launch;
   std::string group;
   int port = 0;
 };
@@ -185,12 +189,23 @@ int Run(const Settings& settings) {
   } else if (loaded.config.peers) {
     for (const auto& p : *loaded.config.peers) o.peers.push_back(StripPrefix(p));
   }
+  // The image's cluster record: the Shoot's name and control-plane count, and images.
+  sprout::ClusterRecord record;
+  if (auto text = sprout::ReadFile(settings.cluster_file)) {
+    if (auto r = sprout::ParseClusterRecord(*text)) {
+      record = *r;
+    } else {
+      Log(LOG_WARNING, "config", settings.cluster_file + ": " + r.error());
+    }
+  }
   if (settings.expected > 0) {
     o.expected = settings.expected;
   } else if (!o.peers.empty()) {
     std::set<std::string> all(o.peers.begin(), o.peers.end());
     all.insert(o.listen);
     o.expected = static_cast<int>(all.size());
+  } else if (record.expected_control_planes > 0) {
+    o.expected = record.expected_control_planes;
   }
   std::string role = !settings.role.empty() ? settings.role : loaded.config.role.value_or("control-plane");
   if (role != "control-plane" && role != "worker") {
@@ -198,7 +213,8 @@ int Run(const Settings& settings) {
     return 2;
   }
   o.control_plane = role != "worker";
-  o.cluster_name = settings.cluster_name;
+  o.cluster_name =
+      !settings.cluster_name.empty() ? settings.cluster_name : (!record.name.empty() ? record.name : "sprout");
   o.etcd_bin = settings.etcd_bin;
   o.etcd_data_dir = !settings.etcd_data_dir.empty() ? std::filesystem::path(settings.etcd_data_dir)
                                                     : std::filesystem::path(state_dir) / "etcd";
@@ -209,6 +225,27 @@ int Run(const Settings& settings) {
     return 2;
   }
   o.port = static_cast<std::uint16_t>(settings.port);
+  // etcd runs as a static pod (podman-kube@) when the image carries the etcd template
+  // and a preloaded etcd image, else as a child process (tests, development hosts).
+  const std::filesystem::path templates = "/usr/share/sprout/staticpods";
+  const bool pod_possible = record.images.count("etcd") != 0 && sprout::ReadFile(templates / "etcd.yaml").ok();
+  if (settings.etcd_launch == "static-pod" || (settings.etcd_launch == "auto" && pod_possible)) {
+    if (!pod_possible) {
+      Log(LOG_ERR, "error",
+          "--etcd-launch=static-pod needs " + (templates / "etcd.yaml").string() + " and an etcd image in " +
+              settings.cluster_file);
+      return 2;
+    }
+    o.make_launcher = [record, cluster = o.cluster_name, templates] {
+      sprout::StaticPodEtcdLauncher::Paths paths;
+      paths.templates = templates;
+      return std::make_unique<sprout::StaticPodEtcdLauncher>(paths, record.images, cluster);
+    };
+    Log(LOG_INFO, "config", "etcd runs as a static pod from " + record.images.at("etcd"));
+  } else if (settings.etcd_launch != "auto" && settings.etcd_launch != "process") {
+    Log(LOG_ERR, "error", "--etcd-launch must be auto, process or static-pod");
+    return 2;
+  }
   // A static address was just handed to systemd-networkd, which applies it a moment
   // later; joining the multicast group before then fails, so wait for it (bounded).
   sd_notifyf(0, "STATUS=waiting for address %s", o.listen.c_str());
@@ -282,8 +319,14 @@ int Main(int argc, char** argv) {
       "expected", "expected control-plane count (default: number of peers incl. this node, else 3)",
       cxxopts::value<int>()->default_value("0"))(
       "secret-file", "file holding the cluster secret (default: sprout.cluster_secret)", cxxopts::value<std::string>())(
-      "cluster-name", "cluster identity", cxxopts::value<std::string>()->default_value("sprout"))(
-      "etcd-bin", "etcd executable", cxxopts::value<std::string>()->default_value("etcd"))(
+      "cluster-name", "cluster identity (default: the Shoot's name from the cluster file, else sprout)",
+      cxxopts::value<std::string>())("cluster-file", "the image's cluster record (Shoot fields and component images)",
+                                     cxxopts::value<std::string>()->default_value("/usr/share/sprout/cluster.json"))(
+      "etcd-launch",
+      "how etcd runs: auto (a static pod when the image has its template and image), process, "
+      "static-pod",
+      cxxopts::value<std::string>()->default_value("auto"))("etcd-bin", "etcd executable",
+                                                            cxxopts::value<std::string>()->default_value("etcd"))(
       "etcd-data-dir", "etcd data directory (default: <state-dir>/etcd)", cxxopts::value<std::string>())(
       "role", "control-plane | worker (default: sprout.role, else control-plane)", cxxopts::value<std::string>())(
       "pki-dir", "cluster PKI in kubeadm's layout (the node's /etc is read-only: point it under /var)",
@@ -315,7 +358,9 @@ int Main(int argc, char** argv) {
   s.peers = str("peers");
   s.expected = args["expected"].as<int>();
   s.secret_file = str("secret-file");
-  s.cluster_name = args["cluster-name"].as<std::string>();
+  s.cluster_name = str("cluster-name");
+  s.cluster_file = args["cluster-file"].as<std::string>();
+  s.etcd_launch = args["etcd-launch"].as<std::string>();
   s.etcd_bin = args["etcd-bin"].as<std::string>();
   s.etcd_data_dir = str("etcd-data-dir");
   s.pki_dir = args["pki-dir"].as<std::string>();

@@ -168,7 +168,7 @@ class Loop {
         sealer_(std::move(sealer)),
         gate_(std::move(gate)),
         psk_(psk),
-        launcher_(std::make_unique<ChildEtcdLauncher>()) {
+        launcher_(o.make_launcher ? o.make_launcher() : std::make_unique<ChildEtcdLauncher>()) {
     etcd_.bin = o.etcd_bin;
     etcd_.name = o.name;
     etcd_.data_dir = o.etcd_data_dir.string();

@@ -6,10 +6,13 @@
 #include <csignal>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "formation/etcd.h"
 #include "formation/node.h"
 #include "formation/transport.h"
 #include "util/result.h"
@@ -31,6 +34,8 @@ struct DaemonOptions {
   std::filesystem::path pki_dir = "/etc/kubernetes/pki";  // kubeadm's layout (lib/pki)
   std::uint16_t port = kDefaultPort;  // formation UDP port; the TLS join endpoint is on this TCP port
   std::string group = kDefaultGroup;  // multicast group ("" disables multicast)
+  // make_launcher makes how etcd runs; empty = as a child process (ChildEtcdLauncher).
+  std::function<std::unique_ptr<EtcdLauncher>()> make_launcher;
 };
 
 // Field is one structured journal field (name without the SPROUT_ prefix).

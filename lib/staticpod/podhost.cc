@@ -78,6 +78,8 @@ Result<NodeManifests> WriteNodeManifests(const fs::path& templates_dir, const fs
       body = *adapted;
     }
     const fs::path target = out_dir / (name + ".yaml");
+    auto before = ReadFile(target);
+    if (!before || *before != body) out.changed.push_back(name);
     if (auto w = WriteFileAtomic(target, body, fs::perms(0600)); !w) return Fail(w.error());
     out.written.push_back({name, target});
   }

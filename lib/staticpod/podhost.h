@@ -28,6 +28,7 @@ struct RenderedPod {
 struct NodeManifests {
   std::vector<RenderedPod> written;
   std::vector<std::string> skipped;  // "kube-apiserver: no preloaded image (image_kube_apiserver)"
+  std::vector<std::string> changed;  // names whose manifest is new or differs from what was there
 };
 
 // WriteNodeManifests renders every NAME.yaml in templates_dir (or only the names listed)

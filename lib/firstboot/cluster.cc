@@ -1,0 +1,23 @@
+#include "firstboot/cluster.h"
+
+#include <nlohmann/json.hpp>
+
+namespace sprout {
+
+Result<ClusterRecord> ParseClusterRecord(const std::string& json) {
+  ClusterRecord r;
+  try {
+    auto j = nlohmann::json::parse(json);
+    if (!j.is_object()) return Fail("cluster.json is not a JSON object");
+    if (j.contains("name")) r.name = j["name"].get<std::string>();
+    if (j.contains("controlPlane")) r.expected_control_planes = j["controlPlane"].value("minimum", 0);
+    if (j.contains("images")) {
+      for (const auto& [component, image] : j["images"].items()) r.images[component] = image.get<std::string>();
+    }
+  } catch (const std::exception& e) {
+    return Fail(std::string("cluster.json cannot be read: ") + e.what());
+  }
+  return r;
+}
+
+}  // namespace sprout

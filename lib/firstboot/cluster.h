@@ -1,0 +1,23 @@
+// The cluster record baked into an image (/usr/share/sprout/cluster.json), as
+// sprout-firstboot reads it.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "util/result.h"
+
+namespace sprout {
+
+// ClusterRecord is what the builder wrote: the Shoot's name and control-plane count
+// (when the profile named a Shoot) and the preloaded image of each component.
+struct ClusterRecord {
+  std::string name;                           // "" when the image has no Shoot
+  int expected_control_planes = 0;            // 0 when the image has no Shoot
+  std::map<std::string, std::string> images;  // component -> "repository@sha256:..."
+};
+
+// ParseClusterRecord reads the JSON text of cluster.json.
+Result<ClusterRecord> ParseClusterRecord(const std::string& json);
+
+}  // namespace sprout

@@ -1,0 +1,47 @@
+// StaticPodEtcdLauncher: etcd as a static pod (podman host), for the formation daemon.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "formation/etcd.h"
+#include "staticpod/staticpod.h"
+
+namespace sprout {
+
+// EtcdPodInput turns the daemon's etcd arguments into template values: the member name,
+// its address (from the peer URL), the initial cluster, state and token, the PKI folder
+// (from the CA file's place in kubeadm's layout) and the data folder. images names the
+// preloaded image of each component.
+Result<StaticPodInput> EtcdPodInput(const formation::EtcdArgs& args, const std::map<std::string, std::string>& images,
+                                    const std::string& cluster_name);
+
+// StaticPodEtcdLauncher renders the baked etcd template into the manifest folder and
+// runs it with podman-kube@.service. systemd supervises it; Running asks systemd.
+class StaticPodEtcdLauncher : public formation::EtcdLauncher {
+ public:
+  struct Paths {
+    std::filesystem::path templates = "/usr/share/sprout/staticpods";
+    std::filesystem::path manifests = "/etc/kubernetes/manifests";
+  };
+  StaticPodEtcdLauncher(Paths paths, std::map<std::string, std::string> images, std::string cluster_name)
+      : paths_(std::move(paths)), images_(std::move(images)), cluster_name_(std::move(cluster_name)) {}
+
+  Status Start(const formation::EtcdArgs& args) override;
+  bool Running() override;
+  void Stop() override;
+  std::string Describe() const override;
+
+ private:
+  Paths paths_;
+  std::map<std::string, std::string> images_;
+  std::string cluster_name_;
+  bool Ask();
+  std::string unit_;
+  bool running_ = false;
+  std::chrono::steady_clock::time_point checked_{};
+};
+
+}  // namespace sprout
