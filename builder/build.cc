@@ -84,6 +84,7 @@ Result<std::vector<RootEntry>> RootAdditions(const Profile& p, const DiskPlan& p
     if (auto s = AddTree(o, "", add); !s) return Fail(s.error());
   }
   add.push_back({RootEntry::Kind::kFile, "usr/lib/sprout/sprout-firstboot", "", firstboot, 0755});
+  add.push_back({RootEntry::Kind::kSymlink, "usr/bin/sprout-firstboot", "/usr/lib/sprout/sprout-firstboot", {}, 0777});
   add.push_back({RootEntry::Kind::kFile, "usr/lib/systemd/system/sprout-firstboot.service", "",
                  data / "firstboot" / "sprout-firstboot.service", 0644});
   add.push_back({RootEntry::Kind::kSymlink,

@@ -70,6 +70,7 @@ vm_start() {
     -display none -serial "file:$dir/node-$i.serial" -monitor none -no-reboot \
     </dev/null >>"$dir/node-$i.log" 2>&1 &
   echo $! > "$dir/node-$i.pid"
+  disown $! 2>/dev/null  # its end is not news: teardown kills it
   CLUSTER_NODES[$i]=1
 }
 
@@ -113,10 +114,13 @@ wait_until() {
   WAITED=$((SECONDS - start))
 }
 
-# all_members N: are nodes 1..N all in phase "member"?
+# is_member PHASE: a voting member, founding or promoted?
+is_member() { [ "$1" = "founding member" ] || [ "$1" = member ]; }
+
+# all_members N: are nodes 1..N all voting members?
 all_members() {
   local i
-  for i in $(seq "$1"); do [ "$(node_phase "$i")" = member ] || return 1; done
+  for i in $(seq "$1"); do is_member "$(node_phase "$i")" || return 1; done
 }
 
 # cluster_etcdctl I ARGS...: etcdctl against node I over mTLS, run by the harness in the

@@ -37,13 +37,15 @@ peers=("$(node_ip 1)" "$(node_ip 2)" "$(node_ip 3)")
 t0=$SECONDS
 for i in 1 2 3; do node_config "$i" control-plane "${peers[@]}"; vm_start "$i"; done
 if wait_until 1200 "three nodes in phase member" all_members 3; then
-  quorum=$((SECONDS - t0))
-  check "all three reach phase member (seconds from power-on)" "$quorum" '^[0-9]+$'
+  check "all three reach phase member (seconds from power-on)" "$((SECONDS - t0))" '^[0-9]+$'
 else
   check "all three reach phase member" "timeout" '^[0-9]+$'
   for i in 1 2 3; do echo "--- node-$i"; tail -n 25 "$CLUSTER_DIR/node-$i.serial"; done
   exit 1
 fi
+wait_until 300 "etcd healthy on all three" cluster_etcdctl 1 endpoint health --cluster
+check "etcd healthy on all three nodes (seconds after they became members)" "${WAITED:-timeout}" '^[0-9]+$'
+quorum=$((SECONDS - t0))
 members=$(cluster_etcdctl 1 member list -w json)
 summary=$(python3 -c '
 import json,sys
