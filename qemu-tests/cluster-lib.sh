@@ -114,8 +114,13 @@ wait_until() {
   WAITED=$((SECONDS - start))
 }
 
-# is_member PHASE: a voting member, founding or promoted?
-is_member() { [ "$1" = "founding member" ] || [ "$1" = member ]; }
+# is_member PHASE: a voting member: founding, or promoted ("member (joined as learner)")?
+is_member() {
+  case $1 in
+    "founding member" | member | "member "*) return 0 ;;
+    *) return 1 ;;
+  esac
+}
 
 # all_members N: are nodes 1..N all voting members?
 all_members() {
