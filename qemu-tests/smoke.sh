@@ -51,7 +51,7 @@ if [ "$(id -u)" -eq 0 ]; then
   id sprout-build >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin sprout-build
   data="$work/data"
   mkdir -p "$data/bin"
-  cp -a "$top/profiles" "$top/overlays" "$top/images" "$top/firstboot" "$top/qemu-tests" "$data/"
+  cp -a "$top/profiles" "$top/overlays" "$top/images" "$top/firstboot" "$top/staticpods" "$top/qemu-tests" "$data/"
   cp "$SPROUT" "$SPROUT_FIRSTBOOT" "$data/bin/"
   chmod -R a+rX "$data"
   mkdir -p "$work/out" && chown sprout-build "$work/out"
