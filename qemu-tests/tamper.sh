@@ -7,6 +7,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 image=${1:?usage: tamper.sh IMAGE.raw}
+if [ ! -f "$image" ]; then echo "tamper: no image at $image (the smoke test makes it with KEEP_IMAGE)" >&2; exit 1; fi
 work=$(mktemp -d /tmp/sprout-tamper.XXXXXX)
 passed=0 failed=0
 trap '[ "$failed" -gt 0 ] && echo "logs kept in $work" && rm -f "$work"/*.raw || rm -rf "$work"' EXIT
