@@ -71,8 +71,14 @@ for i in 1 2 3; do vm_start "$i"; done
 if wait_until 1200 "three nodes back in phase member" all_members 3; then
   check "all three are members again after power loss (seconds)" "$((SECONDS - t1))" '^[0-9]+$'
 fi
-wait_until 120 "etcd healthy" cluster_etcdctl 1 endpoint health --cluster
-id_after=$(cluster_id 3)
+# A member's phase is persisted; its etcd pod may need a while after boot to serve.
+wait_until 600 "etcd healthy on all three after power loss" cluster_etcdctl 1 endpoint health --cluster
+check "etcd healthy on all three after power loss (seconds after they were members)" "${WAITED:-timeout}" '^[0-9]+$'
+id_after=""
+for _ in $(seq 20); do
+  id_after=$(cluster_id 3 2>/dev/null) && [ -n "$id_after" ] && break
+  sleep 3
+done
 check "the cluster ID is the same after power loss" "$([ "$id_after" = "$id_before" ] && echo "same ($id_after)" || echo "'$id_after' != '$id_before'")" '^same'
 got=$(cluster_etcdctl 2 get /sprout/test/key --print-value-only)
 check "the key written before power loss is still there" "$([ "$got" = "$value" ] && echo same || echo "'$got' != '$value'")" '^same$'
