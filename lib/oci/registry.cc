@@ -406,12 +406,13 @@ Result<FetchedManifest> RegistryClient::GetManifest(const std::string& tag_or_di
 }
 
 Status RegistryClient::FetchBlobs(const std::vector<Descriptor>& blobs, Cache& cache) {
-  std::vector<Descriptor> todo;
+  std::vector<Descriptor> pending;
   for (const auto& b : blobs) {
     if (cache.Has(b.digest)) {
       if (s_->opt.progress) s_->opt.progress(b.digest, static_cast<std::uint64_t>(b.size));
-    } else if (std::none_of(todo.begin(), todo.end(), [&](const Descriptor& d) { return d.digest == b.digest; })) {
-      todo.push_back(b);
+    } else if (std::none_of(pending.begin(), pending.end(),
+                            [&](const Descriptor& d) { return d.digest == b.digest; })) {
+      pending.push_back(b);
     }
   }
   std::atomic<std::size_t> next{0};
@@ -421,12 +422,12 @@ Status RegistryClient::FetchBlobs(const std::vector<Descriptor>& blobs, Cache& c
     std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> c(curl_easy_init(), curl_easy_cleanup);
     for (;;) {
       std::size_t i = next++;
-      if (i >= todo.size()) return;
+      if (i >= pending.size()) return;
       {
         std::lock_guard<std::mutex> lock(err_mu);
         if (!first_error.empty()) return;
       }
-      auto st = s_->FetchOne(c.get(), todo[i], cache);
+      auto st = s_->FetchOne(c.get(), pending[i], cache);
       if (!st) {
         std::lock_guard<std::mutex> lock(err_mu);
         if (first_error.empty()) first_error = st.error();
@@ -434,7 +435,7 @@ Status RegistryClient::FetchBlobs(const std::vector<Descriptor>& blobs, Cache& c
     }
   };
   std::vector<std::thread> threads;
-  std::size_t n = std::min<std::size_t>(static_cast<std::size_t>(std::max(1, s_->opt.parallel)), todo.size());
+  std::size_t n = std::min<std::size_t>(static_cast<std::size_t>(std::max(1, s_->opt.parallel)), pending.size());
   for (std::size_t i = 0; i < n; ++i) threads.emplace_back(worker);
   for (auto& t : threads) t.join();
   if (!first_error.empty()) return Fail(first_error);
