@@ -7,14 +7,27 @@
 # qcow2 over the image, gets its settings through QEMU's fw_cfg (the same key=value text
 # as the config area: docs/personalization.md), and is reached over SSH with a key the
 # harness makes. Everything started here is stopped by cluster_teardown.
+#
+# A node boots from one of the build's media, CLUSTER_MEDIUM[I] (set before vm_start I):
+#   disk  a copy-on-write qcow2 over the image, under UEFI (the default);
+#   raw   its own sparse copy of the raw image, booted as a raw disk under UEFI;
+#   iso   the hybrid ISO beside the image (NAME.iso) as a CD under UEFI; /var in memory;
+#   pxe   network boot under SeaBIOS: the NIC's iPXE ROM asks DHCP on the bridge and
+#         fetches pxe/boot.ipxe, the kernel and the initrd (root inside) over HTTP from
+#         the harness (cluster_pxe_server); /var in memory.
+# Whatever the medium, the node's settings come through fw_cfg and it gets its static
+# address; the DHCP lease is only for the firmware.
 
 CLUSTER_NET=198.18.0
 CLUSTER_MEM=${CLUSTER_MEM:-1536}
 CLUSTER_SMP=${CLUSTER_SMP:-1}
+CLUSTER_PXE_MEM=${CLUSTER_PXE_MEM:-2048}  # the root sits in memory on a PXE node
+declare -a CLUSTER_MEDIUM
 
 # cluster_init DIR IMAGE: prepares DIR (secret, SSH key, OVMF vars) and the network.
 cluster_init() {
   CLUSTER_DIR=$1 CLUSTER_IMAGE=$(realpath "$2")
+  CLUSTER_ISO=${CLUSTER_IMAGE%.*}.iso CLUSTER_PXE=$(dirname "$CLUSTER_IMAGE")/pxe
   CLUSTER_NS=sprout-cluster-$$
   CLUSTER_NODES=()
   mkdir -p "$CLUSTER_DIR"
@@ -46,24 +59,43 @@ node_config() {
   } > "$CLUSTER_DIR/node-$i.conf"
 }
 
-# vm_start I: boots node I (its disk is made on first start and kept across restarts).
+# vm_start I: boots node I from CLUSTER_MEDIUM[I] (its disk is made on first start and
+# kept across restarts).
 vm_start() {
   local i=$1 dir=$CLUSTER_DIR
-  local disk=$dir/node-$i.qcow2 tap=tap$i
-  if [ ! -f "$disk" ]; then
-    local fmt=raw
-    case $CLUSTER_IMAGE in *.qcow2) fmt=qcow2 ;; esac
-    qemu-img create -q -f qcow2 -b "$CLUSTER_IMAGE" -F "$fmt" "$disk" || return 1
-    cp "$OVMF_VARS" "$dir/node-$i.vars"
-  fi
+  local medium=${CLUSTER_MEDIUM[$i]:-disk} tap=tap$i mem=$CLUSTER_MEM
+  local boot=() firmware=(-drive "if=pflash,format=raw,unit=0,readonly=on,file=$OVMF_CODE"
+    -drive "if=pflash,format=raw,unit=1,file=$dir/node-$i.vars")
+  [ -f "$dir/node-$i.vars" ] || cp "$OVMF_VARS" "$dir/node-$i.vars"
+  case $medium in
+    disk)
+      local disk=$dir/node-$i.qcow2 fmt=raw
+      case $CLUSTER_IMAGE in *.qcow2) fmt=qcow2 ;; esac
+      [ -f "$disk" ] || qemu-img create -q -f qcow2 -b "$CLUSTER_IMAGE" -F "$fmt" "$disk" || return 1
+      boot=(-drive "if=virtio,format=qcow2,file=$disk") ;;
+    raw)
+      local disk=$dir/node-$i.raw
+      if [ ! -f "$disk" ]; then
+        case $CLUSTER_IMAGE in
+          *.qcow2) qemu-img convert -O raw "$CLUSTER_IMAGE" "$disk.tmp" ;;
+          *) cp --sparse=always "$CLUSTER_IMAGE" "$disk.tmp" ;;
+        esac && mv "$disk.tmp" "$disk" || return 1
+      fi
+      boot=(-drive "if=virtio,format=raw,file=$disk") ;;
+    iso)
+      [ -f "$CLUSTER_ISO" ] || { echo "node-$i: no ISO at $CLUSTER_ISO (build with --format raw,iso)" >&2; return 1; }
+      boot=(-cdrom "$CLUSTER_ISO") ;;
+    pxe)
+      cluster_pxe_server || return 1
+      boot=(-boot n) firmware=() mem=$CLUSTER_PXE_MEM ;;
+    *) echo "node-$i: unknown medium '$medium' (disk, raw, iso or pxe)" >&2; return 1 ;;
+  esac
   ip -n "$CLUSTER_NS" link del "$tap" 2>/dev/null
   ip -n "$CLUSTER_NS" tuntap add dev "$tap" mode tap || return 1
   ip -n "$CLUSTER_NS" link set "$tap" master br0 up
-  echo "=== boot $(date +%T)" >> "$dir/node-$i.log"
-  ip netns exec "$CLUSTER_NS" qemu-system-x86_64 -machine q35,accel=tcg -cpu max -m "$CLUSTER_MEM" -smp "$CLUSTER_SMP" \
-    -drive "if=pflash,format=raw,unit=0,readonly=on,file=$OVMF_CODE" \
-    -drive "if=pflash,format=raw,unit=1,file=$dir/node-$i.vars" \
-    -drive "if=virtio,format=qcow2,file=$disk" \
+  echo "=== boot $(date +%T) from $medium" >> "$dir/node-$i.log"
+  ip netns exec "$CLUSTER_NS" qemu-system-x86_64 -machine q35,accel=tcg -cpu max -m "$mem" -smp "$CLUSTER_SMP" \
+    "${firmware[@]}" "${boot[@]}" \
     -netdev "tap,id=n0,ifname=$tap,script=no,downscript=no" \
     -device "virtio-net-pci,netdev=n0,mac=52:54:00:18:00:$(printf %02x $((10 + i)))" \
     -fw_cfg "name=opt/sprout/config,file=$dir/node-$i.conf" \
@@ -72,6 +104,28 @@ vm_start() {
   echo $! > "$dir/node-$i.pid"
   disown $! 2>/dev/null  # its end is not news: teardown kills it
   CLUSTER_NODES[$i]=1
+}
+
+# cluster_pxe_server: once per cluster, serves the PXE bundle on the bridge as a data
+# center would: dnsmasq answers DHCP (a pool of 198.18.0.200-.250, for the firmware only)
+# and names http://198.18.0.1:8080/boot.ipxe as the boot file; Python's HTTP server
+# serves the bundle. Both run in the namespace and are stopped by cluster_teardown.
+cluster_pxe_server() {
+  [ -f "$CLUSTER_DIR/server-dhcp.pid" ] && return 0
+  [ -f "$CLUSTER_PXE/boot.ipxe" ] || { echo "no PXE bundle at $CLUSTER_PXE (build with --format raw,pxe)" >&2; return 1; }
+  command -v dnsmasq >/dev/null || { echo "PXE nodes need dnsmasq: apt-get install dnsmasq-base" >&2; return 1; }
+  ip netns exec "$CLUSTER_NS" python3 -m http.server --bind "$CLUSTER_NET.1" --directory "$CLUSTER_PXE" 8080 \
+    </dev/null >>"$CLUSTER_DIR/http.log" 2>&1 &
+  echo $! > "$CLUSTER_DIR/server-http.pid"
+  disown $! 2>/dev/null
+  ip netns exec "$CLUSTER_NS" dnsmasq --keep-in-foreground --conf-file=/dev/null --user=root --port=0 \
+    --interface=br0 --bind-interfaces --dhcp-range="$CLUSTER_NET.200,$CLUSTER_NET.250,255.255.255.0,10m" \
+    --dhcp-leasefile="$CLUSTER_DIR/dnsmasq.leases" --dhcp-boot="http://$CLUSTER_NET.1:8080/boot.ipxe" \
+    --log-dhcp --log-facility="$CLUSTER_DIR/dnsmasq.log" </dev/null >>"$CLUSTER_DIR/dnsmasq.log" 2>&1 &
+  echo $! > "$CLUSTER_DIR/server-dhcp.pid"
+  disown $! 2>/dev/null
+  sleep 1
+  kill -0 "$(cat "$CLUSTER_DIR/server-dhcp.pid")" 2>/dev/null || { echo "dnsmasq did not start; see $CLUSTER_DIR/dnsmasq.log" >&2; return 1; }
 }
 
 # vm_kill I: pulls node I's power (SIGKILL to QEMU, no shutdown).
@@ -104,6 +158,7 @@ node_phase() {
 wait_until() {
   local limit=$1 what=$2; shift 2
   local start=$SECONDS
+  WAITED=""
   while ! "$@" >/dev/null 2>&1; do
     if [ $((SECONDS - start)) -ge "$limit" ]; then
       echo "timed out after ${limit} s waiting for: $what" >&2
@@ -144,20 +199,42 @@ cluster_etcdctl() {
     --cacert "$pki/ca.crt" --cert "$pki/client.crt" --key "$pki/client.key" --command-timeout=10s "$@"
 }
 
+# member_summary I prints etcd's member list as seen by node I, one "name:peerURLs:voter"
+# or "...:learner" per member, sorted, on one line.
+member_summary() {
+  cluster_etcdctl "$1" member list -w json | python3 -c '
+import json,sys
+m=json.load(sys.stdin)["members"]
+print(" ".join(sorted("%s:%s:%s" % (x.get("name",""), ",".join(x["peerURLs"]), "learner" if x.get("isLearner") else "voter") for x in m)))'
+}
+
+# cluster_id I prints the cluster ID node I's etcd reports, in hex.
+cluster_id() {
+  cluster_etcdctl "$1" endpoint status -w json |
+    python3 -c 'import json,sys; print("%x" % json.load(sys.stdin)[0]["Status"]["header"]["cluster_id"])'
+}
+
 # cluster_teardown [keep]: stops every VM and removes the network; keeps logs if asked.
 cluster_teardown() {
   local keep=${1:-}
   local f
-  for f in "$CLUSTER_DIR"/node-*.pid; do
+  for f in "$CLUSTER_DIR"/node-*.pid "$CLUSTER_DIR"/server-*.pid; do
     [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null
   done
   sleep 0.5
-  rm -f "$CLUSTER_DIR"/node-*.pid
+  rm -f "$CLUSTER_DIR"/node-*.pid "$CLUSTER_DIR"/server-*.pid
   [ -n "${CLUSTER_NS:-}" ] && ip netns del "$CLUSTER_NS" 2>/dev/null
   if [ -n "$keep" ]; then
-    rm -f "$CLUSTER_DIR"/*.qcow2 "$CLUSTER_DIR"/*.vars
+    rm -f "$CLUSTER_DIR"/*.qcow2 "$CLUSTER_DIR"/*.raw "$CLUSTER_DIR"/*.vars
     echo "cluster logs kept in $CLUSTER_DIR (serial consoles: node-*.serial)"
   else
     rm -rf "$CLUSTER_DIR"
   fi
+}
+
+# cluster_test_traps: for tests: on exit the cluster is torn down, and its logs kept when
+# a check failed (or KEEP_LOGS is set); Ctrl-C exits through the same path.
+cluster_test_traps() {
+  trap 'cluster_teardown $([ "$failed" -gt 0 ] || [ -n "${KEEP_LOGS:-}" ] && echo keep)' EXIT
+  trap 'exit 130' INT TERM
 }

@@ -4,7 +4,12 @@
 #   1. three control-plane nodes of one image, powered on together on a network with no
 #      uplink, form etcd with no human step: three voting members with the right peer
 #      URLs, and a key written through node 1 reads back through node 3;
-#   2. all three lose power (QEMU killed) and boot again: same cluster ID, key still there.
+#   2. all three lose power (QEMU killed) and boot again: same cluster ID, key still there;
+#   3. two more nodes of the same image are powered on, told only the first three as
+#      peers: a worker, which gets the Kubernetes CA, the API endpoints and a bootstrap
+#      token and runs no etcd; and a fourth control-plane node, which joins as a learner
+#      and is promoted, leaving four voting members (the even-count policy of
+#      docs/formation.md: a late control-plane node is always promoted).
 # Usage: qemu-tests/cluster-scenarios.sh IMAGE   (needs root; KEEP_LOGS=1 keeps logs)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -12,14 +17,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/cluster-lib.sh"
 image=$(realpath "${1:?usage: cluster-scenarios.sh IMAGE}")
 work=$(mktemp -d /tmp/sprout-scenarios.XXXXXX)
-passed=0 failed=0
-check() {  # check NAME ACTUAL EXPECTED-REGEX
-  if [[ "$2" =~ $3 ]]; then echo "ok   $1: $2"; passed=$((passed + 1))
-  else echo "FAIL $1: got '$2', want /$3/"; failed=$((failed + 1)); fi
-}
-finish() { cluster_teardown $([ "$failed" -gt 0 ] || [ -n "${KEEP_LOGS:-}" ] && echo keep); }
-trap finish EXIT
-trap 'exit 130' INT TERM
+cluster_test_traps
 find_ovmf || exit 1
 
 echo "== 0. plain boot of one node to login (no cluster settings)"
@@ -46,11 +44,7 @@ fi
 wait_until 300 "etcd healthy on all three" cluster_etcdctl 1 endpoint health --cluster
 check "etcd healthy on all three nodes (seconds after they became members)" "${WAITED:-timeout}" '^[0-9]+$'
 quorum=$((SECONDS - t0))
-members=$(cluster_etcdctl 1 member list -w json)
-summary=$(python3 -c '
-import json,sys
-m=json.load(sys.stdin)["members"]
-print(" ".join(sorted("%s:%s:%s" % (x["name"], ",".join(x["peerURLs"]), "learner" if x.get("isLearner") else "voter") for x in m)))' <<<"$members")
+summary=$(member_summary 1)
 echo "     member list: $summary"
 check "etcd has three voting members with their peer URLs" "$summary" \
   '^node-1:https://198\.18\.0\.11:2380:voter node-2:https://198\.18\.0\.12:2380:voter node-3:https://198\.18\.0\.13:2380:voter$'
@@ -60,7 +54,6 @@ cluster_etcdctl 1 put /sprout/test/key "$value" >/dev/null
 got=$(cluster_etcdctl 3 get /sprout/test/key --print-value-only)
 echo "     node-3 reads /sprout/test/key = $got"
 check "a key written through node 1 reads back through node 3" "$([ "$got" = "$value" ] && echo same || echo "'$got' != '$value'")" '^same$'
-cluster_id() { cluster_etcdctl "$1" endpoint status -w json | python3 -c 'import json,sys; print("%x" % json.load(sys.stdin)[0]["Status"]["header"]["cluster_id"])'; }
 id_before=$(cluster_id 2)
 echo "     cluster ID $id_before"
 
@@ -84,6 +77,46 @@ got=$(cluster_etcdctl 2 get /sprout/test/key --print-value-only)
 check "the key written before power loss is still there" "$([ "$got" = "$value" ] && echo same || echo "'$got' != '$value'")" '^same$'
 check "no node was restarted by hand: every node booted twice" \
   "$(for i in 1 2 3; do node_ssh "$i" sprout-firstboot status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["boots"])'; done | tr '\n' ' ')" '^2 2 2 $'
+
+echo "== 3. a worker and a fourth control-plane node join"
+node_config 4 worker "${peers[@]}"
+node_config 5 control-plane "${peers[@]}"
+t3=$SECONDS
+vm_start 4
+vm_start 5
+if wait_until 900 "node-4 saved its worker credentials" node_ssh 4 test -s /var/lib/sprout/worker/bootstrap-token; then
+  check "the worker saved its credentials (seconds from power-on)" "$((SECONDS - t3))" '^[0-9]+$'
+else
+  check "the worker saved its credentials" "timeout" '^[0-9]+$'
+  tail -n 25 "$CLUSTER_DIR/node-4.serial"
+fi
+check "the worker's phase" "$(node_phase 4)" '^worker$'
+check "the worker's CA is the cluster's Kubernetes CA" \
+  "$([ "$(node_ssh 4 sha256sum /var/lib/sprout/worker/ca.crt | cut -d' ' -f1)" = \
+       "$(node_ssh 1 sha256sum /etc/kubernetes/pki/ca.crt | cut -d' ' -f1)" ] && echo "same as node-1's" || echo differs)" '^same'
+check "the worker's bootstrap token is a Kubernetes token, mode 600" \
+  "$(node_ssh 4 'stat -c %a /var/lib/sprout/worker/bootstrap-token; cat /var/lib/sprout/worker/bootstrap-token' | tr '\n' ' ' | sed 's/\(\.[a-z0-9]\{4\}\)[a-z0-9]*/\1.../')" \
+  '^600 [a-z0-9]{6}\.[a-z0-9]{4}\.\.\. $'
+check "the worker knows the API endpoints of the control plane" \
+  "$(node_ssh 4 cat /var/lib/sprout/worker/api-endpoints | tr '\n' ' ')" '198\.18\.0\.11.*198\.18\.0\.12.*198\.18\.0\.13'
+check "the worker runs no etcd and holds no etcd CA" \
+  "$(node_ssh 4 'podman ps -q | wc -l; ls /etc/kubernetes/pki/etcd 2>/dev/null | wc -l' | tr '\n' ' ')" '^0 0 $'
+if wait_until 900 "node-5 a voting member" eval 'is_member "$(node_phase 5)"'; then
+  check "the fourth control-plane node joined and was promoted (seconds from power-on)" "$((SECONDS - t3))" '^[0-9]+$'
+else
+  check "the fourth control-plane node joined and was promoted" "timeout" '^[0-9]+$'
+  tail -n 25 "$CLUSTER_DIR/node-5.serial"
+fi
+check "node-5's phase says it joined as a learner" "$(node_phase 5)" '^member \(joined as learner\)$'
+wait_until 600 "etcd healthy on all four" cluster_etcdctl 1 endpoint health --cluster
+check "etcd healthy on all four control-plane nodes" "${WAITED:-timeout}" '^[0-9]+$'
+summary=$(member_summary 5)
+echo "     member list: $summary"
+check "four voting members, no learner left, no worker among them" "$summary" \
+  '^node-1:https://198\.18\.0\.11:2380:voter node-2:https://198\.18\.0\.12:2380:voter node-3:https://198\.18\.0\.13:2380:voter node-5:https://198\.18\.0\.15:2380:voter$'
+got=$(cluster_etcdctl 5 get /sprout/test/key --print-value-only)
+check "the key reads back through the new node" "$([ "$got" = "$value" ] && echo same || echo "'$got' != '$value'")" '^same$'
+check "the cluster ID is unchanged" "$(cluster_id 5)" "^$id_before\$"
 
 echo
 echo "figures: plain boot to login ${plain} s; boot to quorum ${quorum} s (3 nodes on $(nproc) cores);" \

@@ -11,13 +11,8 @@ SPROUT=${SPROUT:-$top/build/sprout}
 export SPROUT_FIRSTBOOT=${SPROUT_FIRSTBOOT:-$(dirname "$SPROUT")/sprout-firstboot}
 CACHE=${SPROUT_CACHE:-/var/cache/sprout}
 work=$(mktemp -d /tmp/sprout-images.XXXXXX)
-passed=0 failed=0
 cleanup() { if [ "$failed" -gt 0 ] || [ -n "${KEEP_LOGS:-}" ]; then echo "logs kept in $work"; rm -f "$work"/out/*.raw; else rm -rf "$work"; fi; }
 trap cleanup EXIT
-check() {
-  if [[ "$2" =~ $3 ]]; then echo "ok   $1: $2"; passed=$((passed + 1));
-  else echo "FAIL $1: got '$2', want /$3/"; failed=$((failed + 1)); fi
-}
 value() { grep -a "SPROUT-IMAGES $1=" "$work/serial.log" | sed "s/^.*SPROUT-IMAGES $1=//" | tr -d '\r'; }
 find_ovmf || exit 1
 "$SPROUT" base "$top/profiles/default.yaml" --cache-dir "$CACHE" || exit 1

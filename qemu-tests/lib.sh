@@ -1,5 +1,12 @@
 # Shared helpers of the QEMU tests (sourced). Everything a test starts, it stops.
 
+# check NAME ACTUAL EXPECTED-REGEX: one assertion; counts into passed/failed.
+passed=0 failed=0
+check() {
+  if [[ "$2" =~ $3 ]]; then echo "ok   $1: $2"; passed=$((passed + 1))
+  else echo "FAIL $1: got '$2', want /$3/"; failed=$((failed + 1)); fi
+}
+
 # find_ovmf sets OVMF_CODE and OVMF_VARS to Debian's UEFI firmware files.
 find_ovmf() {
   for pair in "/usr/share/OVMF/OVMF_CODE_4M.fd /usr/share/OVMF/OVMF_VARS_4M.fd" \

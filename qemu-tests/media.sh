@@ -19,7 +19,7 @@ top=$(cd "$here/.." && pwd)
 SPROUT=${SPROUT:-$top/build/sprout}
 CACHE=${SPROUT_CACHE:-/var/cache/sprout}
 work=$(mktemp -d /tmp/sprout-media-qemu.XXXXXX)
-passed=0 failed=0 server=""
+server=""
 cleanup() {
   [ -n "$server" ] && kill "$server" 2>/dev/null
   if [ "$failed" -gt 0 ] || [ -n "${KEEP_LOGS:-}" ]; then
@@ -30,10 +30,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-check() {  # check NAME ACTUAL EXPECTED-REGEX
-  if [[ "$2" =~ $3 ]]; then echo "ok   $1: $2"; passed=$((passed + 1));
-  else echo "FAIL $1: got '$2', want /$3/"; failed=$((failed + 1)); fi
-}
 
 find_ovmf || exit 1
 dir=${IMAGE_DIR:-}

@@ -14,7 +14,6 @@ CACHE=${SPROUT_CACHE:-/var/cache/sprout}
 work=$(mktemp -d /tmp/sprout-smoke.XXXXXX)
 chmod 0755 "$work"
 keep_logs=${KEEP_LOGS:-}
-passed=0 failed=0
 cleanup() {
   if [ "$failed" -gt 0 ] || [ -n "$keep_logs" ]; then
     echo "logs kept in $work"
@@ -28,13 +27,6 @@ trap 'exit 130' INT TERM
 
 same() {  # same A B: "same" if the strings are equal, else both (for literal comparisons)
   if [ "$1" = "$2" ]; then echo same; else echo "'$1' != '$2'"; fi
-}
-check() {  # check NAME ACTUAL EXPECTED-REGEX
-  if [[ "$2" =~ $3 ]]; then
-    echo "ok   $1: $2"; passed=$((passed + 1))
-  else
-    echo "FAIL $1: got '$2', want /$3/"; failed=$((failed + 1))
-  fi
 }
 
 find_ovmf || exit 1

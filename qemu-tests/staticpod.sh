@@ -10,14 +10,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/cluster-lib.sh"
 image=$(realpath "${1:?usage: staticpod.sh IMAGE}")
 work=$(mktemp -d /tmp/sprout-staticpod.XXXXXX)
-passed=0 failed=0
-check() {  # check NAME ACTUAL EXPECTED-REGEX
-  if [[ "$2" =~ $3 ]]; then echo "ok   $1: $2"; passed=$((passed + 1))
-  else echo "FAIL $1: got '$2', want /$3/"; failed=$((failed + 1)); fi
-}
-finish() { cluster_teardown $([ "$failed" -gt 0 ] || [ -n "${KEEP_LOGS:-}" ] && echo keep); }
-trap finish EXIT
-trap 'exit 130' INT TERM
+cluster_test_traps
 
 cluster_init "$work/cluster" "$image" || exit 1
 node_config 1 control-plane "$(node_ip 1)"

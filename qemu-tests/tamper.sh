@@ -9,12 +9,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 image=${1:?usage: tamper.sh IMAGE.raw}
 if [ ! -f "$image" ]; then echo "tamper: no image at $image (the smoke test makes it with KEEP_IMAGE)" >&2; exit 1; fi
 work=$(mktemp -d /tmp/sprout-tamper.XXXXXX)
-passed=0 failed=0
 trap '[ "$failed" -gt 0 ] && echo "logs kept in $work" && rm -f "$work"/*.raw || rm -rf "$work"' EXIT
-check() {
-  if [[ "$2" =~ $3 ]]; then echo "ok   $1: $2"; passed=$((passed + 1));
-  else echo "FAIL $1: got '$2', want /$3/"; failed=$((failed + 1)); fi
-}
 find_ovmf || exit 1
 
 # flip IMAGE PARTITION-NUMBER OFFSET: invert one byte at OFFSET inside that partition.
