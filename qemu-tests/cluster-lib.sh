@@ -183,6 +183,16 @@ all_members() {
   for i in $(seq "$1"); do is_member "$(node_phase "$i")" || return 1; done
 }
 
+# node_timeline I prints, on node I's own clock (seconds since its kernel started, this
+# boot), when it reached multi-user.target and when its formation status first became
+# "member": "up=71.2 member=95.0" ("-" for what has not happened).
+node_timeline() {
+  node_ssh "$1" 'up=$(systemctl show -P ActiveEnterTimestampMonotonic multi-user.target)
+    m=$(journalctl -b -o short-monotonic -u sprout-firstboot.service --no-pager |
+      sed -n "s/^\[ *\([0-9.]*\)\] .*: member\( (joined as learner)\)\{0,1\}$/\1/p" | head -n 1)
+    awk -v u="${up:-0}" -v m="${m:--}" "BEGIN { printf \"up=%s member=%s\\n\", (u > 0 ? sprintf(\"%.1f\", u / 1e6) : \"-\"), (m == \"-\" ? m : sprintf(\"%.1f\", m)) }"'
+}
+
 # cluster_etcdctl I ARGS...: etcdctl against node I over mTLS, run by the harness in the
 # network namespace with the client certificate node 1 made (fetched once over SSH).
 cluster_etcdctl() {
