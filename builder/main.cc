@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cxxopts.hpp>
+#include <functional>
 #include <iostream>
 
 #include "builder/commands.h"
@@ -38,16 +39,58 @@ Start with:
 Profiles are YAML; docs/profiles.md describes every setting and how `extends:` merges.
 )";
 
-std::filesystem::path DefaultCache() { return sprout::UserCacheDir(); }
-
 int Fail(const std::string& message) {
   std::cerr << "sprout: " << message << "\n";
   return 2;
 }
 
-}  // namespace
+// CacheDir is --cache-dir, or the user's cache (~/.cache/sprout) without it.
+std::filesystem::path CacheDir(const cxxopts::ParseResult& a) {
+  return a.count("cache-dir") ? std::filesystem::path(a["cache-dir"].as<std::string>()) : sprout::UserCacheDir();
+}
 
-namespace {
+// Set copies option name into field when it was given.
+template <typename T, typename Field>
+void Set(const cxxopts::ParseResult& a, const std::string& name, Field& field) {
+  if (a.count(name)) field = a[name].template as<T>();
+}
+
+// Required is the argument a subcommand cannot run without, and the error without it.
+struct Required {
+  std::string name;     // option name, such as "output"
+  std::string missing;  // the error message when it is absent
+};
+
+// Positional is a subcommand's one positional argument, which it needs.
+struct Positional {
+  std::string name;         // option name, such as "profile"
+  std::string description;  // its help text, such as "profile file"
+  std::string usage;        // what follows the options in the usage line, such as "PROFILE -o DIR"
+  std::string missing;      // the error message when it is absent
+};
+
+using Runner = std::function<int(const cxxopts::ParseResult&)>;
+
+// Run adds -h/--help as the last of o's options and parses argv: --help prints the
+// help and returns 0, a missing required argument fails; otherwise run decides.
+int Run(cxxopts::Options& o, const Required& required, int argc, char** argv, const Runner& run) {
+  o.add_options()("h,help", "show help");
+  auto a = o.parse(argc, argv);
+  if (a.count("help")) {
+    std::cout << o.help();
+    return 0;
+  }
+  if (!a.count(required.name)) return Fail(required.missing);
+  return run(a);
+}
+
+// Run adds the positional argument p after o's options, then runs as above.
+int Run(cxxopts::Options& o, const Positional& p, int argc, char** argv, const Runner& run) {
+  o.add_options()(p.name, p.description, cxxopts::value<std::string>());
+  o.parse_positional({p.name});
+  o.positional_help(p.usage);
+  return Run(o, Required{p.name, p.missing}, argc, argv, run);
+}
 
 // MediaCommand runs keygen, verify and inspect.
 int MediaCommand(const std::string& command, int argc, char** argv) {
@@ -55,34 +98,26 @@ int MediaCommand(const std::string& command, int argc, char** argv) {
   if (command == "keygen") {
     o.custom_help("-o PREFIX");
     o.add_options()("o,output", "prefix of PREFIX.key (private, mode 0600) and PREFIX.pub",
-                    cxxopts::value<std::string>())("h,help", "show help");
-  } else if (command == "verify") {
-    o.positional_help("DIR [--key PUB]");
-    o.add_options()("key", "Ed25519 public key (PEM) the manifest's signature must match",
-                    cxxopts::value<std::string>())("dir", "output directory", cxxopts::value<std::string>())(
-        "h,help", "show help");
-    o.parse_positional({"dir"});
-  } else {
-    o.positional_help("IMAGE [--json]");
-    o.add_options()("json", "print JSON")("image", "raw, qcow2 or ISO image", cxxopts::value<std::string>())(
-        "h,help", "show help");
-    o.parse_positional({"image"});
-  }
-  auto a = o.parse(argc, argv);
-  if (a.count("help")) {
-    std::cout << o.help();
-    return 0;
-  }
-  if (command == "keygen") {
-    if (!a.count("output")) return Fail("keygen needs -o PREFIX, such as -o keys/site");
-    return sprout::cli::Keygen(a["output"].as<std::string>());
+                    cxxopts::value<std::string>());
+    return Run(o, Required{"output", "keygen needs -o PREFIX, such as -o keys/site"}, argc, argv,
+               [](const cxxopts::ParseResult& a) { return sprout::cli::Keygen(a["output"].as<std::string>()); });
   }
   if (command == "verify") {
-    if (!a.count("dir")) return Fail("verify needs a DIR, the -o of a build");
-    return sprout::cli::Verify(a["dir"].as<std::string>(), a.count("key") ? a["key"].as<std::string>() : "");
+    o.add_options()("key", "Ed25519 public key (PEM) the manifest's signature must match",
+                    cxxopts::value<std::string>());
+    return Run(o, Positional{"dir", "output directory", "DIR [--key PUB]", "verify needs a DIR, the -o of a build"},
+               argc, argv, [](const cxxopts::ParseResult& a) {
+                 return sprout::cli::Verify(a["dir"].as<std::string>(),
+                                            a.count("key") ? a["key"].as<std::string>() : "");
+               });
   }
-  if (!a.count("image")) return Fail("inspect needs an IMAGE, such as out/default.raw");
-  return sprout::cli::Inspect(a["image"].as<std::string>(), a.count("json") > 0);
+  o.add_options()("json", "print JSON");
+  return Run(o,
+             Positional{"image", "raw, qcow2 or ISO image", "IMAGE [--json]",
+                        "inspect needs an IMAGE, such as out/default.raw"},
+             argc, argv, [](const cxxopts::ParseResult& a) {
+               return sprout::cli::Inspect(a["image"].as<std::string>(), a.count("json") > 0);
+             });
 }
 
 int Main(int argc, char** argv) {
@@ -103,17 +138,13 @@ int Main(int argc, char** argv) {
   try {
     if (command == "validate") {
       cxxopts::Options o("sprout validate", "Check a profile and everything it extends; all problems are listed.");
-      o.add_options()("print", "print the resolved profile as JSON")(
-          "profile", "profile file", cxxopts::value<std::string>())("h,help", "show help");
-      o.parse_positional({"profile"});
-      o.positional_help("PROFILE");
-      auto a = o.parse(sub_argc, sub_argv);
-      if (a.count("help")) {
-        std::cout << o.help();
-        return 0;
-      }
-      if (!a.count("profile")) return Fail("validate needs a PROFILE, such as profiles/default.yaml");
-      return sprout::cli::Validate(a["profile"].as<std::string>(), a.count("print") > 0);
+      o.add_options()("print", "print the resolved profile as JSON");
+      return Run(
+          o,
+          Positional{"profile", "profile file", "PROFILE", "validate needs a PROFILE, such as profiles/default.yaml"},
+          sub_argc, sub_argv, [](const cxxopts::ParseResult& a) {
+            return sprout::cli::Validate(a["profile"].as<std::string>(), a.count("print") > 0);
+          });
     }
     if (command == "build") {
       cxxopts::Options o("sprout build", "Build a profile's images. Runs without root once the base is cached.");
@@ -125,34 +156,33 @@ int Main(int argc, char** argv) {
           "offline", "never use the network: container images must be in the cache")(
           "ca-bundle", "extra CA bundle (PEM) for registries", cxxopts::value<std::string>())(
           "sign", "sign manifest.json with this Ed25519 private key (see sprout keygen)",
-          cxxopts::value<std::string>())("profile", "profile file", cxxopts::value<std::string>())("h,help",
-                                                                                                   "show help");
-      o.parse_positional({"profile"});
-      o.positional_help("PROFILE -o DIR");
-      auto a = o.parse(sub_argc, sub_argv);
-      if (a.count("help")) {
-        std::cout << o.help();
-        return 0;
-      }
-      if (!a.count("profile")) return Fail("build needs a PROFILE, such as profiles/default.yaml");
-      if (!a.count("output")) return Fail("build needs an output directory: -o DIR");
-      sprout::cli::BuildOptions b;
-      b.profile = a["profile"].as<std::string>();
-      b.out_dir = a["output"].as<std::string>();
-      b.cache_dir = a.count("cache-dir") ? std::filesystem::path(a["cache-dir"].as<std::string>()) : DefaultCache();
-      b.build_base = a.count("build-base") > 0;
-      b.jobs = a["jobs"].as<int>();
-      b.offline = a.count("offline") > 0;
-      if (a.count("ca-bundle")) b.ca_bundle = a["ca-bundle"].as<std::string>();
-      if (a.count("sign")) b.sign_key = a["sign"].as<std::string>();
-      if (a.count("format")) {
-        for (const auto& f : sprout::Split(a["format"].as<std::string>(), ',')) {
-          auto format = sprout::ParseFormatName(f);
-          if (!format) return Fail("--format takes raw, iso, pxe and qcow2 (comma-separated); '" + f + "' is not one");
-          b.formats.push_back(*format);
-        }
-      }
-      return sprout::cli::Build(b);
+          cxxopts::value<std::string>());
+      return Run(
+          o,
+          Positional{"profile", "profile file", "PROFILE -o DIR",
+                     "build needs a PROFILE, such as profiles/default.yaml"},
+          sub_argc, sub_argv, [](const cxxopts::ParseResult& a) {
+            if (!a.count("output")) return Fail("build needs an output directory: -o DIR");
+            sprout::cli::BuildOptions b;
+            b.profile = a["profile"].as<std::string>();
+            b.out_dir = a["output"].as<std::string>();
+            b.cache_dir = CacheDir(a);
+            b.build_base = a.count("build-base") > 0;
+            b.jobs = a["jobs"].as<int>();
+            b.offline = a.count("offline") > 0;
+            Set<std::string>(a, "ca-bundle", b.ca_bundle);
+            Set<std::string>(a, "sign", b.sign_key);
+            if (a.count("format")) {
+              for (const auto& f : sprout::Split(a["format"].as<std::string>(), ',')) {
+                auto format = sprout::ParseFormatName(f);
+                if (!format) {
+                  return Fail("--format takes raw, iso, pxe and qcow2 (comma-separated); '" + f + "' is not one");
+                }
+                b.formats.push_back(*format);
+              }
+            }
+            return sprout::cli::Build(b);
+          });
     }
     if (command == "pull") {
       cxxopts::Options o("sprout pull", "Fetch the container images a profile lists into the cache (docs/images.md).");
@@ -160,24 +190,19 @@ int Main(int argc, char** argv) {
           "offline", "never use the network; fail naming any image not in the cache")(
           "ca-bundle", "extra CA bundle (PEM) for registries", cxxopts::value<std::string>())(
           "parallel", "concurrent blob downloads", cxxopts::value<int>()->default_value("6"))(
-          "layout", "also write the images as one OCI layout into this directory", cxxopts::value<std::string>())(
-          "profile", "profile file", cxxopts::value<std::string>())("h,help", "show help");
-      o.parse_positional({"profile"});
-      o.positional_help("PROFILE");
-      auto a = o.parse(sub_argc, sub_argv);
-      if (a.count("help")) {
-        std::cout << o.help();
-        return 0;
-      }
-      if (!a.count("profile")) return Fail("pull needs a PROFILE, such as profiles/default.yaml");
-      sprout::cli::PullCliOptions p;
-      p.profile = a["profile"].as<std::string>();
-      p.cache_dir = a.count("cache-dir") ? std::filesystem::path(a["cache-dir"].as<std::string>()) : DefaultCache();
-      p.offline = a.count("offline") > 0;
-      if (a.count("ca-bundle")) p.ca_bundle = a["ca-bundle"].as<std::string>();
-      if (a.count("layout")) p.layout = a["layout"].as<std::string>();
-      p.parallel = a["parallel"].as<int>();
-      return sprout::cli::Pull(p);
+          "layout", "also write the images as one OCI layout into this directory", cxxopts::value<std::string>());
+      return Run(
+          o, Positional{"profile", "profile file", "PROFILE", "pull needs a PROFILE, such as profiles/default.yaml"},
+          sub_argc, sub_argv, [](const cxxopts::ParseResult& a) {
+            sprout::cli::PullCliOptions p;
+            p.profile = a["profile"].as<std::string>();
+            p.cache_dir = CacheDir(a);
+            p.offline = a.count("offline") > 0;
+            Set<std::string>(a, "ca-bundle", p.ca_bundle);
+            Set<std::string>(a, "layout", p.layout);
+            p.parallel = a["parallel"].as<int>();
+            return sprout::cli::Pull(p);
+          });
     }
     if (command == "keygen" || command == "verify" || command == "inspect") {
       return MediaCommand(command, sub_argc, sub_argv);
@@ -185,18 +210,13 @@ int Main(int argc, char** argv) {
     if (command == "base") {
       cxxopts::Options o("sprout base", "Build the base OS of a profile (or a recipe directory) into the cache.");
       o.add_options()("cache-dir", "cache of bases (default: ~/.cache/sprout)", cxxopts::value<std::string>())(
-          "force", "rebuild even if cached")("what", "profile or recipe", cxxopts::value<std::string>())("h,help",
-                                                                                                         "show help");
-      o.parse_positional({"what"});
-      o.positional_help("PROFILE|RECIPE");
-      auto a = o.parse(sub_argc, sub_argv);
-      if (a.count("help")) {
-        std::cout << o.help();
-        return 0;
-      }
-      if (!a.count("what")) return Fail("base needs a PROFILE or a recipe directory, such as images/base");
-      auto cache = a.count("cache-dir") ? std::filesystem::path(a["cache-dir"].as<std::string>()) : DefaultCache();
-      return sprout::cli::Base(a["what"].as<std::string>(), cache, a.count("force") > 0);
+          "force", "rebuild even if cached");
+      return Run(o,
+                 Positional{"what", "profile or recipe", "PROFILE|RECIPE",
+                            "base needs a PROFILE or a recipe directory, such as images/base"},
+                 sub_argc, sub_argv, [](const cxxopts::ParseResult& a) {
+                   return sprout::cli::Base(a["what"].as<std::string>(), CacheDir(a), a.count("force") > 0);
+                 });
     }
     if (command == "personalize") {
       cxxopts::Options o("sprout personalize",
@@ -211,29 +231,23 @@ int Main(int argc, char** argv) {
           "gateway", "default gateway", cxxopts::value<std::string>())(
           "peer", "a static peer address (repeat or comma-separate)", cxxopts::value<std::vector<std::string>>())(
           "ssh-key", "file with an SSH public key, for debugging", cxxopts::value<std::string>())(
-          "print", "show the current settings (secret redacted) and change nothing")(
-          "clear", "drop the current settings first")("image", "raw image", cxxopts::value<std::string>())("h,help",
-                                                                                                           "show help");
-      o.parse_positional({"image"});
-      o.positional_help("IMAGE");
-      auto a = o.parse(sub_argc, sub_argv);
-      if (a.count("help")) {
-        std::cout << o.help();
-        return 0;
-      }
-      if (!a.count("image")) return Fail("personalize needs an IMAGE, such as out/default.raw");
-      sprout::cli::PersonalizeOptions p;
-      p.image = a["image"].as<std::string>();
-      if (a.count("cluster-secret")) p.secret_file = a["cluster-secret"].as<std::string>();
-      if (a.count("ssh-key")) p.ssh_key_file = a["ssh-key"].as<std::string>();
-      if (a.count("hostname")) p.hostname = a["hostname"].as<std::string>();
-      if (a.count("role")) p.role = a["role"].as<std::string>();
-      if (a.count("address")) p.address = a["address"].as<std::string>();
-      if (a.count("gateway")) p.gateway = a["gateway"].as<std::string>();
-      if (a.count("peer")) p.peers = a["peer"].as<std::vector<std::string>>();
-      p.print = a.count("print") > 0;
-      p.clear = a.count("clear") > 0;
-      return sprout::cli::Personalize(p);
+          "print", "show the current settings (secret redacted) and change nothing")("clear",
+                                                                                     "drop the current settings first");
+      return Run(o, Positional{"image", "raw image", "IMAGE", "personalize needs an IMAGE, such as out/default.raw"},
+                 sub_argc, sub_argv, [](const cxxopts::ParseResult& a) {
+                   sprout::cli::PersonalizeOptions p;
+                   p.image = a["image"].as<std::string>();
+                   Set<std::string>(a, "cluster-secret", p.secret_file);
+                   Set<std::string>(a, "ssh-key", p.ssh_key_file);
+                   Set<std::string>(a, "hostname", p.hostname);
+                   Set<std::string>(a, "role", p.role);
+                   Set<std::string>(a, "address", p.address);
+                   Set<std::string>(a, "gateway", p.gateway);
+                   Set<std::vector<std::string>>(a, "peer", p.peers);
+                   p.print = a.count("print") > 0;
+                   p.clear = a.count("clear") > 0;
+                   return sprout::cli::Personalize(p);
+                 });
     }
     if (command == "boot") {
       cxxopts::Options o("sprout boot",
@@ -242,10 +256,7 @@ int Main(int argc, char** argv) {
       o.add_options()("snapshot", "discard every write when QEMU exits")(
           "kvm", "use KVM (default: software emulation)")("m,memory", "memory in MiB",
                                                           cxxopts::value<std::string>()->default_value("2048"))(
-          "smp", "virtual CPUs", cxxopts::value<int>()->default_value("2"))(
-          "image", "raw image", cxxopts::value<std::string>())("h,help", "show help");
-      o.parse_positional({"image"});
-      o.positional_help("IMAGE [-- QEMU-ARGS...]");
+          "smp", "virtual CPUs", cxxopts::value<int>()->default_value("2"));
       std::vector<std::string> extra;
       for (int i = 0; i < sub_argc; ++i) {
         if (std::string(sub_argv[i]) == "--") {
@@ -254,20 +265,19 @@ int Main(int argc, char** argv) {
           break;
         }
       }
-      auto a = o.parse(sub_argc, sub_argv);
-      if (a.count("help")) {
-        std::cout << o.help();
-        return 0;
-      }
-      if (!a.count("image")) return Fail("boot needs an IMAGE, such as out/default.raw");
-      sprout::cli::BootOptions b;
-      b.image = a["image"].as<std::string>();
-      b.snapshot = a.count("snapshot") > 0;
-      b.memory = a["memory"].as<std::string>();
-      b.cpus = a["smp"].as<int>();
-      b.kvm = a.count("kvm") > 0;
-      b.extra = extra;
-      return sprout::cli::Boot(b);
+      return Run(
+          o,
+          Positional{"image", "raw image", "IMAGE [-- QEMU-ARGS...]", "boot needs an IMAGE, such as out/default.raw"},
+          sub_argc, sub_argv, [&extra](const cxxopts::ParseResult& a) {
+            sprout::cli::BootOptions b;
+            b.image = a["image"].as<std::string>();
+            b.snapshot = a.count("snapshot") > 0;
+            b.memory = a["memory"].as<std::string>();
+            b.cpus = a["smp"].as<int>();
+            b.kvm = a.count("kvm") > 0;
+            b.extra = extra;
+            return sprout::cli::Boot(b);
+          });
     }
   } catch (const cxxopts::exceptions::exception& e) {
     return Fail(std::string(e.what()) + "\nsee `sprout " + command + " --help`");

@@ -16,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <thread>
+#include <variant>
 
 #include "firstboot/state.h"
 #include "formation/auth.h"
@@ -146,6 +147,38 @@ std::optional<JoinResponse> FetchFromMembers(const DaemonOptions& o, const Key& 
       return *r;
     }
     if (!backoff.Wait(stop, r.error())) break;
+  }
+  return std::nullopt;
+}
+
+// AskAgain is what a gateway step returns to ask the next member at once, without
+// backing off.
+struct AskAgain {};
+
+// GatewayStep is what one step against a member's etcd gateway decided: done with a
+// T, back off for a reason (Error), or ask again at once.
+template <typename T>
+using GatewayStep = std::variant<T, Error, AskAgain>;
+
+// AskGateways asks the founding members' etcd gateways in turn for the member list and
+// hands it to step, backing off (logged as what) on errors, until step is done; empty
+// once stopped.
+template <typename T, typename Step>
+std::optional<T> AskGateways(const DaemonOptions& o, const Founding& founding, const std::string& what,
+                             const std::atomic<bool>& stop, Step step) {
+  Backoff backoff(what);
+  for (std::size_t i = 0; !stop; ++i) {
+    EtcdApi api(ClientUrlFor(founding.members[i % founding.members.size()].peer_url), ClientTlsFor(o.pki_dir.string()));
+    auto members = api.ListMembers();
+    if (!members) {
+      if (!backoff.Wait(stop, members.error())) break;
+      continue;
+    }
+    GatewayStep<T> r = step(api, std::move(*members));
+    if (auto* done = std::get_if<T>(&r)) return std::move(*done);
+    if (const auto* e = std::get_if<Error>(&r)) {
+      if (!backoff.Wait(stop, e->message)) break;
+    }
   }
   return std::nullopt;
 }
@@ -349,47 +382,31 @@ class Loop {
       return EtcdExistingArgs(etcd, o.name + "=" + PeerUrl(o.listen));
     }
     std::string self = PeerUrl(o.listen);
-    Backoff backoff("join");
-    for (std::size_t i = 0; !stop; ++i) {
-      EtcdApi api(ClientUrlFor(founding.members[i % founding.members.size()].peer_url),
-                  ClientTlsFor(o.pki_dir.string()));
-      auto members = api.ListMembers();
-      if (!members) {
-        if (!backoff.Wait(stop, members.error())) break;
-        continue;
-      }
+    auto join = [&o, &etcd, &self](EtcdApi& api, std::vector<EtcdMember> members) -> GatewayStep<EtcdArgs> {
       const EtcdMember* mine = nullptr;
-      for (const auto& m : *members) {
+      for (const auto& m : members) {
         bool same_url = std::find(m.peer_urls.begin(), m.peer_urls.end(), self) != m.peer_urls.end();
         if (same_url || (!m.name.empty() && m.name == o.name)) mine = &m;
       }
       if (mine != nullptr && !mine->name.empty()) {
         // A started member with our identity but no data here: this node was replaced.
         auto r = api.Remove(mine->id);
-        if (!r) {
-          if (!backoff.Wait(stop, "removing the stale member " + mine->id + ": " + r.error())) break;
-          continue;
-        }
+        if (!r) return Fail("removing the stale member " + mine->id + ": " + r.error());
         Journal(LOG_INFO, "removed stale member " + mine->id + " (" + mine->name + ") before joining again",
                 {{"PHASE", "learner"}});
-        continue;
+        return AskAgain{};
       }
       if (mine == nullptr) {
-        members = api.AddLearner(self);
-        if (!members) {
-          if (!backoff.Wait(stop, members.error())) break;
-          continue;
-        }
+        auto added = api.AddLearner(self);
+        if (!added) return Fail(added.error());
+        members = std::move(*added);
         Journal(LOG_INFO, "added as learner " + self, {{"PHASE", "learner"}});
       }
-      auto ic = JoinInitialCluster(*members, o.name, self);
-      if (!ic) {
-        if (!backoff.Wait(stop, ic.error())) break;
-        continue;
-      }
+      auto ic = JoinInitialCluster(members, o.name, self);
+      if (!ic) return Fail(ic.error());
       return EtcdExistingArgs(etcd, *ic);
-    }
-    return std::nullopt;
+    };
+    return AskGateways<EtcdArgs>(o, founding, "join", stop, join);
   }
 
   // StartPromoteTask promotes this learner once etcd accepts that (it must catch up).
@@ -399,31 +416,17 @@ class Loop {
     const std::atomic<bool>& stop = stop_tasks_;
     pending_promote_ = std::async(std::launch::async, [&o, founding, &stop]() {
       std::string self = PeerUrl(o.listen);
-      Backoff backoff("promotion");
-      for (std::size_t i = 0; !stop; ++i) {
-        EtcdApi api(ClientUrlFor(founding.members[i % founding.members.size()].peer_url),
-                    ClientTlsFor(o.pki_dir.string()));
-        auto members = api.ListMembers();
-        if (!members) {
-          if (!backoff.Wait(stop, members.error())) break;
-          continue;
-        }
+      auto promote = [&self](EtcdApi& api, const std::vector<EtcdMember>& members) -> GatewayStep<Ok> {
         const EtcdMember* mine = nullptr;
-        for (const auto& m : *members) {
+        for (const auto& m : members) {
           if (std::find(m.peer_urls.begin(), m.peer_urls.end(), self) != m.peer_urls.end()) mine = &m;
         }
-        if (mine == nullptr) {
-          if (!backoff.Wait(stop, "this node is not in the member list")) break;
-          continue;
-        }
-        if (!mine->learner) return true;
-        if (auto r = api.Promote(mine->id); !r) {
-          if (!backoff.Wait(stop, r.error())) break;
-          continue;
-        }
-        return true;
-      }
-      return false;
+        if (mine == nullptr) return Fail("this node is not in the member list");
+        if (!mine->learner) return Ok{};
+        if (auto r = api.Promote(mine->id); !r) return Fail(r.error());
+        return Ok{};
+      };
+      return AskGateways<Ok>(o, founding, "promotion", stop, promote).has_value();
     });
   }
 
