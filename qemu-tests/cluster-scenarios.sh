@@ -44,6 +44,9 @@ fi
 wait_until 300 "etcd healthy on all three" cluster_etcdctl 1 endpoint health --cluster
 check "etcd healthy on all three nodes (seconds after they became members)" "${WAITED:-timeout}" '^[0-9]+$'
 quorum=$((SECONDS - t0))
+# Each node's own clock (seconds since its kernel started): when it reached
+# multi-user.target and when formation said "member"; the gap is formation's own time.
+for i in 1 2 3; do echo "     node-$i: $(node_timeline "$i")"; done
 summary=$(member_summary 1)
 echo "     member list: $summary"
 check "etcd has three voting members with their peer URLs" "$summary" \

@@ -263,7 +263,13 @@ else
 fi
 
 # 7. A worker (right secret, role worker) gets the CA bundle, the API endpoints and a
-# bootstrap token from a member's join endpoint, and runs no etcd.
+# bootstrap token from a member's join endpoint, and runs no etcd. The endpoints are
+# the voting members', which members refresh from etcd every 15 s: node4, promoted
+# after formation, is among them once a founding member has seen it.
+for _ in $(seq 1 150); do
+  grep -q 'workers are now told the API endpoints.*198\.18\.0\.14' "$WORK"/n[123]/firstboot.log && break
+  sleep 0.2
+done
 setup_node 5 198.18.0.15
 mkdir -p "$WORK/w"
 ip netns exec sprt-f5 "$FIRSTBOOT" run --state-dir "$WORK/w/state" --name worker1 --listen 198.18.0.15 \
@@ -273,7 +279,7 @@ PIDS+=($!)
 wdir=$WORK/w/state/worker
 for _ in $(seq 1 150); do [ -f "$wdir/bootstrap-token" ] && break; sleep 0.2; done
 if [ -f "$wdir/bootstrap-token" ] && cmp -s "$wdir/ca.crt" "$WORK/n1/pki/ca.crt" &&
-  [ "$(stat -c %a "$wdir/bootstrap-token")" = 600 ] && grep -qx 'https://198.18.0.11:6443' "$wdir/api-endpoints" &&
+  [ "$(stat -c %a "$wdir/bootstrap-token")" = 600 ] && [ "$(sort "$wdir/api-endpoints" | tr '\n' ' ')" = "https://198.18.0.11:6443 https://198.18.0.12:6443 https://198.18.0.13:6443 https://198.18.0.14:6443 " ] &&
   cmp -s "$wdir/bootstrap-token" "$WORK/n1/state/bootstrap-token" && [ ! -e "$WORK/w/etcd" ] && [ ! -e "$WORK/w/pki" ]; then
   echo "worker got: token $(cut -c1-7 "$wdir/bootstrap-token")..., endpoints $(tr '\n' ' ' <"$wdir/api-endpoints")"
   grep -m1 'worker: saved' "$WORK/w/firstboot.log"

@@ -57,7 +57,7 @@ bool SameDrops(const DropCounters& a, const DropCounters& b) {
 // ApiEndpoints are the Kubernetes API URLs of the founding members.
 std::vector<std::string> ApiEndpoints(const Founding& f) {
   std::vector<std::string> out;
-  for (const auto& m : f.members) out.push_back("https://" + HostOf(m.peer_url) + ":6443");
+  for (const auto& m : f.members) out.push_back(ApiUrlOfHost(HostOf(m.peer_url)));
   return out;
 }
 
@@ -233,6 +233,7 @@ class Loop {
       }
       CollectTasks(now);
       Supervise(now);
+      RefreshEndpoints(now);
       Report(now);
       if (!ready) {
         sd_notify(0, "READY=1");
@@ -341,6 +342,33 @@ class Loop {
       return;
     }
     join_server_.SetCredentials(c);
+    served_ = c;
+    serving_ = true;
+  }
+
+  // RefreshEndpoints keeps the API endpoints the join endpoint names current: the
+  // founding members are only where the cluster started, so every 15 s a background
+  // task asks this node's etcd for the voting members, and a changed list is served.
+  void RefreshEndpoints(std::uint64_t now) {
+    if (Ready(pending_endpoints_)) {
+      auto e = pending_endpoints_.get();
+      if (!e.empty() && e != served_.api_endpoints) {
+        served_.api_endpoints = e;
+        join_server_.SetCredentials(served_);
+        std::string list;
+        for (const auto& u : e) list += (list.empty() ? "" : " ") + u;
+        Journal(LOG_INFO, "join endpoint: workers are now told the API endpoints " + list, {{"API_ENDPOINTS", list}});
+      }
+    }
+    if (!serving_ || !etcd_started_ || pending_endpoints_.valid() || now < next_endpoints_) return;
+    next_endpoints_ = now + 15000;
+    std::string url = ClientUrlFor(PeerUrl(o_.listen));
+    std::string pki = o_.pki_dir.string();
+    pending_endpoints_ = std::async(std::launch::async, [url, pki]() -> std::vector<std::string> {
+      EtcdApi api(url, ClientTlsFor(pki));
+      auto members = api.ListMembers();
+      return members ? ApiEndpointsOf(*members) : std::vector<std::string>{};
+    });
   }
 
   // StartLearnerTask gets credentials (local or fetched) and adds this node as a
@@ -583,6 +611,10 @@ class Loop {
   std::future<std::optional<LearnerResult>> pending_start_;
   std::future<bool> pending_promote_;
   std::future<bool> pending_worker_;
+  std::future<std::vector<std::string>> pending_endpoints_;
+  std::uint64_t next_endpoints_ = 0;
+  Credentials served_;  // what the join endpoint serves, once serving_
+  bool serving_ = false;
   std::optional<StartEtcdNew> start_;
   EtcdArgs etcd_args_;  // how etcd is (re)started, once decided (name empty before)
   bool etcd_started_ = false;

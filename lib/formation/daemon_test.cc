@@ -118,3 +118,15 @@ TEST_CASE("a learner's initial cluster comes from the member list after its add"
   CHECK(f::HostOf("https://198.18.0.11:2380") == "198.18.0.11");
   CHECK(f::HostOf("https://[fd00::1]:2380") == "fd00::1");
 }
+
+TEST_CASE("Workers are told the API endpoints of the voting members, not of learners", "[formation][etcd]") {
+  auto members = f::ParseMembers(R"({"members":[
+    {"ID":"3","name":"node-3","peerURLs":["https://198.18.0.13:2380"]},
+    {"ID":"1","name":"node-1","peerURLs":["https://198.18.0.11:2380"]},
+    {"ID":"5","name":"node-5","peerURLs":["https://198.18.0.15:2380"],"isLearner":true},
+    {"ID":"6","peerURLs":["https://[fd00::6]:2380"]}]})");
+  REQUIRE(members);
+  CHECK(f::ApiEndpointsOf(*members) ==
+        std::vector<std::string>{"https://198.18.0.11:6443", "https://198.18.0.13:6443", "https://[fd00::6]:6443"});
+  CHECK(f::ApiEndpointsOf({}).empty());
+}

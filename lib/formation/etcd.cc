@@ -96,6 +96,21 @@ std::string HostOf(const std::string& url) {
   return host;
 }
 
+std::string ApiUrlOfHost(const std::string& host) {
+  return host.find(':') == std::string::npos ? "https://" + host + ":6443" : "https://[" + host + "]:6443";
+}
+
+std::vector<std::string> ApiEndpointsOf(const std::vector<EtcdMember>& members) {
+  std::vector<std::string> out;
+  for (const auto& m : members) {
+    if (m.learner || m.peer_urls.empty()) continue;
+    out.push_back(ApiUrlOfHost(HostOf(m.peer_urls.front())));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 EtcdClientTls ClientTlsFor(const std::string& pki_dir) {
   return {pki_dir + "/etcd/ca.crt", pki_dir + "/apiserver-etcd-client.crt", pki_dir + "/apiserver-etcd-client.key"};
 }

@@ -69,6 +69,9 @@ EtcdArgs EtcdExistingArgs(const EtcdConfig& config, const std::string& initial_c
 std::string ClientUrlFor(const std::string& peer_url);
 // HostOf is the host part of a URL ("https://198.18.0.11:2380" -> "198.18.0.11").
 std::string HostOf(const std::string& url);
+// ApiUrlOfHost is the Kubernetes API URL on a control-plane host ("https://HOST:6443",
+// IPv6 in brackets).
+std::string ApiUrlOfHost(const std::string& host);
 
 // EtcdClientTls is the client certificate the gateway calls present.
 struct EtcdClientTls {
@@ -87,6 +90,10 @@ struct EtcdMember {
   std::vector<std::string> peer_urls;  // its peer URLs
   bool learner = false;                // true until promoted
 };
+
+// ApiEndpointsOf lists the Kubernetes API URLs of the voting members of a member list,
+// sorted: what workers are told. Learners are left out: they run no API server yet.
+std::vector<std::string> ApiEndpointsOf(const std::vector<EtcdMember>& members);
 
 // ParseMembers reads the "members" array of a member list/add response.
 Result<std::vector<EtcdMember>> ParseMembers(const std::string& json);
