@@ -177,6 +177,20 @@ is_member() {
   esac
 }
 
+# expect_members N LIMIT T0 WHAT: waits up to LIMIT s for nodes 1..N to be voting
+# members and checks WHAT with the seconds since T0; on timeout, shows the end of each
+# node's console and fails.
+expect_members() {
+  local n=$1 limit=$2 t0=$3 what=$4 i
+  if wait_until "$limit" "$n nodes in phase member" all_members "$n"; then
+    check "$what (seconds from power-on)" "$((SECONDS - t0))" '^[0-9]+$'
+    return 0
+  fi
+  check "$what" "timeout" '^[0-9]+$'
+  for i in $(seq "$n"); do echo "--- node-$i (${CLUSTER_MEDIUM[$i]:-disk})"; tail -n 25 "$CLUSTER_DIR/node-$i.serial"; done
+  return 1
+}
+
 # all_members N: are nodes 1..N all voting members?
 all_members() {
   local i
@@ -216,6 +230,22 @@ member_summary() {
 import json,sys
 m=json.load(sys.stdin)["members"]
 print(" ".join(sorted("%s:%s:%s" % (x.get("name",""), ",".join(x["peerURLs"]), "learner" if x.get("isLearner") else "voter") for x in m)))'
+}
+
+# expect_healthy WHAT: waits up to 600 s for etcd to report every member healthy (asked
+# through node 1) and checks WHAT with the seconds it took.
+expect_healthy() {
+  wait_until 600 "etcd healthy on every member" cluster_etcdctl 1 endpoint health --cluster
+  check "$1 (seconds)" "${WAITED:-timeout}" '^[0-9]+$'
+}
+
+# expect_member_list I WHAT REGEX: prints etcd's member list as node I sees it and
+# checks it against REGEX (see member_summary).
+expect_member_list() {
+  local summary
+  summary=$(member_summary "$1")
+  echo "     member list: $summary"
+  check "$2" "$summary" "$3"
 }
 
 # cluster_id I prints the cluster ID node I's etcd reports, in hex.

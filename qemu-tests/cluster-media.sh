@@ -28,13 +28,7 @@ for i in 1 2 3; do
   node_config "$i" control-plane "${peers[@]}"
   vm_start "$i" || { failed=1; exit 1; }
 done
-if wait_until 1200 "three nodes in phase member" all_members 3; then
-  check "raw, ISO and PXE nodes all reach phase member (seconds from power-on)" "$((SECONDS - t0))" '^[0-9]+$'
-else
-  check "raw, ISO and PXE nodes all reach phase member" "timeout" '^[0-9]+$'
-  for i in 1 2 3; do echo "--- node-$i (${CLUSTER_MEDIUM[$i]})"; tail -n 25 "$CLUSTER_DIR/node-$i.serial"; done
-  exit 1
-fi
+expect_members 3 1200 "$t0" "raw, ISO and PXE nodes all reach phase member" || exit 1
 
 # Each node really came from its medium: the kernel command line names the live medium
 # (none for a disk), /var is the disk's state partition or memory, and the initrd logged
@@ -54,11 +48,8 @@ check "iPXE fetched the script, kernel and initrd over HTTP" \
 check "node-3 runs on its static address, not the firmware's lease" \
   "$(node_ssh 3 ip -4 -o addr show scope global | awk '{print $4}' | tr '\n' ' ')" '^198\.18\.0\.13/24 $'
 
-wait_until 600 "etcd healthy on all three" cluster_etcdctl 1 endpoint health --cluster
-check "etcd healthy on all three nodes (seconds after they became members)" "${WAITED:-timeout}" '^[0-9]+$'
-summary=$(member_summary 3)
-echo "     member list: $summary"
-check "etcd has three voting members, one per medium, with their peer URLs" "$summary" \
+expect_healthy "etcd healthy on all three nodes after they became members"
+expect_member_list 3 "etcd has three voting members, one per medium, with their peer URLs" \
   '^node-1:https://198\.18\.0\.11:2380:voter node-2:https://198\.18\.0\.12:2380:voter node-3:https://198\.18\.0\.13:2380:voter$'
 value="written-through-the-iso-node-$RANDOM"
 cluster_etcdctl 2 put /sprout/test/media "$value" >/dev/null

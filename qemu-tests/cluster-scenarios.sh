@@ -34,22 +34,13 @@ cluster_init "$work/cluster" "$image" || exit 1
 peers=("$(node_ip 1)" "$(node_ip 2)" "$(node_ip 3)")
 t0=$SECONDS
 for i in 1 2 3; do node_config "$i" control-plane "${peers[@]}"; vm_start "$i"; done
-if wait_until 1200 "three nodes in phase member" all_members 3; then
-  check "all three reach phase member (seconds from power-on)" "$((SECONDS - t0))" '^[0-9]+$'
-else
-  check "all three reach phase member" "timeout" '^[0-9]+$'
-  for i in 1 2 3; do echo "--- node-$i"; tail -n 25 "$CLUSTER_DIR/node-$i.serial"; done
-  exit 1
-fi
-wait_until 300 "etcd healthy on all three" cluster_etcdctl 1 endpoint health --cluster
-check "etcd healthy on all three nodes (seconds after they became members)" "${WAITED:-timeout}" '^[0-9]+$'
+expect_members 3 1200 "$t0" "all three reach phase member" || exit 1
+expect_healthy "etcd healthy on all three nodes after they became members"
 quorum=$((SECONDS - t0))
 # Each node's own clock (seconds since its kernel started): when it reached
 # multi-user.target and when formation said "member"; the gap is formation's own time.
 for i in 1 2 3; do echo "     node-$i: $(node_timeline "$i")"; done
-summary=$(member_summary 1)
-echo "     member list: $summary"
-check "etcd has three voting members with their peer URLs" "$summary" \
+expect_member_list 1 "etcd has three voting members with their peer URLs" \
   '^node-1:https://198\.18\.0\.11:2380:voter node-2:https://198\.18\.0\.12:2380:voter node-3:https://198\.18\.0\.13:2380:voter$'
 cluster_etcdctl 1 member list -w table
 value="written-through-node-1-$RANDOM"
@@ -64,12 +55,9 @@ echo "== 2. power loss of all three, then boot again"
 for i in 1 2 3; do vm_kill "$i"; done
 t1=$SECONDS
 for i in 1 2 3; do vm_start "$i"; done
-if wait_until 1200 "three nodes back in phase member" all_members 3; then
-  check "all three are members again after power loss (seconds)" "$((SECONDS - t1))" '^[0-9]+$'
-fi
+expect_members 3 1200 "$t1" "all three are members again after power loss"
 # A member's phase is persisted; its etcd pod may need a while after boot to serve.
-wait_until 600 "etcd healthy on all three after power loss" cluster_etcdctl 1 endpoint health --cluster
-check "etcd healthy on all three after power loss (seconds after they were members)" "${WAITED:-timeout}" '^[0-9]+$'
+expect_healthy "etcd healthy on all three after power loss, after they were members"
 id_after=""
 for _ in $(seq 20); do
   id_after=$(cluster_id 3 2>/dev/null) && [ -n "$id_after" ] && break
@@ -111,11 +99,8 @@ else
   tail -n 25 "$CLUSTER_DIR/node-5.serial"
 fi
 check "node-5's phase says it joined as a learner" "$(node_phase 5)" '^member \(joined as learner\)$'
-wait_until 600 "etcd healthy on all four" cluster_etcdctl 1 endpoint health --cluster
-check "etcd healthy on all four control-plane nodes" "${WAITED:-timeout}" '^[0-9]+$'
-summary=$(member_summary 5)
-echo "     member list: $summary"
-check "four voting members, no learner left, no worker among them" "$summary" \
+expect_healthy "etcd healthy on all four control-plane nodes"
+expect_member_list 5 "four voting members, no learner left, no worker among them" \
   '^node-1:https://198\.18\.0\.11:2380:voter node-2:https://198\.18\.0\.12:2380:voter node-3:https://198\.18\.0\.13:2380:voter node-5:https://198\.18\.0\.15:2380:voter$'
 got=$(cluster_etcdctl 5 get /sprout/test/key --print-value-only)
 check "the key reads back through the new node" "$([ "$got" = "$value" ] && echo same || echo "'$got' != '$value'")" '^same$'
