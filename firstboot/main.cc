@@ -298,7 +298,7 @@ int Status(const std::string& state_dir, bool json) {
   std::cout << "peers seen: " << join(state->peers_up) << "\n";
   if (!state->cluster_token.empty()) {
     std::cout << "cluster: " << state->cluster_token << ", founder " << state->founder
-              << "\nmembers: " << join(state->members) << "\n";
+              << "\nfounding members: " << join(state->members) << " (etcd member list: the full membership)\n";
   }
   return 0;
 }

@@ -156,7 +156,7 @@ t0=$(date +%s.%N)
 for i in 1 2 3; do nb_start "$i" 3 3; [ "$i" -lt 3 ] && sleep 2; done
 if nb_wait_voting 1 3 90 1 2 3; then
   printf '3 nodes started 2 s apart: 3 healthy voting members %.2f s after the first start (founding set: %s)\n' \
-    "$(echo "$(date +%s.%N) - $t0" | bc)" "$("$FIRSTBOOT" status --state-dir "$WORK/n1/state" | sed -n 's/^members: //p')"
+    "$(echo "$(date +%s.%N) - $t0" | bc)" "$("$FIRSTBOOT" status --state-dir "$WORK/n1/state" | sed -n 's/^founding members: \(.*\) (etcd.*/\1/p')"
   nb_ctl 1 "$(nb_endpoints 1 2 3)" member list
   ok "3 nodes started staggered formed one healthy 3-member cluster"
 else
