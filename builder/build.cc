@@ -182,12 +182,12 @@ int Base(const fs::path& what, const fs::path& cache_dir, bool force) {
 }
 
 int Build(const BuildOptions& options) {
-  // Nine steps always, plus one per medium made from the raw disk. Formats from the
-  // profile are not known yet; count the qcow2 step then, as before.
-  const auto& asked = options.formats;
-  const int extra_steps =
-      asked.empty() ? 1 : static_cast<int>(asked.size() - std::count(asked.begin(), asked.end(), Format::kRaw));
-  Progress progress(::isatty(2) != 0, 9 + extra_steps);
+  // Ten steps always, plus one per medium made from the raw disk; the count is
+  // corrected once the profile has said which media it wants.
+  auto media_steps = [](const std::vector<Format>& f) {
+    return static_cast<int>(f.size() - std::count(f.begin(), f.end(), Format::kRaw));
+  };
+  Progress progress(::isatty(2) != 0, 10 + (options.formats.empty() ? 1 : media_steps(options.formats)));
   auto fail = [&](const std::string& why) {
     progress.Note("sprout: " + why);
     return 1;
@@ -196,6 +196,7 @@ int Build(const BuildOptions& options) {
   progress.Begin("resolve profile");
   auto profile = LoadAndReport(options.profile);
   if (!profile) return 1;
+  progress.SetTotal(10 + media_steps(options.formats.empty() ? profile->formats : options.formats));
   if (auto fetched = FetchProfileFiles(*profile, options.cache_dir); !fetched) return fail(fetched.error());
   auto firstboot = FirstbootBinary();
   if (!firstboot) return fail(firstboot.error());
@@ -227,12 +228,21 @@ int Build(const BuildOptions& options) {
                 " is missing; make one with `sprout keygen -o PREFIX`");
   }
 
-  progress.Begin("assemble root and pack squashfs");
   auto additions = RootAdditions(*profile, plan, *firstboot);
   if (!additions) return fail(additions.error());
+  // Pulls what is not cached yet and builds recipe images (the default profile's etcd
+  // image is made from Debian's etcd-server), so it gets its own step and time.
+  progress.Begin("preload container images");
   auto images = PreloadImages(*profile, options.cache_dir, options.offline, options.ca_bundle, *additions);
   if (!images) return fail(images.error());
+  std::uint64_t image_bytes = 0;
+  for (const auto& i : *images) image_bytes += i.size;
+  progress.End(images->empty() ? std::string("none in the profile")
+                               : std::to_string(images->size()) + (images->size() == 1 ? " image, " : " images, ") +
+                                     HumanSize(image_bytes));
   AddClusterRecord(*profile, *images, *additions);
+
+  progress.Begin("assemble root and pack squashfs");
   RootSpec spec;
   spec.base = base->root;
   spec.additions = std::move(*additions);

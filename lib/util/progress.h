@@ -16,6 +16,8 @@ class Progress {
   // Progress draws bars when tty is true; total_steps numbers the steps "[n/N]".
   Progress(bool tty, int total_steps, std::FILE* out = stderr);
 
+  // SetTotal corrects the number of steps once it is known (before the next Begin).
+  void SetTotal(int total_steps) { total_ = total_steps; }
   // Begin starts a step.
   void Begin(const std::string& name);
   // Update moves the current step's bar; total 0 means unknown.
