@@ -24,9 +24,10 @@ CLUSTER_SMP=${CLUSTER_SMP:-1}
 CLUSTER_PXE_MEM=${CLUSTER_PXE_MEM:-2048}  # the root sits in memory on a PXE node
 declare -a CLUSTER_MEDIUM
 
-# cluster_init DIR IMAGE: prepares DIR (secret, SSH key, OVMF vars) and the network.
+# cluster_init DIR IMAGE: prepares DIR (secret, SSH key, OVMF vars; a new directory in
+# /tmp when DIR is "") and the network. Teardown removes DIR unless it keeps the logs.
 cluster_init() {
-  CLUSTER_DIR=$1 CLUSTER_IMAGE=$(realpath "$2")
+  CLUSTER_DIR=${1:-$(mktemp -d /tmp/sprout-cluster.XXXXXX)} CLUSTER_IMAGE=$(realpath "$2")
   CLUSTER_ISO=${CLUSTER_IMAGE%.*}.iso CLUSTER_PXE=$(dirname "$CLUSTER_IMAGE")/pxe
   CLUSTER_NS=sprout-cluster-$$
   CLUSTER_NODES=()
@@ -66,7 +67,6 @@ vm_start() {
   local medium=${CLUSTER_MEDIUM[$i]:-disk} tap=tap$i mem=$CLUSTER_MEM
   local boot=() firmware=(-drive "if=pflash,format=raw,unit=0,readonly=on,file=$OVMF_CODE"
     -drive "if=pflash,format=raw,unit=1,file=$dir/node-$i.vars")
-  [ -f "$dir/node-$i.vars" ] || cp "$OVMF_VARS" "$dir/node-$i.vars"
   case $medium in
     disk)
       local disk=$dir/node-$i.qcow2 fmt=raw
@@ -90,6 +90,8 @@ vm_start() {
       boot=(-boot n) firmware=() mem=$CLUSTER_PXE_MEM ;;
     *) echo "node-$i: unknown medium '$medium' (disk, raw, iso or pxe)" >&2; return 1 ;;
   esac
+  # UEFI nodes keep their own firmware variables across restarts; PXE nodes use SeaBIOS.
+  [ "${#firmware[@]}" -eq 0 ] || [ -f "$dir/node-$i.vars" ] || cp "$OVMF_VARS" "$dir/node-$i.vars"
   ip -n "$CLUSTER_NS" link del "$tap" 2>/dev/null
   ip -n "$CLUSTER_NS" tuntap add dev "$tap" mode tap || return 1
   ip -n "$CLUSTER_NS" link set "$tap" master br0 up

@@ -14,11 +14,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 . "$here/cluster-lib.sh"
 image=$(realpath "${1:?usage: cluster-media.sh IMAGE.raw}")
-work=$(mktemp -d /tmp/sprout-cluster-media.XXXXXX)
 cluster_test_traps
 find_ovmf || exit 1
 
-cluster_init "$work/cluster" "$image" || exit 1
+cluster_init "" "$image" || exit 1
 [ -f "$CLUSTER_ISO" ] && [ -f "$CLUSTER_PXE/boot.ipxe" ] ||
   { echo "FAIL $image needs $CLUSTER_ISO and $CLUSTER_PXE/ beside it (build with --format raw,iso,pxe)"; failed=1; exit 1; }
 CLUSTER_MEDIUM=([1]=raw [2]=iso [3]=pxe)

@@ -16,21 +16,20 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 . "$here/cluster-lib.sh"
 image=$(realpath "${1:?usage: cluster-scenarios.sh IMAGE}")
-work=$(mktemp -d /tmp/sprout-scenarios.XXXXXX)
 cluster_test_traps
 find_ovmf || exit 1
+cluster_init "" "$image" || exit 1
 
 echo "== 0. plain boot of one node to login (no cluster settings)"
-mkdir -p "$work/plain"
-qemu-img create -q -f qcow2 -b "$image" -F raw "$work/plain/disk.qcow2"
-cp "$OVMF_VARS" "$work/plain/vars"
-QEMU_EXTRA="-smp 1" boot_vm "$work/plain/disk.qcow2" "$work/plain/vars" "$work/plain/serial.log" 300 'login:'
+mkdir -p "$CLUSTER_DIR/plain"
+qemu-img create -q -f qcow2 -b "$image" -F raw "$CLUSTER_DIR/plain/disk.qcow2"
+cp "$OVMF_VARS" "$CLUSTER_DIR/plain/vars"
+QEMU_EXTRA="-smp 1" boot_vm "$CLUSTER_DIR/plain/disk.qcow2" "$CLUSTER_DIR/plain/vars" "$CLUSTER_DIR/plain/serial.log" 300 'login:'
 plain=${BOOT_LOGIN_SECONDS%.*}
 check "one node boots to its login prompt" "${plain:-none}" '^[0-9]+$'
-rm -rf "$work/plain"
+rm -rf "$CLUSTER_DIR/plain"
 
 echo "== 1. three nodes form a cluster"
-cluster_init "$work/cluster" "$image" || exit 1
 peers=("$(node_ip 1)" "$(node_ip 2)" "$(node_ip 3)")
 t0=$SECONDS
 for i in 1 2 3; do node_config "$i" control-plane "${peers[@]}"; vm_start "$i"; done

@@ -9,10 +9,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 . "$here/cluster-lib.sh"
 image=$(realpath "${1:?usage: staticpod.sh IMAGE}")
-work=$(mktemp -d /tmp/sprout-staticpod.XXXXXX)
 cluster_test_traps
 
-cluster_init "$work/cluster" "$image" || exit 1
+cluster_init "" "$image" || exit 1
 node_config 1 control-plane "$(node_ip 1)"
 t0=$SECONDS
 vm_start 1

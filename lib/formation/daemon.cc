@@ -24,6 +24,7 @@
 #include "formation/join.h"
 #include "pki/pki.h"
 #include "util/fs.h"
+#include "util/text.h"
 
 namespace sprout::formation {
 
@@ -355,8 +356,7 @@ class Loop {
       if (!e.empty() && e != served_.api_endpoints) {
         served_.api_endpoints = e;
         join_server_.SetCredentials(served_);
-        std::string list;
-        for (const auto& u : e) list += (list.empty() ? "" : " ") + u;
+        const std::string list = Join(e, " ");
         Journal(LOG_INFO, "join endpoint: workers are now told the API endpoints " + list, {{"API_ENDPOINTS", list}});
       }
     }
