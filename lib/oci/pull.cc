@@ -368,7 +368,7 @@ Result<std::vector<PreloadedImage>> PullImages(const std::vector<ImageSpec>& spe
         TempDir work(options.cache_dir / "oci", "recipe");
         fs::path script = source->path / "build.sh";
         auto run = Run({{"bash", script.string(), (work.path() / "layout").string()},
-                        {{"SPROUT_IMAGE_REF", spec.ref}},
+                        {{"SPROUT_IMAGE_REF", spec.ref}, {"SPROUT_CACHE_DIR", options.cache_dir.string()}},
                         {},
                         (work.path() / "log").string(),
                         true});

@@ -325,6 +325,23 @@ Result<std::vector<std::string>> CertNames(const std::string& cert_pem) {
   return out;
 }
 
+Result<Subject> CertSubject(const std::string& cert_pem) {
+  Cert cert = ReadCert(cert_pem);
+  if (!cert) return Fail(OpenSslError("the certificate does not parse"));
+  Subject out;
+  const X509_NAME* name = X509_get_subject_name(cert.get());
+  for (int i = 0; i < X509_NAME_entry_count(name); ++i) {
+    const X509_NAME_ENTRY* e = X509_NAME_get_entry(name, i);
+    const int nid = OBJ_obj2nid(X509_NAME_ENTRY_get_object(e));
+    const ASN1_STRING* d = X509_NAME_ENTRY_get_data(e);
+    std::string text(reinterpret_cast<const char*>(ASN1_STRING_get0_data(d)),
+                     static_cast<std::size_t>(ASN1_STRING_length(d)));
+    if (nid == NID_commonName) out.common_name = text;
+    if (nid == NID_organizationName) out.organizations.push_back(text);
+  }
+  return out;
+}
+
 bool KeyMatches(const std::string& cert_pem, const std::string& key_pem) {
   Cert cert = ReadCert(cert_pem);
   PKey key = ReadKey(key_pem);

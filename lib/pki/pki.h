@@ -85,6 +85,13 @@ Status WritePkiFiles(const std::filesystem::path& dir, const std::vector<PkiFile
 Status VerifyIssued(const std::string& ca_cert_pem, const std::string& cert_pem);
 // CertNames returns the DNS and IP SANs of cert_pem as "DNS:x" / "IP:y" strings.
 Result<std::vector<std::string>> CertNames(const std::string& cert_pem);
+// Subject is a certificate's subject as Kubernetes reads it: user (CN) and groups (O).
+struct Subject {
+  std::string common_name;
+  std::vector<std::string> organizations;
+};
+// CertSubject returns the subject of cert_pem.
+Result<Subject> CertSubject(const std::string& cert_pem);
 // KeyMatches is true when key_pem is the private key of cert_pem.
 bool KeyMatches(const std::string& cert_pem, const std::string& key_pem);
 

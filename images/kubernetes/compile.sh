@@ -1,0 +1,118 @@
+#!/bin/bash
+# Compiles the Kubernetes components from Debian's `kubernetes` source package and
+# prints the folder holding them. Usage: compile.sh CACHE-DIR
+#
+# The binaries are cached under CACHE-DIR/kubernetes/bin/KEY, where KEY is the sha256
+# of the source package's .dsc (which names the sha256 of every tarball in it) and of
+# this recipe's `source` and `compile.sh`; a second build finds them and compiles
+# nothing. The source itself is kept under CACHE-DIR/kubernetes/source/VERSION, so a
+# rebuild after a cleaned bin folder needs no network either.
+#
+# Reproducible: -trimpath, an empty Go build ID, fixed version stamps and build date,
+# CGO off (static binaries), GOPATH mode with the package's own vendor/ tree.
+set -euo pipefail
+cache=${1:?usage: compile.sh CACHE-DIR}
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=source
+. "$here/source"
+components=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
+mkdir -p "$cache/kubernetes"
+cache=$(cd "$cache" && pwd)
+log() { echo "kubernetes: $*" >&2; }
+
+# 1. The source package, fetched once with apt from a deb-src twin of the host's own
+#    apt sources (no mirror is named here), then kept in the cache.
+src="$cache/kubernetes/source/$version"
+dsc="$src/${package}_${version#*:}.dsc"
+if [ ! -f "$dsc" ]; then
+  sources=${SPROUT_APT_SOURCES:-/etc/apt/sources.list.d/debian.sources}
+  [ -f "$sources" ] || sources=/etc/apt/sources.list
+  [ -f "$sources" ] || { log "no apt sources at $sources; set SPROUT_APT_SOURCES to a deb822 or one-line sources file"; exit 1; }
+  apt=$(mktemp -d)
+  trap 'rm -rf "$apt"' EXIT
+  mkdir -p "$apt/lists/partial" "$apt/etc"
+  if grep -q '^Types:' "$sources"; then
+    sed 's/^Types:.*/Types: deb-src/' "$sources" >"$apt/etc/src.sources"
+    list_opt=(-o "Dir::Etc::SourceList=/dev/null" -o "Dir::Etc::SourceParts=$apt/etc")
+  else
+    sed -n 's/^deb /deb-src /p' "$sources" >"$apt/etc/src.list"
+    list_opt=(-o "Dir::Etc::SourceList=$apt/etc/src.list" -o "Dir::Etc::SourceParts=/dev/null")
+  fi
+  opts=("${list_opt[@]}" -o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache" -o "Debug::NoLocking=1")
+  log "fetching the source package $package $version (apt, deb-src of $sources)"
+  apt-get "${opts[@]}" update -q >&2 ||
+    { log "apt-get update of the deb-src lists failed; is the Debian mirror in $sources reachable?"; exit 1; }
+  tmp="$src.tmp.$$"
+  rm -rf "$tmp" && mkdir -p "$tmp"
+  (cd "$tmp" && apt-get "${opts[@]}" source --download-only -q "$package=$version" >&2) ||
+    { log "apt-get source $package=$version failed; the recipe pins that version in $here/source"; exit 1; }
+  mkdir -p "$(dirname "$src")"
+  rm -rf "$src" && mv "$tmp" "$src"
+fi
+
+key=$( (sha256sum "$dsc" | cut -d' ' -f1; cat "$here/source" "$here/compile.sh") | sha256sum | cut -c1-32)
+bin="$cache/kubernetes/bin/$key"
+if [ -f "$bin/.complete" ]; then
+  log "cached: $bin"
+  echo "$bin"
+  exit 0
+fi
+
+# 2. Unpack (dpkg-source checks every tarball's sha256 against the .dsc and applies
+#    Debian's patches).
+work=$(mktemp -d "$cache/kubernetes/work.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+log "unpacking $(basename "$dsc")"
+(cd "$work" && dpkg-source -x "$dsc" tree >&2)
+
+# 3. Compile in GOPATH mode, as the package's debian/rules does; one Go build cache per
+#    key keeps a second component's shared packages compiled.
+mkdir -p "$work/gopath/src/k8s.io"
+ln -s "$work/tree" "$work/gopath/src/k8s.io/kubernetes"
+export GOPATH="$work/gopath" GO111MODULE=off CGO_ENABLED=0 GOFLAGS= GOCACHE="$cache/kubernetes/gocache"
+export GOOS=linux GOARCH=${SPROUT_GOARCH:-amd64}
+v=k8s.io/kubernetes/vendor/k8s.io/component-base/version
+release=${kube_version#v}
+major=${release%%.*}
+minor=${release#*.}
+minor=${minor%%.*}
+ldflags="-s -w -buildid= -X $v.gitVersion=$kube_version -X $v.gitCommit=$kube_commit -X $v.gitTreeState=clean"
+ldflags+=" -X $v.buildDate=$build_date -X $v.gitMajor=$major -X $v.gitMinor=$minor"
+out="$work/bin"
+mkdir -p "$out" "$work/tools"
+cd "$GOPATH/src/k8s.io/kubernetes"
+
+# 4. The one generated file the source package lacks: pkg/generated/openapi (the
+#    upstream Makefile makes it with openapi-gen before compiling). Its inputs are the
+#    packages tagged +k8s:openapi-gen, found the way Makefile.generated_files does.
+log "generating pkg/generated/openapi (openapi-gen)"
+go build -trimpath -o "$work/tools/openapi-gen" ./vendor/k8s.io/kube-openapi/cmd/openapi-gen >&2
+dirs=$(find -H . \( -path './_*' -o -path './.*' -o -path ./vendor \) -prune -o -type f -name '*.go' -print |
+  sed 's|^\./staging/src|vendor|; s|^\./||; s|/[^/]*$||' | LC_ALL=C sort -u |
+  grep -v -e '^vendor/k8s.io/code-generator/' -e '^vendor/k8s.io/sample-apiserver/' |
+  while read -r d; do
+    if find -H "$d" -maxdepth 1 -type f -name '*.go' -print0 | xargs -0 grep -l '^// *+k8s:' 2>/dev/null |
+      xargs -r grep -l '+k8s:openapi-gen=' >/dev/null 2>&1; then
+      echo "k8s.io/kubernetes/$d"
+    fi
+  done | paste -sd, -)
+[ -n "$dirs" ] || { log "found no +k8s:openapi-gen packages; is $dsc a Kubernetes source?"; exit 1; }
+"$work/tools/openapi-gen" --logtostderr -i "$dirs" -p k8s.io/kubernetes/pkg/generated/openapi \
+  -O zz_generated.openapi -h vendor/k8s.io/code-generator/hack/boilerplate.go.txt \
+  -r "$work/openapi-violations.report" >&2
+for c in "${components[@]}"; do
+  start=$SECONDS
+  log "compiling $c ($(go version | cut -d' ' -f3))"
+  go build -trimpath -ldflags "$ldflags" -o "$out/$c" "./cmd/$c" >&2
+  log "compiled $c in $((SECONDS - start)) s"
+done
+# 5. The pod sandbox ("pause") from the same tree: a static C program, no Go.
+gcc -Os -static -Wall -DVERSION="${kube_version}-sprout" -o "$out/pause" build/pause/linux/pause.c >&2
+strip --strip-all "$out/pause"
+chmod 0755 "$out"/*
+(cd "$out" && sha256sum -- * >SHA256SUMS)
+touch "$out/.complete"
+mkdir -p "$(dirname "$bin")"
+rm -rf "$bin" && mv "$out" "$bin"
+log "compiled into $bin"
+echo "$bin"
