@@ -1,8 +1,11 @@
 #include "kube/certs.h"
 
 #include <arpa/inet.h>
+#include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <tuple>
 
 #include "nodeconfig/nodeconfig.h"
 #include "util/text.h"
@@ -95,65 +98,138 @@ std::string RenderKubeconfig(const Kubeconfig& k) {
   return out;
 }
 
-Result<std::vector<pki::PkiFile>> ControlPlaneFiles(const pki::ClusterCAs& cas, const ControlPlaneNode& node) {
+namespace {
+
+// Wanted is one certificate of the node: a key pair under pki/, or a kubeconfig.
+struct Wanted {
+  std::string path;  // "pki/apiserver" (then .crt/.key) or "admin.conf"
+  bool front_proxy = false;
+  pki::CertRequest request;
+  bool kubeconfig = false;
+};
+
+Result<std::vector<Wanted>> Wants(const ControlPlaneNode& node) {
   if (node.name.empty()) return Fail("the node has no name; the kubelet's certificate needs one");
   if (node.ips.empty()) return Fail("node " + node.name + " has no address for the apiserver to advertise");
   auto names = ApiServerNames(node);
   if (!names) return Fail(names.error());
-  std::vector<pki::PkiFile> out;
-
+  std::vector<Wanted> out;
   pki::CertRequest serving;
   serving.common_name = "kube-apiserver";
   serving.dns_names = names->first;
   serving.ips = names->second;
   serving.server = true;
-  auto apiserver = pki::Issue(cas.kubernetes_ca, serving);
-  if (!apiserver) return Fail(apiserver.error());
-  AddPair(out, "pki/apiserver", *apiserver);
-
+  out.push_back({"pki/apiserver", false, serving, false});
   pki::CertRequest kubelet_client;
   kubelet_client.common_name = "kube-apiserver-kubelet-client";
   kubelet_client.organizations = {"system:masters"};
   kubelet_client.client = true;
-  auto kc = pki::Issue(cas.kubernetes_ca, kubelet_client);
-  if (!kc) return Fail(kc.error());
-  AddPair(out, "pki/apiserver-kubelet-client", *kc);
-
+  out.push_back({"pki/apiserver-kubelet-client", false, kubelet_client, false});
   pki::CertRequest proxy;
   proxy.common_name = "front-proxy-client";
   proxy.client = true;
-  auto fp = pki::Issue(cas.front_proxy_ca, proxy);
-  if (!fp) return Fail(fp.error());
-  AddPair(out, "pki/front-proxy-client", *fp);
-
-  struct User {
-    const char* file;
-    std::string cn;
-    std::vector<std::string> orgs;
-  };
-  const std::vector<User> users = {
+  out.push_back({"pki/front-proxy-client", true, proxy, false});
+  const std::vector<std::tuple<std::string, std::string, std::vector<std::string>>> users = {
       {"admin.conf", "kubernetes-admin", {"system:masters"}},
       {"controller-manager.conf", "system:kube-controller-manager", {}},
       {"scheduler.conf", "system:kube-scheduler", {}},
       {"kubelet.conf", "system:node:" + node.name, {"system:nodes"}},
   };
-  for (const auto& u : users) {
+  for (const auto& [file, cn, orgs] : users) {
     pki::CertRequest r;
-    r.common_name = u.cn;
-    r.organizations = u.orgs;
+    r.common_name = cn;
+    r.organizations = orgs;
     r.client = true;
-    auto ck = pki::Issue(cas.kubernetes_ca, r);
-    if (!ck) return Fail(ck.error());
-    Kubeconfig k{node.cluster_name,
-                 ApiServerURL(node.ips.front()),
-                 cas.kubernetes_ca.cert_pem,
-                 u.cn,
-                 ck->cert_pem,
-                 ck->key_pem,
-                 ""};
-    out.push_back({u.file, RenderKubeconfig(k), kKeyMode});
+    out.push_back({file, false, r, true});
   }
   return out;
+}
+
+// Names renders a request's SANs the way pki::CertNames reports them, sorted.
+std::vector<std::string> Names(const pki::CertRequest& r) {
+  std::vector<std::string> out;
+  for (const auto& d : r.dns_names) out.push_back("DNS:" + d);
+  for (const auto& ip : r.ips) out.push_back("IP:" + ip);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// StillGood is true when an existing certificate and key can stay: issued by ca and
+// valid now, the key its own, the same subject and exactly the wanted names.
+bool StillGood(const std::string& cert, const std::string& key, const std::string& ca, const pki::CertRequest& r) {
+  if (cert.empty() || key.empty() || !pki::VerifyIssued(ca, cert) || !pki::KeyMatches(cert, key)) return false;
+  auto subject = pki::CertSubject(cert);
+  auto names = pki::CertNames(cert);
+  if (!subject || !names || subject->common_name != r.common_name || subject->organizations != r.organizations) {
+    return false;
+  }
+  std::sort(names->begin(), names->end());
+  return *names == Names(r);
+}
+
+// KubeconfigStillGood checks an existing kubeconfig's server, CA and client certificate.
+bool KubeconfigStillGood(const std::string& text, const std::string& server, const std::string& ca,
+                         const pki::CertRequest& r) {
+  try {
+    YAML::Node y = YAML::Load(text);
+    const auto cluster = y["clusters"][0]["cluster"];
+    const auto user = y["users"][0]["user"];
+    if (!cluster || !user || cluster["server"].as<std::string>("") != server) return false;
+    if (Base64Decode(cluster["certificate-authority-data"].as<std::string>("")).value_or("") != ca) return false;
+    return StillGood(Base64Decode(user["client-certificate-data"].as<std::string>("")).value_or(""),
+                     Base64Decode(user["client-key-data"].as<std::string>("")).value_or(""), ca, r);
+  } catch (const YAML::Exception&) {
+    return false;
+  }
+}
+
+std::string Get(const std::map<std::string, std::string>& m, const std::string& k) {
+  auto it = m.find(k);
+  return it == m.end() ? std::string() : it->second;
+}
+
+}  // namespace
+
+Result<std::vector<pki::PkiFile>> UpdateControlPlaneFiles(const pki::ClusterCAs& cas, const ControlPlaneNode& node,
+                                                          const std::map<std::string, std::string>& existing) {
+  auto wants = Wants(node);
+  if (!wants) return Fail(wants.error());
+  const std::string server = ApiServerURL(node.ips.front());
+  std::vector<pki::PkiFile> out;
+  for (const auto& w : *wants) {
+    const pki::CertKey& ca = w.front_proxy ? cas.front_proxy_ca : cas.kubernetes_ca;
+    if (w.kubeconfig) {
+      if (KubeconfigStillGood(Get(existing, w.path), server, ca.cert_pem, w.request)) continue;
+    } else if (StillGood(Get(existing, w.path + ".crt"), Get(existing, w.path + ".key"), ca.cert_pem, w.request)) {
+      continue;
+    }
+    auto ck = pki::Issue(ca, w.request);
+    if (!ck) return Fail(ck.error());
+    if (w.kubeconfig) {
+      Kubeconfig k{node.cluster_name, server, ca.cert_pem, w.request.common_name, ck->cert_pem, ck->key_pem, ""};
+      out.push_back({w.path, RenderKubeconfig(k), kKeyMode});
+    } else {
+      AddPair(out, w.path, *ck);
+    }
+  }
+  return out;
+}
+
+Result<std::vector<pki::PkiFile>> ControlPlaneFiles(const pki::ClusterCAs& cas, const ControlPlaneNode& node) {
+  return UpdateControlPlaneFiles(cas, node, {});
+}
+
+std::vector<std::string> ControlPlaneFilePaths() {
+  return {"pki/apiserver.crt",
+          "pki/apiserver.key",
+          "pki/apiserver-kubelet-client.crt",
+          "pki/apiserver-kubelet-client.key",
+          "pki/front-proxy-client.crt",
+          "pki/front-proxy-client.key",
+          "admin.conf",
+          "controller-manager.conf",
+          "scheduler.conf",
+          "kubelet.conf"};
 }
 
 pki::PkiFile BootstrapKubeconfig(const std::string& ca_pem, const std::string& server, const std::string& token,

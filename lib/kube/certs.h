@@ -4,6 +4,7 @@
 // pki::WritePkiFiles. See docs/control-plane.md.
 #pragma once
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -58,6 +59,18 @@ std::string ApiServerURL(const std::string& ip);
 //   system:nodes), all pointing at this node's apiserver.
 // Keys and kubeconfigs are 0600, certificates 0644.
 Result<std::vector<pki::PkiFile>> ControlPlaneFiles(const pki::ClusterCAs& cas, const ControlPlaneNode& node);
+
+// UpdateControlPlaneFiles is ControlPlaneFiles for a node that may already hold some
+// of them: existing maps a path (as above) to the file's content. A certificate or
+// kubeconfig that is still good (issued by today's CA and valid now, its key its own,
+// the same subject and exactly the wanted names and server) is kept and not returned;
+// everything else is issued anew. So a reboot re-keys nothing, and a changed address
+// re-issues the apiserver certificate and the kubeconfigs only.
+Result<std::vector<pki::PkiFile>> UpdateControlPlaneFiles(const pki::ClusterCAs& cas, const ControlPlaneNode& node,
+                                                          const std::map<std::string, std::string>& existing);
+
+// ControlPlaneFilePaths lists every path ControlPlaneFiles can return.
+std::vector<std::string> ControlPlaneFilePaths();
 
 // BootstrapKubeconfig is a worker's bootstrap-kubelet.conf: the bootstrap token as
 // user tls-bootstrap-token-user, against server, trusting ca_pem (mode 0600).

@@ -161,3 +161,42 @@ TEST_CASE("kube: a worker's bootstrap kubeconfig carries the token and no key", 
   CHECK(ApiServerURL("fd00::1") == "https://[fd00::1]:6443");
   CHECK(ApiServerURL("198.18.0.11") == "https://198.18.0.11:6443");
 }
+
+TEST_CASE("kube: a reboot re-keys nothing; a new address re-issues only what names it; a new CA re-issues all",
+          "[kube]") {
+  auto cas = pki::MakeClusterCAs();
+  REQUIRE(cas);
+  ControlPlaneNode node{"node-1", {"198.18.0.11"}, "10.96.0.0/12", "sprout", "cluster.local"};
+  auto first = ControlPlaneFiles(*cas, node);
+  REQUIRE(first);
+  std::map<std::string, std::string> existing;
+  for (const auto& f : *first) existing[f.path] = f.content;
+  CHECK(existing.size() == ControlPlaneFilePaths().size());
+
+  auto again = UpdateControlPlaneFiles(*cas, node, existing);
+  REQUIRE(again);
+  CHECK(again->empty());
+
+  ControlPlaneNode moved = node;
+  moved.ips = {"198.18.0.21"};
+  auto after_move = UpdateControlPlaneFiles(*cas, moved, existing);
+  REQUIRE(after_move);
+  std::vector<std::string> paths;
+  for (const auto& f : *after_move) paths.push_back(f.path);
+  std::sort(paths.begin(), paths.end());
+  CHECK(paths == std::vector<std::string>{"admin.conf", "controller-manager.conf", "kubelet.conf", "pki/apiserver.crt",
+                                          "pki/apiserver.key", "scheduler.conf"});
+
+  auto damaged = existing;
+  damaged["pki/front-proxy-client.key"] = existing["pki/apiserver.key"];
+  auto repaired = UpdateControlPlaneFiles(*cas, node, damaged);
+  REQUIRE(repaired);
+  REQUIRE(repaired->size() == 2);
+  CHECK(repaired->at(0).path == "pki/front-proxy-client.crt");
+
+  auto other = pki::MakeClusterCAs();
+  REQUIRE(other);
+  auto rekeyed = UpdateControlPlaneFiles(*other, node, existing);
+  REQUIRE(rekeyed);
+  CHECK(rekeyed->size() == ControlPlaneFilePaths().size());
+}

@@ -1,0 +1,63 @@
+#include "kube/controlplane.h"
+
+#include <map>
+
+#include "staticpod/podhost.h"
+#include "util/fs.h"
+
+namespace sprout::kube {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Where a path of ControlPlaneFiles lives: pki/* under the PKI folder, the rest beside it.
+fs::path Target(const ControlPlanePaths& paths, const std::string& rel) {
+  if (rel.rfind("pki/", 0) == 0) return paths.pki_dir / rel.substr(4);
+  return paths.kubernetes_dir / rel;
+}
+
+}  // namespace
+
+const std::vector<std::string>& ControlPlaneComponentsAfterEtcd() {
+  static const std::vector<std::string> kComponents{"kube-apiserver", "kube-controller-manager", "kube-scheduler"};
+  return kComponents;
+}
+
+Result<ControlPlaneReport> WriteControlPlane(const ControlPlanePaths& paths, const ControlPlaneNode& node,
+                                             const StaticPodInput& pods) {
+  auto cas = pki::LoadCAs(paths.pki_dir);
+  if (!cas) return Fail("the control plane needs the cluster CAs formation wrote: " + cas.error());
+  std::map<std::string, std::string> existing;
+  for (const auto& rel : ControlPlaneFilePaths()) {
+    if (auto text = ReadFile(Target(paths, rel))) existing[rel] = *text;
+  }
+  auto files = UpdateControlPlaneFiles(*cas, node, existing);
+  if (!files) return Fail(files.error());
+  ControlPlaneReport report;
+  for (const auto& f : *files) {
+    const fs::path target = Target(paths, f.path);
+    std::error_code ec;
+    fs::create_directories(target.parent_path(), ec);
+    if (ec) return Fail("cannot create " + target.parent_path().string() + ": " + ec.message());
+    if (auto w = WriteFileAtomic(target, f.content, f.mode); !w) return Fail(w.error());
+    report.issued.push_back(f.path);
+  }
+  auto written = WriteNodeManifests(paths.templates, paths.manifests, pods, false, ControlPlaneComponentsAfterEtcd());
+  if (!written) return Fail(written.error());
+  if (!written->skipped.empty()) {
+    std::string why;
+    for (const auto& s : written->skipped) why += (why.empty() ? "" : "; ") + s;
+    return Fail("the control plane cannot run: " + why +
+                "; list the component's image in the profile's images: so the build preloads it");
+  }
+  if (written->written.size() != ControlPlaneComponentsAfterEtcd().size()) {
+    return Fail("the static-pod templates in " + paths.templates.string() +
+                " lack a control-plane component; expected kube-apiserver, kube-controller-manager and "
+                "kube-scheduler");
+  }
+  report.manifests = written->changed;
+  return report;
+}
+
+}  // namespace sprout::kube

@@ -1,0 +1,40 @@
+// The control-plane node's files on disk: the Kubernetes certificates and kubeconfigs
+// (kube/certs.h) and the static pods of kube-apiserver, kube-controller-manager and
+// kube-scheduler, rendered from the baked templates. The disk edge of lib/kube.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "kube/certs.h"
+#include "staticpod/staticpod.h"
+#include "util/result.h"
+
+namespace sprout::kube {
+
+// ControlPlanePaths says where the files go (kubeadm's layout by default).
+struct ControlPlanePaths {
+  std::filesystem::path kubernetes_dir = "/etc/kubernetes";          // *.conf
+  std::filesystem::path pki_dir = "/etc/kubernetes/pki";             // CAs (from formation) and pki/* files
+  std::filesystem::path templates = "/usr/share/sprout/staticpods";  // the baked templates
+  std::filesystem::path manifests = "/etc/kubernetes/manifests";     // the kubelet's staticPodPath
+};
+
+// ControlPlaneReport says what WriteControlPlane changed.
+struct ControlPlaneReport {
+  std::vector<std::string> issued;     // files (re)written, relative to kubernetes_dir
+  std::vector<std::string> manifests;  // static pods whose manifest changed
+};
+
+// ControlPlaneComponentsAfterEtcd are the static pods this step renders.
+const std::vector<std::string>& ControlPlaneComponentsAfterEtcd();
+
+// WriteControlPlane reads the cluster CAs from paths.pki_dir, keeps every certificate
+// and kubeconfig that is still good and issues the rest (UpdateControlPlaneFiles),
+// then renders the three control-plane static pods from pods. A component whose image
+// is not preloaded is an error that names it, never a silent skip.
+Result<ControlPlaneReport> WriteControlPlane(const ControlPlanePaths& paths, const ControlPlaneNode& node,
+                                             const StaticPodInput& pods);
+
+}  // namespace sprout::kube
