@@ -7,7 +7,7 @@ using namespace sprout;
 
 TEST_CASE("ManifestJson records the build's inputs, identifiers, SBOM and outputs", "[manifest]") {
   Profile p;
-  p.name = "n";
+  p.name = std::string("n");  // not "n": GCC 12 warns wrongly (-Wrestrict) on that assignment here
   DiskPlan plan = PlanDisk(p, "seed");
   plan.root_hash = std::string(64, 'a');
   ManifestInputs in{R"({"name":"n","role":"worker"})",
