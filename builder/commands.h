@@ -58,6 +58,17 @@ int Personalize(const PersonalizeOptions& options);
 // Boot starts QEMU on a raw image with UEFI firmware and a serial console.
 int Boot(const BootOptions& options);
 
+// Keygen writes an Ed25519 key pair PREFIX.key and PREFIX.pub for --sign.
+int Keygen(const std::filesystem::path& prefix);
+
+// Verify checks an output directory: every file against the manifest and sha256sums,
+// and the manifest's signature when a public key is given.
+int Verify(const std::filesystem::path& dir, const std::filesystem::path& public_key);
+
+// Inspect reports the partitions, root hash, profile and images of an image, from the
+// image alone.
+int Inspect(const std::filesystem::path& image, bool json);
+
 // DataDir is where sprout's overlays, units and initrd stages live.
 std::filesystem::path DataDir();
 

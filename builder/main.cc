@@ -9,7 +9,6 @@
 
 #include "builder/commands.h"
 #include "builder/images.h"
-#include "builder/media.h"
 #include "util/fs.h"
 #include "util/text.h"
 

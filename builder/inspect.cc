@@ -1,0 +1,184 @@
+// `sprout inspect`: partitions, root hash, profile and images of a raw, qcow2 or ISO
+// image, read from the image alone (its GPT and the metadata on its ESP).
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "builder/commands.h"
+#include "image/gpt.h"
+#include "image/media.h"
+#include "util/fs.h"
+#include "util/process.h"
+#include "util/text.h"
+
+namespace sprout::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+enum class ImageKind { kRaw, kQcow2, kIso };
+
+// The protective MBR, the GPT header and its 128 entries: 34 sectors.
+constexpr std::size_t kGptHeadBytes = 34 * kSectorSize;
+
+Result<std::string> ReadAt(const fs::path& path, std::uint64_t offset, std::size_t size) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return Fail("cannot open " + path.string());
+  f.seekg(static_cast<std::streamoff>(offset));
+  std::string buf(size, '\0');
+  f.read(buf.data(), static_cast<std::streamsize>(size));
+  buf.resize(static_cast<std::size_t>(f.gcount()));
+  return buf;
+}
+
+// Extract copies size bytes at offset of a (qcow2 or raw) image into out.
+Status Extract(const fs::path& image, ImageKind kind, std::uint64_t offset, std::uint64_t size, const fs::path& out) {
+  if (kind == ImageKind::kQcow2) {
+    if (offset % 512 != 0 || size % 512 != 0) return Fail("unaligned read of a qcow2 image");
+    auto r =
+        RunChecked({{"qemu-img", "dd", "-f", "qcow2", "-O", "raw", "bs=512", "skip=" + std::to_string(offset / 512),
+                     "count=" + std::to_string(size / 512), "if=" + image.string(), "of=" + out.string()}});
+    if (!r) return Fail("qemu-img cannot read " + image.string() + ": " + r.error());
+    return Ok{};
+  }
+  std::ifstream in(image, std::ios::binary);
+  std::ofstream o(out, std::ios::binary | std::ios::trunc);
+  if (!in || !o) return Fail("cannot read " + image.string());
+  in.seekg(static_cast<std::streamoff>(offset));
+  std::vector<char> buf(1 << 20);
+  std::uint64_t left = size;
+  while (left > 0 && in) {
+    in.read(buf.data(), static_cast<std::streamsize>(std::min<std::uint64_t>(left, buf.size())));
+    o.write(buf.data(), in.gcount());
+    left -= static_cast<std::uint64_t>(in.gcount());
+  }
+  return Ok{};
+}
+
+}  // namespace
+
+int Inspect(const fs::path& image, bool json) {
+  auto fail = [&](const std::string& why) {
+    std::cerr << "sprout: " << image.string() << ": " << why << "\n";
+    return 1;
+  };
+  std::error_code ec;
+  if (!fs::is_regular_file(image, ec)) return fail("not found, or not a file");
+  auto head = ReadAt(image, 0, kGptHeadBytes);
+  auto iso_magic = ReadAt(image, 32769, 5);
+  if (!head || !iso_magic) return fail("cannot be read");
+  ImageKind kind = ImageKind::kRaw;
+  if (head->starts_with("QFI\xfb")) kind = ImageKind::kQcow2;
+  if (*iso_magic == "CD001") kind = ImageKind::kIso;
+  const char* kind_name = kind == ImageKind::kQcow2 ? "qcow2" : kind == ImageKind::kIso ? "iso" : "raw";
+
+  std::uint64_t disk_size = fs::file_size(image, ec);
+  TempDir tmp(fs::temp_directory_path(), "sprout-inspect");
+  if (kind == ImageKind::kQcow2) {
+    auto info = RunChecked({{"qemu-img", "info", "--output=json", image.string()}});
+    if (!info) return fail("qemu-img cannot read it: " + info.error());
+    try {
+      disk_size = nlohmann::json::parse(*info)["virtual-size"].get<std::uint64_t>();
+    } catch (const std::exception& e) {
+      return fail(std::string("qemu-img info gave no virtual size: ") + e.what());
+    }
+    if (auto s = Extract(image, kind, 0, kGptHeadBytes, tmp.path() / "head"); !s) return fail(s.error());
+    head = ReadFile(tmp.path() / "head");
+    if (!head) return fail(head.error());
+  }
+  std::vector<Partition> partitions;
+  if (kind == ImageKind::kIso) {
+    // xorriso places its GPT entries after the ISO 9660 system area, where sprout's own
+    // parser does not look; sfdisk reads any valid GPT.
+    auto table = RunChecked({{"sfdisk", "--json", image.string()}});
+    if (!table) return fail("sfdisk cannot read its partition table: " + table.error());
+    try {
+      const auto parsed = nlohmann::json::parse(*table);
+      for (const auto& p : parsed["partitiontable"]["partitions"]) {
+        Partition part;
+        part.spec.label = p.value("name", "");
+        part.spec.type = Guid::Parse(p["type"].get<std::string>()).value_or(Guid{});
+        part.spec.uuid = Guid::Parse(p.value("uuid", "")).value_or(Guid{});
+        part.first_lba = p["start"].get<std::uint64_t>();
+        part.last_lba = part.first_lba + p["size"].get<std::uint64_t>() - 1;
+        partitions.push_back(part);
+      }
+    } catch (const std::exception& e) {
+      return fail(std::string("sfdisk gave an unexpected table: ") + e.what());
+    }
+  } else {
+    std::vector<std::uint8_t> head_bytes(head->begin(), head->end());
+    auto gpt = ParseGpt(head_bytes, disk_size);
+    if (!gpt) return fail("no GPT partition table (" + gpt.error() + "); is it a sprout image?");
+    partitions = gpt->partitions;
+  }
+
+  // The metadata comes from the ESP, which every medium has.
+  const Partition* esp = nullptr;
+  for (const auto& p : partitions) {
+    if (p.spec.type == *Guid::Parse(dps::kEsp)) esp = &p;
+  }
+  if (!esp) return fail("has no EFI system partition; is it a sprout image?");
+  fs::path esp_file = tmp.path() / "esp.vfat";
+  if (auto s = Extract(image, kind, esp->offset(), esp->size(), esp_file); !s) return fail(s.error());
+  auto mt =
+      Run({{"mtype", "-i", esp_file.string(), std::string("::/") + kImageMetadataPath}, {{"MTOOLS_SKIP_CHECK", "1"}}});
+  if (!mt || mt->exit_code != 0) {
+    return fail(std::string("its ESP holds no ") + kImageMetadataPath + " (built by an older sprout?)");
+  }
+  nlohmann::ordered_json meta;
+  try {
+    meta = nlohmann::ordered_json::parse(mt->output);
+  } catch (const std::exception& e) {
+    return fail(std::string(kImageMetadataPath) + " is not JSON: " + e.what());
+  }
+
+  nlohmann::ordered_json out;
+  out["image"] = image.string();
+  out["format"] = kind_name;
+  out["size"] = disk_size;
+  if (kind == ImageKind::kIso) {
+    auto vol = ReadAt(image, 32768 + 40, 32);
+    if (vol) out["volumeId"] = std::string(Trim(*vol));
+  }
+  out["partitions"] = nlohmann::json::array();
+  int number = 0;
+  for (const auto& p : partitions) {
+    out["partitions"].push_back({{"number", ++number},
+                                 {"label", p.spec.label},
+                                 {"type", p.spec.type.ToString()},
+                                 {"uuid", p.spec.uuid.ToString()},
+                                 {"offset", p.offset()},
+                                 {"size", p.size()}});
+  }
+  out["rootHash"] = meta.value("rootHash", "");
+  out["kernel"] = meta.value("kernel", "");
+  out["profile"] = meta.contains("profile") ? meta["profile"] : nlohmann::ordered_json::object();
+  out["images"] = meta.contains("images") ? meta["images"] : nlohmann::ordered_json::array();
+  if (json) {
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << image.string() << ": " << kind_name << ", " << HumanSize(disk_size) << "\n";
+  if (out.contains("volumeId")) std::cout << "volume ID:  " << out["volumeId"].get<std::string>() << "\n";
+  std::cout << "partitions:\n";
+  for (const auto& p : out["partitions"]) {
+    std::printf("  %d  %-22s %10s  type %s  uuid %s\n", p["number"].get<int>(), p["label"].get<std::string>().c_str(),
+                HumanSize(p["size"].get<std::uint64_t>()).c_str(), p["type"].get<std::string>().c_str(),
+                p["uuid"].get<std::string>().c_str());
+  }
+  std::cout << std::flush;
+  std::cout << "root hash:  " << out["rootHash"].get<std::string>() << "\n";
+  std::cout << "kernel:     " << out["kernel"].get<std::string>() << "\n";
+  const auto& prof = out["profile"];
+  std::cout << "profile:    " << prof.value("name", "?") << " (role " << prof.value("role", "?") << ")\n";
+  std::cout << "preloaded images:";
+  if (out["images"].empty()) std::cout << " none";
+  std::cout << "\n";
+  for (const auto& i : out["images"]) std::cout << "  " << i.dump() << "\n";
+  return 0;
+}
+
+}  // namespace sprout::cli

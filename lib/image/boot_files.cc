@@ -1,0 +1,80 @@
+#include "image/boot_files.h"
+
+#include <algorithm>
+
+#include "image/media.h"
+#include "util/text.h"
+
+namespace sprout {
+
+namespace {
+
+const char* const kKernelPrefix = "boot/vmlinuz-";
+const char* const kInitrdPrefix = "boot/initrd.img-";
+const char* const kBootloaderPath = "usr/lib/systemd/boot/efi/systemd-bootx64.efi";
+
+// Newest returns the captured file with the highest version-sorted name under prefix.
+const std::pair<const std::string, std::string>* Newest(const std::map<std::string, std::string>& files,
+                                                        const std::string& prefix) {
+  const std::pair<const std::string, std::string>* best = nullptr;
+  for (const auto& kv : files) {
+    if (kv.first.starts_with(prefix) && (!best || kv.first > best->first)) best = &kv;
+  }
+  return best;
+}
+
+std::uint64_t Bytes(const std::vector<EspFile>& files) {
+  std::uint64_t n = 0;
+  for (const auto& f : files) n += f.data.size();
+  return n;
+}
+
+}  // namespace
+
+std::vector<std::string> CapturedPaths() { return {kKernelPrefix, kInitrdPrefix, kBootloaderPath, kDpkgStatusPath}; }
+
+Result<BootFiles> FindBootFiles(const std::map<std::string, std::string>& captured) {
+  auto kernel = Newest(captured, kKernelPrefix);
+  auto initrd = Newest(captured, kInitrdPrefix);
+  auto bootloader = captured.find(kBootloaderPath);
+  if (!kernel || !initrd || bootloader == captured.end()) {
+    return Fail(
+        "the base lacks a kernel, an initrd or systemd-boot (/boot/vmlinuz-*, /boot/initrd.img-*, "
+        "systemd-bootx64.efi); add linux-image-amd64, initramfs-tools and systemd-boot-efi to its packages");
+  }
+  return BootFiles{kernel->first.substr(std::string(kKernelPrefix).size()), kernel->second, initrd->second,
+                   bootloader->second};
+}
+
+std::string AppendToInitrd(std::string initrd, const std::string& cpio) {
+  initrd.append(CpioPadding(initrd.size()), '\0');
+  initrd += cpio;
+  return initrd;
+}
+
+std::vector<EspFile> EspFiles(const BootFiles& boot, const std::string& loader_conf, const std::string& loader_entry,
+                              const std::string& metadata) {
+  return {{"EFI/BOOT/BOOTX64.EFI", boot.bootloader},
+          {"EFI/systemd/systemd-bootx64.efi", boot.bootloader},
+          {"loader/loader.conf", loader_conf},
+          {"loader/entries/sprout.conf", loader_entry},
+          {"sprout/vmlinuz", boot.kernel},
+          {"sprout/initrd.img", boot.initrd},
+          {kImageMetadataPath, metadata}};
+}
+
+Status CheckEspSize(const std::vector<EspFile>& files, std::uint64_t esp_size, const std::string& profile_file) {
+  std::uint64_t need = Bytes(files) + kEspSlack;
+  if (need > esp_size) {
+    return Fail("the ESP needs " + HumanSize(need) + " but disk.espSize is " + HumanSize(esp_size) +
+                "; raise disk.espSize in " + profile_file);
+  }
+  return Ok{};
+}
+
+std::uint64_t LiveEspSize(const std::vector<EspFile>& files) {
+  constexpr std::uint64_t kMiB = 1 << 20;
+  return std::max<std::uint64_t>(40 * kMiB, (Bytes(files) + 4 * kMiB + kMiB - 1) / kMiB * kMiB);
+}
+
+}  // namespace sprout

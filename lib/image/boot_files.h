@@ -1,0 +1,55 @@
+// The boot files of an image: the kernel, initrd and systemd-boot a build takes from
+// its base, the initrd with sprout's stages appended, and the ESP every medium carries.
+// Pure functions over plain structs; the build writes the files.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "image/fsimages.h"
+#include "util/result.h"
+
+namespace sprout {
+
+// BootFiles are the contents of the files that boot an image.
+struct BootFiles {
+  std::string kernel_version;  // "6.1.0-18-amd64", from the kernel's file name
+  std::string kernel, initrd, bootloader;
+};
+
+// CapturedPaths are the root paths whose contents a build keeps while it packs the
+// root: the boot files, and dpkg's status for the SBOM. A path matches by prefix.
+std::vector<std::string> CapturedPaths();
+
+// kDpkgStatusPath is dpkg's status file in the root, the SBOM's source.
+inline constexpr const char* kDpkgStatusPath = "var/lib/dpkg/status";
+
+// FindBootFiles picks the newest kernel and initrd (by version-sorted name) and
+// systemd-boot from the captured files, or says which packages the base lacks.
+Result<BootFiles> FindBootFiles(const std::map<std::string, std::string>& captured);
+
+// AppendToInitrd appends an uncompressed cpio archive to an initrd. The kernel looks
+// for a following archive only at 4-byte-aligned offsets after a compressed one,
+// skipping zeros, so the initrd is padded first.
+std::string AppendToInitrd(std::string initrd, const std::string& cpio);
+
+// EspFiles lists the ESP of a medium: systemd-boot (also as the removable-media
+// default), the loader configuration and entry, the kernel, the initrd and the image
+// metadata that `sprout inspect` reads.
+std::vector<EspFile> EspFiles(const BootFiles& boot, const std::string& loader_conf, const std::string& loader_entry,
+                              const std::string& metadata);
+
+// EspSlack is the room a FAT ESP needs beyond its files' bytes.
+inline constexpr std::uint64_t kEspSlack = 8u << 20;
+
+// CheckEspSize fails, with the fix, when files do not fit an ESP of esp_size bytes;
+// profile_file names the profile that sets disk.espSize.
+Status CheckEspSize(const std::vector<EspFile>& files, std::uint64_t esp_size, const std::string& profile_file);
+
+// LiveEspSize sizes a live medium's ESP to its files: 4 MiB of room, whole MiB, at
+// least 40 MiB.
+std::uint64_t LiveEspSize(const std::vector<EspFile>& files);
+
+}  // namespace sprout

@@ -1,0 +1,51 @@
+#include "image/manifest.h"
+
+#include <nlohmann/json.hpp>
+
+namespace sprout {
+
+std::string ImageMetadata(const std::string& profile_json, const std::string& root_hash, const std::string& kernel,
+                          const std::string& seed, const std::string& images_json) {
+  nlohmann::ordered_json j;
+  j["sprout"] = SPROUT_VERSION;
+  j["profile"] = nlohmann::json::parse(profile_json);
+  j["rootHash"] = root_hash;
+  j["kernel"] = kernel;
+  j["seed"] = seed;
+  j["images"] = nlohmann::json::parse(images_json.empty() ? "[]" : images_json);
+  return j.dump(2) + "\n";
+}
+
+std::string SbomNamespace(const std::string& profile_name, const std::string& seed) {
+  return "https://sprout.invalid/spdx/" + profile_name + "/" + seed;
+}
+
+std::string ManifestJson(const ManifestInputs& in) {
+  nlohmann::ordered_json manifest;
+  manifest["sprout"] = SPROUT_VERSION;
+  manifest["profile"] = nlohmann::json::parse(in.profile_json);
+  manifest["base"] = in.base_id;
+  manifest["kernel"] = in.kernel_version;
+  manifest["seed"] = in.seed;
+  manifest["rootHash"] = in.plan->root_hash;
+  manifest["disk"] = {{"diskGuid", in.plan->disk_guid.ToString()},
+                      {"rootPartUuid", in.plan->root_uuid.ToString()},
+                      {"verityPartUuid", in.plan->verity_uuid.ToString()},
+                      {"configPartUuid", in.plan->config_uuid.ToString()},
+                      {"statePartUuid", in.plan->state_uuid.ToString()}};
+  manifest["images"] = nlohmann::json::parse(in.images_json);
+  manifest["sbom"] = {
+      {"file", in.sbom_file}, {"format", "SPDX-2.3"}, {"packages", in.sbom_packages}, {"sha256", in.sbom_sha256}};
+  for (const auto& o : in.outputs) {
+    manifest["outputs"].push_back({{"file", o.file}, {"size", o.size}, {"sha256", o.sha256}});
+  }
+  return manifest.dump(2) + "\n";
+}
+
+std::string RenderSha256Sums(const std::vector<SumLine>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += l.sha256 + "  " + l.file + "\n";
+  return out;
+}
+
+}  // namespace sprout

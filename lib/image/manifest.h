@@ -1,0 +1,49 @@
+// What a build says about itself: sprout/image.json on the ESP (read by `sprout
+// inspect`), manifest.json and sha256sums in the output directory, and the SBOM's
+// document namespace. Pure renderings of plain structs: equal inputs, equal bytes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "image/media.h"
+#include "image/plan.h"
+
+namespace sprout {
+
+// ImageMetadata renders sprout/image.json: what `sprout inspect` reports about an image.
+std::string ImageMetadata(const std::string& profile_json, const std::string& root_hash, const std::string& kernel,
+                          const std::string& seed, const std::string& images_json);
+
+// SbomNamespace is the SPDX document namespace of a build: unique per profile and seed.
+std::string SbomNamespace(const std::string& profile_name, const std::string& seed);
+
+// OutputFile is one file of the output directory as the manifest lists it.
+struct OutputFile {
+  std::string file;  // relative to the output directory, such as "pxe/initrd.img"
+  std::uint64_t size = 0;
+  std::string sha256;
+};
+
+// ManifestInputs is everything manifest.json records.
+struct ManifestInputs {
+  std::string profile_json;  // the resolved profile
+  std::string base_id;
+  std::string kernel_version;
+  std::string seed;
+  const DiskPlan* plan = nullptr;  // identifiers and the root hash
+  std::string images_json;         // the preloaded images (oci::ImagesJson)
+  std::string sbom_file;
+  std::size_t sbom_packages = 0;
+  std::string sbom_sha256;
+  std::vector<OutputFile> outputs;  // the media, in the order they were made
+};
+
+// ManifestJson renders manifest.json.
+std::string ManifestJson(const ManifestInputs& in);
+
+// RenderSha256Sums renders a sha256sums file, one "HEX  NAME" line per entry, in order.
+std::string RenderSha256Sums(const std::vector<SumLine>& lines);
+
+}  // namespace sprout
