@@ -22,9 +22,9 @@
 #include <thread>
 #include <vector>
 
-#include "firstboot/cluster.h"
-#include "firstboot/state.h"
 #include "formation/daemon.h"
+#include "node/cluster.h"
+#include "node/state.h"
 #include "nodeconfig/apply.h"
 #include "nodeconfig/sources.h"
 #include "staticpod/etcd_pod.h"
