@@ -91,6 +91,7 @@ for i in $(seq 1 $N); do setup_node "$i" "${ADDR[$((i - 1))]}"; done
 head -c 32 /dev/urandom | base64 >"$WORK/secret"
 
 start_node() {  # start_node index [secret-file]
+  # No --apply-system: the node config stays off this host (hostname, address, SSH key).
   local i=$1 secret=${2:-$WORK/secret}
   ip netns exec "sprt-f$i" "$FIRSTBOOT" run --state-dir "$WORK/n$i/state" --name "node$i" \
     --listen "198.18.0.1$i" --peers "$PEERS" --expected $N --secret-file "$secret" \

@@ -18,10 +18,10 @@
 #include <thread>
 #include <variant>
 
-#include "firstboot/state.h"
 #include "formation/auth.h"
 #include "formation/etcd.h"
 #include "formation/join.h"
+#include "node/state.h"
 #include "pki/pki.h"
 #include "util/fs.h"
 #include "util/text.h"

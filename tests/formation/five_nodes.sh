@@ -74,6 +74,7 @@ done
 head -c 32 /dev/urandom | base64 >"$WORK/secret"
 
 start_node() {  # start_node scenario index
+  # No --apply-system: the node config stays off this host (hostname, address, SSH key).
   local dir=$WORK/$1/n$2
   mkdir -p "$dir"
   ip netns exec "sprt-g$2" "$FIRSTBOOT" run --state-dir "$dir/state" --name "node$2" \

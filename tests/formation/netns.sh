@@ -33,7 +33,8 @@ nb_setup() {
 nb_cut() { ip link set "${NP}v$1" down; }
 nb_heal() { ip link set "${NP}v$1" up; }
 
-# nb_start i expected peers-count [extra flags]: start sprout-firstboot for node i.
+# nb_start i expected peers-count [extra flags]: start sprout-firstboot for node i,
+# without --apply-system, so the node config stays off this host.
 nb_start() {
   local i=$1 expected=$2 count=$3
   shift 3

@@ -1,4 +1,4 @@
-#include "firstboot/state.h"
+#include "node/state.h"
 
 #include <nlohmann/json.hpp>
 

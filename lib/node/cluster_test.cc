@@ -1,4 +1,4 @@
-#include "firstboot/cluster.h"
+#include "node/cluster.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,0 +1,222 @@
+#include "firstboot/run.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-journal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "formation/daemon.h"
+#include "node/cluster.h"
+#include "node/state.h"
+#include "nodeconfig/apply.h"
+#include "nodeconfig/sources.h"
+#include "staticpod/etcd_pod.h"
+#include "util/fs.h"
+
+namespace sprout::firstboot {
+namespace {
+
+volatile std::sig_atomic_t g_stop = 0;
+
+void OnSignal(int) { g_stop = 1; }
+
+// Log writes a structured journal entry when running under systemd, else a plain line.
+void Log(int priority, const std::string& phase, const std::string& message) {
+  if (std::getenv("JOURNAL_STREAM") || std::getenv("INVOCATION_ID")) {
+    sd_journal_send("MESSAGE=sprout-firstboot: %s", message.c_str(), "PRIORITY=%d", priority, "SPROUT_PHASE=%s",
+                    phase.c_str(), "SYSLOG_IDENTIFIER=sprout-firstboot", nullptr);
+  } else {
+    std::fprintf(stderr, "sprout-firstboot: %s\n", message.c_str());
+  }
+}
+
+// Failed logs why the run ends and shows it as the unit's status; returns code.
+int Failed(const std::string& message, int code) {
+  Log(LOG_ERR, "error", message);
+  sd_notifyf(0, "STATUS=error: %s", message.c_str());
+  return code;
+}
+
+// Inputs is everything settings resolution needs, read from the host beforehand.
+struct Inputs {
+  NodeConfig config;
+  ClusterRecord record;
+  node::HostFacts facts;
+};
+
+// LoadState reads what the node remembers; this start counts as one more boot.
+Result<NodeState> LoadState(const std::filesystem::path& state_dir) {
+  auto state = LoadNodeState(state_dir);
+  if (state) state->boots += 1;
+  return state;
+}
+
+// ReadInputs reads the node config sources (a broken source is skipped), the image's
+// cluster record, the secret file and the host name.
+Inputs ReadInputs(const node::RunFlags& flags) {
+  Inputs in;
+  auto loaded = LoadNodeConfig();
+  for (const auto& problem : loaded.problems) Log(LOG_WARNING, "config", "ignoring a bad config source: " + problem);
+  for (const auto& [key, origin] : loaded.config.origin) Log(LOG_INFO, "config", key + " set by the " + origin);
+  in.config = loaded.config;
+  if (auto text = ReadFile(flags.cluster_file)) {
+    if (auto r = ParseClusterRecord(*text)) {
+      in.record = *r;
+    } else {
+      Log(LOG_WARNING, "config", flags.cluster_file.string() + ": " + r.error());
+    }
+  }
+  if (!flags.secret_file.empty()) {
+    if (auto text = ReadFile(flags.secret_file)) {
+      in.facts.secret_file_text = *text;
+    } else {
+      in.facts.secret_file_error = text.error();
+    }
+  }
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) == 0) in.facts.host_name = host;
+  in.facts.etcd_template = ReadFile(node::kStaticPodTemplates / "etcd.yaml").ok();
+  return in;
+}
+
+// ApplyHostname makes a configured hostname the node's name now and at the next boot
+// (the initrd binds <state>/hostname over /etc/hostname).
+void ApplyHostname(const std::string& name, const std::filesystem::path& state_dir) {
+  auto current = ReadFile(state_dir / "hostname");
+  if (current && *current == name + "\n") return;
+  if (auto s = WriteFileAtomic(state_dir / "hostname", name + "\n"); !s) Log(LOG_WARNING, "config", s.error());
+  if (::sethostname(name.c_str(), name.size()) != 0) {
+    Log(LOG_WARNING, "config", "cannot set the hostname to " + name + ": " + std::strerror(errno));
+  } else {
+    Log(LOG_INFO, "config", "hostname set to " + name);
+  }
+}
+
+// ApplyToSystem puts the node config onto this host: the hostname, the static address
+// (systemd-networkd) and the SSH key. Only with --apply-system: a test's node shares
+// its host with others and must leave it alone.
+void ApplyToSystem(const NodeConfig& config, const std::filesystem::path& state_dir) {
+  if (config.hostname) ApplyHostname(*config.hostname, state_dir);
+  auto applied = ApplyNodeConfig(config);
+  for (const auto& done : applied.done) Log(LOG_INFO, "config", done);
+  for (const auto& problem : applied.problems) Log(LOG_WARNING, "config", problem);
+}
+
+// SaveStart records this boot in state.json and says so.
+bool SaveStart(const std::filesystem::path& state_dir, const NodeState& state) {
+  if (auto s = SaveNodeState(state_dir, state); !s) {
+    Log(LOG_ERR, "error", s.error());
+    return false;
+  }
+  Log(LOG_INFO, state.phase, "started (boot " + std::to_string(state.boots) + ", phase " + state.phase + ")");
+  return true;
+}
+
+// SettingErrors ends the run on settings that cannot be used, naming every one.
+int SettingErrors(const std::vector<node::SettingError>& errors) {
+  std::string all;
+  for (const auto& e : errors) all += (all.empty() ? "" : "; ") + node::Describe(e);
+  for (const auto& e : errors) Log(LOG_ERR, "error", node::Describe(e));
+  sd_notifyf(0, "STATUS=error: %s", all.c_str());
+  return 2;
+}
+
+// Idle records that formation is off (for `status`) and waits for the stop signal.
+int Idle(const std::filesystem::path& state_dir, NodeState state, const std::string& reason) {
+  state.phase = "disabled";
+  if (auto s = SaveNodeState(state_dir, state); !s) Log(LOG_WARNING, "error", s.error());
+  return formation::RunIdle(reason, &g_stop);
+}
+
+// PodHost says how etcd runs: as a static pod under podman-kube@ when the image carries
+// its template and image, else as a child of this service (empty: the daemon's default).
+std::function<std::unique_ptr<formation::EtcdLauncher>()> PodHost(const node::NodeSettings& settings,
+                                                                  const ClusterRecord& record) {
+  if (settings.etcd_launch != node::EtcdLaunch::kStaticPod) return {};
+  Log(LOG_INFO, "config", "etcd runs as a static pod from " + record.images.at("etcd"));
+  return [images = record.images, cluster = settings.formation.cluster_name] {
+    StaticPodEtcdLauncher::Paths paths;
+    paths.templates = node::kStaticPodTemplates;
+    return std::make_unique<StaticPodEtcdLauncher>(paths, images, cluster);
+  };
+}
+
+// WaitForLocalAddress polls the interfaces until one carries ip, or the time is up.
+bool WaitForLocalAddress(const std::string& ip, std::chrono::seconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    struct ifaddrs* list = nullptr;
+    bool found = false;
+    if (::getifaddrs(&list) == 0) {
+      for (auto* a = list; a != nullptr && !found; a = a->ifa_next) {
+        if (a->ifa_addr == nullptr) continue;
+        char text[INET6_ADDRSTRLEN] = {};
+        const void* raw = nullptr;
+        if (a->ifa_addr->sa_family == AF_INET) {
+          raw = &reinterpret_cast<const sockaddr_in*>(a->ifa_addr)->sin_addr;
+        } else if (a->ifa_addr->sa_family == AF_INET6) {
+          raw = &reinterpret_cast<const sockaddr_in6*>(a->ifa_addr)->sin6_addr;
+        }
+        if (raw && ::inet_ntop(a->ifa_addr->sa_family, raw, text, sizeof text) && ip == text) found = true;
+      }
+      ::freeifaddrs(list);
+    }
+    if (found) return true;
+    if (std::chrono::steady_clock::now() >= deadline || g_stop) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+// FormOrJoin runs formation until stopped: discover the peers, found or join etcd, and
+// report (READY, STATUS, state.json). A static address was just handed to
+// systemd-networkd, which applies it a moment later; joining the multicast group before
+// then fails, so it first waits for the address (bounded).
+int FormOrJoin(const node::NodeSettings& settings, const NodeState& state) {
+  const auto& o = settings.formation;
+  sd_notifyf(0, "STATUS=waiting for address %s", o.listen.c_str());
+  if (!WaitForLocalAddress(o.listen, std::chrono::seconds(30))) {
+    return Idle(o.state_dir, state, "address " + o.listen + " is not on any interface after 30 s");
+  }
+  return formation::RunDaemon(o, &g_stop);
+}
+
+}  // namespace
+
+int Run(const node::RunFlags& flags) {
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGINT, OnSignal);
+  // 1. Load state: what this node remembers; this start is one more boot.
+  auto state = LoadState(flags.state_dir);
+  if (!state) return Failed(state.error(), 1);
+  // 2. Resolve settings: flag > node config > cluster record > default (lib/node/settings.h).
+  const Inputs in = ReadInputs(flags);
+  auto resolved = node::ResolveSettings(flags, in.config, in.record, in.facts);
+  // 3. Apply the node config to this host, only when told to (the unit passes --apply-system).
+  if (flags.apply_system) ApplyToSystem(in.config, flags.state_dir);
+  if (!SaveStart(flags.state_dir, *state)) return 1;
+  if (!resolved.ok()) return SettingErrors(resolved.errors);
+  node::NodeSettings& settings = resolved.settings;
+  if (!settings.idle_reason.empty()) return Idle(flags.state_dir, *state, settings.idle_reason);
+  // 4. Start the pod host: etcd runs on it as a static pod, or as a child process.
+  settings.formation.make_launcher = PodHost(settings, in.record);
+  // 5. Form or join, then report until stopped. Steps that need a formed etcd (the
+  //    control plane's static pods, kubeconfigs, the kubelet) belong here, as steps
+  //    the daemon runs once the node is a member.
+  return FormOrJoin(settings, *state);
+}
+
+}  // namespace sprout::firstboot

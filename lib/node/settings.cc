@@ -1,0 +1,263 @@
+#include "node/settings.h"
+
+#include <set>
+
+namespace sprout::node {
+namespace {
+
+// StripPrefix drops a "/24" from an address with prefix length.
+std::string StripPrefix(const std::string& a) { return a.substr(0, a.find('/')); }
+
+std::vector<std::string> SplitAddresses(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    std::size_t end = s.find(',', start);
+    if (end == std::string::npos) end = s.size();
+    if (end > start) out.push_back(StripPrefix(s.substr(start, end - start)));
+    start = end + 1;
+  }
+  return out;
+}
+
+// FromConfig names a node config key and the source that set it, for origins and errors.
+std::string FromConfig(const NodeConfig& config, const std::string& key) {
+  auto it = config.origin.find(key);
+  return "sprout." + key + " (" + (it != config.origin.end() ? it->second : std::string("node config")) + ")";
+}
+
+std::string ConfigOrigin(const NodeConfig& config, const std::string& key) {
+  auto it = config.origin.find(key);
+  return it != config.origin.end() ? "node config (" + it->second + ")" : std::string("node config");
+}
+
+// Resolver holds the inputs and fills the output one setting at a time.
+class Resolver {
+ public:
+  Resolver(const RunFlags& flags, const NodeConfig& config, const ClusterRecord& record, const HostFacts& facts)
+      : flags_(flags), config_(config), record_(record), facts_(facts) {}
+
+  Resolved Run() {
+    auto& o = out_.settings.formation;
+    o.state_dir = flags_.state_dir;
+    Secret();
+    Listen();
+    Name();
+    Peers();
+    Expected();
+    Role();
+    ClusterName();
+    EtcdDataDir();
+    Port();
+    EtcdLaunchMode();
+    o.etcd_bin = flags_.etcd_bin;
+    o.pki_dir = flags_.pki_dir;
+    o.group = flags_.group;
+    // A node without a secret or an address idles rather than failing (they may come
+    // with the next boot: fw_cfg, the kernel command line), and with nothing to form it
+    // has no use for the other settings, so their errors wait until then. An unreadable
+    // --secret-file is an error even so: the secret was meant to be there.
+    if (!out_.settings.idle_reason.empty() && !secret_unreadable_) out_.errors.clear();
+    return std::move(out_);
+  }
+
+ private:
+  void Origin(const std::string& setting, const std::string& where) { out_.settings.origin[setting] = where; }
+  void Error(std::string setting, std::string source, std::string problem, std::string fix) {
+    out_.errors.push_back({std::move(setting), std::move(source), std::move(problem), std::move(fix)});
+  }
+  void Idle(const std::string& reason) {
+    if (out_.settings.idle_reason.empty()) out_.settings.idle_reason = reason;
+  }
+
+  void Secret() {
+    std::string secret;
+    if (!flags_.secret_file.empty()) {
+      if (!facts_.secret_file_error.empty() || !facts_.secret_file_text) {
+        Error("secret", "--secret-file " + flags_.secret_file,
+              facts_.secret_file_error.empty() ? "the file was not read" : facts_.secret_file_error,
+              "fix the path, or leave --secret-file out to use sprout.cluster-secret");
+        secret_unreadable_ = true;
+        return;
+      }
+      secret = *facts_.secret_file_text;
+      while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
+      Origin("secret", "flag");
+    } else if (config_.cluster_secret) {
+      secret = *config_.cluster_secret;
+      Origin("secret", ConfigOrigin(config_, "cluster-secret"));
+    } else {
+      Origin("secret", "default");
+    }
+    if (secret.empty()) Idle("no cluster secret configured");
+    out_.settings.formation.secret = secret;
+  }
+
+  void Listen() {
+    auto& listen = out_.settings.formation.listen;
+    if (!flags_.listen.empty()) {
+      listen = flags_.listen;
+      Origin("listen", "flag");
+    } else if (config_.address) {
+      listen = StripPrefix(*config_.address);
+      Origin("listen", ConfigOrigin(config_, "address"));
+    } else {
+      Origin("listen", "default");
+    }
+    if (listen.empty()) Idle("no node address configured (sprout.address or --listen)");
+  }
+
+  void Name() {
+    auto& name = out_.settings.formation.name;
+    if (!flags_.name.empty()) {
+      name = flags_.name;
+      Origin("name", "flag");
+    } else if (config_.hostname && !config_.hostname->empty()) {
+      name = *config_.hostname;
+      Origin("name", ConfigOrigin(config_, "hostname"));
+    } else {
+      name = facts_.host_name;
+      Origin("name", "host");
+    }
+  }
+
+  void Peers() {
+    auto& peers = out_.settings.formation.peers;
+    if (!flags_.peers.empty()) {
+      peers = SplitAddresses(flags_.peers);
+      Origin("peers", "flag");
+    } else if (config_.peers) {
+      for (const auto& p : *config_.peers) peers.push_back(StripPrefix(p));
+      Origin("peers", ConfigOrigin(config_, "peers"));
+    } else {
+      Origin("peers", "default");
+    }
+  }
+
+  // Expected: the flag, else every static peer plus this node, else the Shoot's
+  // control-plane count, else DaemonOptions' default.
+  void Expected() {
+    auto& o = out_.settings.formation;
+    if (flags_.expected > 0) {
+      o.expected = flags_.expected;
+      Origin("expected", "flag");
+    } else if (!o.peers.empty()) {
+      std::set<std::string> all(o.peers.begin(), o.peers.end());
+      all.insert(o.listen);
+      o.expected = static_cast<int>(all.size());
+      Origin("expected", "peers");
+    } else if (record_.expected_control_planes > 0) {
+      o.expected = record_.expected_control_planes;
+      Origin("expected", "cluster record");
+    } else {
+      Origin("expected", "default");
+    }
+  }
+
+  void Role() {
+    auto& role = out_.settings.role;
+    std::string source;
+    if (!flags_.role.empty()) {
+      role = flags_.role;
+      source = "--role";
+      Origin("role", "flag");
+    } else if (config_.role) {
+      role = *config_.role;
+      source = FromConfig(config_, "role");
+      Origin("role", ConfigOrigin(config_, "role"));
+    } else {
+      role = "control-plane";
+      Origin("role", "default");
+    }
+    if (role != "control-plane" && role != "worker") {
+      Error("role", source, "'" + role + "' is neither 'control-plane' nor 'worker'",
+            "set it to control-plane or worker");
+    }
+    out_.settings.formation.control_plane = role != "worker";
+  }
+
+  void ClusterName() {
+    auto& name = out_.settings.formation.cluster_name;
+    if (!flags_.cluster_name.empty()) {
+      name = flags_.cluster_name;
+      Origin("cluster name", "flag");
+    } else if (!record_.name.empty()) {
+      name = record_.name;
+      Origin("cluster name", "cluster record");
+    } else {
+      name = "sprout";
+      Origin("cluster name", "default");
+    }
+  }
+
+  void EtcdDataDir() {
+    auto& dir = out_.settings.formation.etcd_data_dir;
+    if (!flags_.etcd_data_dir.empty()) {
+      dir = flags_.etcd_data_dir;
+      Origin("etcd data dir", "flag");
+    } else {
+      dir = flags_.state_dir / "etcd";
+      Origin("etcd data dir", "default");
+    }
+  }
+
+  void Port() {
+    if (flags_.port <= 0 || flags_.port > 65535) {
+      Error("port", "--port", std::to_string(flags_.port) + " is not a UDP port", "give a port from 1 to 65535");
+      return;
+    }
+    out_.settings.formation.port = static_cast<std::uint16_t>(flags_.port);
+    Origin("port", flags_.port == formation::kDefaultPort ? "default" : "flag");
+  }
+
+  // EtcdLaunchMode: etcd runs as a static pod (podman-kube@) when the image carries
+  // the etcd template and a preloaded etcd image, else as a child process (tests,
+  // development hosts).
+  void EtcdLaunchMode() {
+    const std::string& mode = flags_.etcd_launch;
+    const bool pod_possible = record_.images.count("etcd") != 0 && facts_.etcd_template;
+    auto& launch = out_.settings.etcd_launch;
+    if (mode == "auto") {
+      launch = pod_possible ? EtcdLaunch::kStaticPod : EtcdLaunch::kProcess;
+      Origin("etcd launch", pod_possible ? "cluster record" : "default");
+    } else if (mode == "process") {
+      launch = EtcdLaunch::kProcess;
+      Origin("etcd launch", "flag");
+    } else if (mode == "static-pod") {
+      launch = EtcdLaunch::kStaticPod;
+      Origin("etcd launch", "flag");
+      if (!pod_possible) {
+        Error("etcd launch", "--etcd-launch=static-pod",
+              "a static pod needs " + (kStaticPodTemplates / "etcd.yaml").string() + " and an etcd image in " +
+                  flags_.cluster_file.string(),
+              "use --etcd-launch=process, or an image built with the etcd static pod");
+      }
+    } else {
+      Error("etcd launch", "--etcd-launch", "'" + mode + "' is not a way to run etcd",
+            "use auto, process or static-pod");
+    }
+  }
+
+  const RunFlags& flags_;
+  const NodeConfig& config_;
+  const ClusterRecord& record_;
+  const HostFacts& facts_;
+  Resolved out_;
+  bool secret_unreadable_ = false;
+};
+
+}  // namespace
+
+std::string Describe(const SettingError& e) {
+  std::string line = e.setting + ": " + e.problem;
+  if (!e.source.empty()) line += " (from " + e.source + ")";
+  if (!e.fix.empty()) line += "; " + e.fix;
+  return line;
+}
+
+Resolved ResolveSettings(const RunFlags& flags, const NodeConfig& config, const ClusterRecord& record,
+                         const HostFacts& facts) {
+  return Resolver(flags, config, record, facts).Run();
+}
+
+}  // namespace sprout::node

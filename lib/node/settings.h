@@ -1,0 +1,91 @@
+// Resolving the settings of `sprout-firstboot run`: one pure function from the
+// command line, the node config and the image's cluster record to the formation
+// options, or to errors that name the setting, where it came from and the fix.
+// Precedence, for every setting: flag > node config > cluster record > default.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "formation/daemon.h"
+#include "formation/transport.h"
+#include "node/cluster.h"
+#include "nodeconfig/nodeconfig.h"
+
+namespace sprout::node {
+
+// kStaticPodTemplates is where an image keeps the control-plane templates.
+inline const std::filesystem::path kStaticPodTemplates = "/usr/share/sprout/staticpods";
+
+// RunFlags is what the command line of `sprout-firstboot run` says; "" and 0 mean
+// "not given", so the node config, the cluster record or a default decides.
+struct RunFlags {
+  std::filesystem::path state_dir = "/var/lib/sprout";
+  std::string name;
+  std::string listen;
+  std::string peers;  // comma-separated addresses, a "/24" suffix allowed
+  int expected = 0;
+  std::string secret_file;
+  std::string cluster_name;
+  std::filesystem::path cluster_file = "/usr/share/sprout/cluster.json";
+  std::string etcd_launch = "auto";  // auto | process | static-pod
+  std::string etcd_bin = "etcd";
+  std::string etcd_data_dir;
+  std::string pki_dir = "/etc/kubernetes/pki";
+  std::string role;
+  std::string group = formation::kDefaultGroup;
+  int port = formation::kDefaultPort;
+  bool apply_system = false;  // touch this host: hostname, address, SSH key (the unit says so)
+};
+
+// HostFacts are what the edge read from the host before resolving, so that
+// resolution itself reads nothing.
+struct HostFacts {
+  std::string host_name;                        // gethostname()
+  std::optional<std::string> secret_file_text;  // the bytes of flags.secret_file, when it was read
+  std::string secret_file_error;                // why flags.secret_file could not be read
+  bool etcd_template = false;                   // kStaticPodTemplates/etcd.yaml exists
+};
+
+// EtcdLaunch is how etcd runs: a child process, or a static pod (podman-kube@).
+enum class EtcdLaunch { kProcess, kStaticPod };
+
+// NodeSettings is the resolved result.
+struct NodeSettings {
+  formation::DaemonOptions formation;  // make_launcher is left empty: the edge makes it from etcd_launch
+  std::string role;                    // "control-plane" or "worker"
+  EtcdLaunch etcd_launch = EtcdLaunch::kProcess;
+  std::string idle_reason;  // non-empty: formation stays off and the node idles (no secret, no address)
+  // origin says where each setting came from: "flag", "node config (<source>)",
+  // "cluster record", "peers", "host" or "default".
+  std::map<std::string, std::string> origin;
+};
+
+// SettingError is one setting that cannot be used.
+struct SettingError {
+  std::string setting;  // "role"
+  std::string source;   // "--role", "sprout.role (kernel command line)"
+  std::string problem;  // "'boss' is neither 'control-plane' nor 'worker'"
+  std::string fix;      // "use control-plane or worker"
+};
+
+// Describe renders an error as one line: "role: 'boss' is ... (from --role); use ...".
+std::string Describe(const SettingError& error);
+
+// Resolved is the settings, or every setting error found at once.
+struct [[nodiscard]] Resolved {
+  NodeSettings settings;
+  std::vector<SettingError> errors;
+  bool ok() const { return errors.empty(); }
+};
+
+// ResolveSettings merges the flags, the node config and the cluster record by
+// precedence and validates the result. A missing secret or address is not an error:
+// the node idles (idle_reason) until it is configured. Pure: no I/O.
+Resolved ResolveSettings(const RunFlags& flags, const NodeConfig& config, const ClusterRecord& record,
+                         const HostFacts& facts);
+
+}  // namespace sprout::node

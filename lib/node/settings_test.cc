@@ -1,0 +1,345 @@
+#include "node/settings.h"
+
+#include <catch2/catch.hpp>
+#include <functional>
+
+#include "util/text.h"
+
+namespace sprout::node {
+namespace {
+
+// Inputs is one row's input: every layer starts empty, so the defaults decide.
+struct Inputs {
+  RunFlags flags;
+  NodeConfig config;
+  ClusterRecord record;
+  HostFacts facts;
+};
+
+using Setup = std::function<void(Inputs&)>;
+
+Inputs Make(const Setup& setup) {
+  Inputs in;
+  in.flags.state_dir = "/state";
+  in.facts.host_name = "host-name";
+  setup(in);
+  return in;
+}
+
+// Value renders one resolved setting as text, so that one table holds every setting.
+std::string Value(const NodeSettings& s, const std::string& setting) {
+  const auto& o = s.formation;
+  if (setting == "secret") return o.secret;
+  if (setting == "listen") return o.listen;
+  if (setting == "name") return o.name;
+  if (setting == "peers") return Join(o.peers, ",");
+  if (setting == "expected") return std::to_string(o.expected);
+  if (setting == "role") return s.role + (o.control_plane ? " (control plane)" : " (no control plane)");
+  if (setting == "cluster name") return o.cluster_name;
+  if (setting == "etcd data dir") return o.etcd_data_dir.string();
+  if (setting == "port") return std::to_string(o.port);
+  if (setting == "etcd launch") return s.etcd_launch == EtcdLaunch::kStaticPod ? "static-pod" : "process";
+  return "unknown setting " + setting;
+}
+
+struct PrecedenceCase {
+  const char* name;
+  Setup setup;
+  const char* setting;
+  const char* value;
+  const char* origin;
+};
+
+// Shorthands for the rows: a secret given by file, and a node config key with its source.
+void SecretFile(Inputs& in, const std::string& text) {
+  in.flags.secret_file = "/run/secret";
+  in.facts.secret_file_text = text;
+}
+void FromCmdline(Inputs& in, const std::string& key) { in.config.origin[key] = "kernel command line"; }
+
+TEST_CASE("ResolveSettings precedence table: flag > node config > cluster record > default, per setting",
+          "[node][settings]") {
+  const std::vector<PrecedenceCase> cases = {
+      // secret
+      {"secret: the flag's file beats the node config",
+       [](Inputs& in) {
+         SecretFile(in, "from-file\n");
+         in.config.cluster_secret = "from-config";
+       },
+       "secret", "from-file", "flag"},
+      {"secret: the file's trailing CR and LF are dropped", [](Inputs& in) { SecretFile(in, "s3cret\r\n"); }, "secret",
+       "s3cret", "flag"},
+      {"secret: the node config when no flag",
+       [](Inputs& in) {
+         in.config.cluster_secret = "from-config";
+         FromCmdline(in, "cluster-secret");
+       },
+       "secret", "from-config", "node config (kernel command line)"},
+      {"secret: none by default", [](Inputs&) {}, "secret", "", "default"},
+      // listen
+      {"listen: the flag beats the node config's address",
+       [](Inputs& in) {
+         in.flags.listen = "198.18.0.1";
+         in.config.address = "198.18.0.2/24";
+       },
+       "listen", "198.18.0.1", "flag"},
+      {"listen: the node config's address without its prefix length",
+       [](Inputs& in) {
+         in.config.address = "198.18.0.2/24";
+         FromCmdline(in, "address");
+       },
+       "listen", "198.18.0.2", "node config (kernel command line)"},
+      {"listen: none by default", [](Inputs&) {}, "listen", "", "default"},
+      // name
+      {"name: the flag beats the configured hostname and the host name",
+       [](Inputs& in) {
+         in.flags.name = "flag-name";
+         in.config.hostname = "config-name";
+       },
+       "name", "flag-name", "flag"},
+      {"name: the configured hostname beats the host name",
+       [](Inputs& in) {
+         in.config.hostname = "config-name";
+         FromCmdline(in, "hostname");
+       },
+       "name", "config-name", "node config (kernel command line)"},
+      {"name: the host name by default", [](Inputs&) {}, "name", "host-name", "host"},
+      // peers
+      {"peers: the flag beats the node config; prefixes and empty fields dropped",
+       [](Inputs& in) {
+         in.flags.peers = "198.18.0.1/24,198.18.0.2,,198.18.0.3";
+         in.config.peers = std::vector<std::string>{"198.18.0.9"};
+       },
+       "peers", "198.18.0.1,198.18.0.2,198.18.0.3", "flag"},
+      {"peers: the node config's, without prefix lengths",
+       [](Inputs& in) {
+         in.config.peers = std::vector<std::string>{"198.18.0.8/24", "198.18.0.9"};
+         FromCmdline(in, "peers");
+       },
+       "peers", "198.18.0.8,198.18.0.9", "node config (kernel command line)"},
+      {"peers: none by default", [](Inputs&) {}, "peers", "", "default"},
+      // expected
+      {"expected: the flag beats the peers and the cluster record",
+       [](Inputs& in) {
+         in.flags.expected = 5;
+         in.flags.peers = "198.18.0.2,198.18.0.3";
+         in.record.expected_control_planes = 7;
+       },
+       "expected", "5", "flag"},
+      {"expected: the peers plus this node, each counted once, beat the cluster record",
+       [](Inputs& in) {
+         in.flags.listen = "198.18.0.1";
+         in.flags.peers = "198.18.0.1,198.18.0.2,198.18.0.2,198.18.0.3";
+         in.record.expected_control_planes = 7;
+       },
+       "expected", "3", "peers"},
+      {"expected: the cluster record's control-plane count when no peers",
+       [](Inputs& in) { in.record.expected_control_planes = 5; }, "expected", "5", "cluster record"},
+      {"expected: 3 by default", [](Inputs&) {}, "expected", "3", "default"},
+      // role
+      {"role: the flag beats the node config",
+       [](Inputs& in) {
+         in.flags.role = "worker";
+         in.config.role = "control-plane";
+       },
+       "role", "worker (no control plane)", "flag"},
+      {"role: the node config's",
+       [](Inputs& in) {
+         in.config.role = "worker";
+         FromCmdline(in, "role");
+       },
+       "role", "worker (no control plane)", "node config (kernel command line)"},
+      {"role: control-plane by default", [](Inputs&) {}, "role", "control-plane (control plane)", "default"},
+      // cluster name
+      {"cluster name: the flag beats the cluster record",
+       [](Inputs& in) {
+         in.flags.cluster_name = "flag-cluster";
+         in.record.name = "shoot-name";
+       },
+       "cluster name", "flag-cluster", "flag"},
+      {"cluster name: the cluster record's Shoot name", [](Inputs& in) { in.record.name = "shoot-name"; },
+       "cluster name", "shoot-name", "cluster record"},
+      {"cluster name: sprout by default", [](Inputs&) {}, "cluster name", "sprout", "default"},
+      // etcd data dir
+      {"etcd data dir: the flag", [](Inputs& in) { in.flags.etcd_data_dir = "/data/etcd"; }, "etcd data dir",
+       "/data/etcd", "flag"},
+      {"etcd data dir: <state-dir>/etcd by default", [](Inputs&) {}, "etcd data dir", "/state/etcd", "default"},
+      // port
+      {"port: the flag", [](Inputs& in) { in.flags.port = 7000; }, "port", "7000", "flag"},
+      {"port: 7777 by default", [](Inputs&) {}, "port", "7777", "default"},
+      // etcd launch
+      {"etcd launch: auto is a static pod when the record has an etcd image and the template exists",
+       [](Inputs& in) {
+         in.record.images["etcd"] = "localhost/sprout/etcd@sha256:abc";
+         in.facts.etcd_template = true;
+       },
+       "etcd launch", "static-pod", "cluster record"},
+      {"etcd launch: auto is a process without the template",
+       [](Inputs& in) { in.record.images["etcd"] = "localhost/sprout/etcd@sha256:abc"; }, "etcd launch", "process",
+       "default"},
+      {"etcd launch: auto is a process without an etcd image", [](Inputs& in) { in.facts.etcd_template = true; },
+       "etcd launch", "process", "default"},
+      {"etcd launch: the process flag beats a possible static pod",
+       [](Inputs& in) {
+         in.flags.etcd_launch = "process";
+         in.record.images["etcd"] = "localhost/sprout/etcd@sha256:abc";
+         in.facts.etcd_template = true;
+       },
+       "etcd launch", "process", "flag"},
+      {"etcd launch: the static-pod flag where one is possible",
+       [](Inputs& in) {
+         in.flags.etcd_launch = "static-pod";
+         in.record.images["etcd"] = "localhost/sprout/etcd@sha256:abc";
+         in.facts.etcd_template = true;
+       },
+       "etcd launch", "static-pod", "flag"},
+  };
+  for (const auto& c : cases) {
+    DYNAMIC_SECTION(c.name) {
+      Inputs in = Make(c.setup);
+      auto r = ResolveSettings(in.flags, in.config, in.record, in.facts);
+      REQUIRE(r.ok());
+      CHECK(Value(r.settings, c.setting) == c.value);
+      CHECK(r.settings.origin[c.setting] == c.origin);
+    }
+  }
+}
+
+TEST_CASE("ResolveSettings idles without a secret or an address, and fills the rest", "[node][settings]") {
+  auto none = Make([](Inputs&) {});
+  auto r = ResolveSettings(none.flags, none.config, none.record, none.facts);
+  REQUIRE(r.ok());
+  CHECK(r.settings.idle_reason == "no cluster secret configured");
+  auto no_address = Make([](Inputs& in) { SecretFile(in, "s"); });
+  r = ResolveSettings(no_address.flags, no_address.config, no_address.record, no_address.facts);
+  REQUIRE(r.ok());
+  CHECK(r.settings.idle_reason == "no node address configured (sprout.address or --listen)");
+  auto ready = Make([](Inputs& in) {
+    SecretFile(in, "s");
+    in.flags.listen = "198.18.0.1";
+    in.flags.etcd_bin = "/usr/bin/etcd";
+    in.flags.pki_dir = "/var/lib/sprout/pki";
+    in.flags.group = "";
+  });
+  r = ResolveSettings(ready.flags, ready.config, ready.record, ready.facts);
+  REQUIRE(r.ok());
+  CHECK(r.settings.idle_reason.empty());
+  CHECK(r.settings.formation.state_dir == "/state");
+  CHECK(r.settings.formation.etcd_bin == "/usr/bin/etcd");
+  CHECK(r.settings.formation.pki_dir == "/var/lib/sprout/pki");
+  CHECK(r.settings.formation.group.empty());
+  CHECK_FALSE(r.settings.formation.make_launcher);
+}
+
+struct ErrorCase {
+  const char* name;
+  Setup setup;
+  std::vector<std::string> errors;  // every error, rendered by Describe
+};
+
+// Ready makes a node that would form: a secret and an address.
+void Ready(Inputs& in) {
+  SecretFile(in, "s");
+  in.flags.listen = "198.18.0.1";
+}
+
+TEST_CASE("ResolveSettings validation table: every bad setting is named with its source and the fix",
+          "[node][settings]") {
+  const std::vector<ErrorCase> cases = {
+      {"role from the flag is neither control-plane nor worker",
+       [](Inputs& in) {
+         Ready(in);
+         in.flags.role = "boss";
+       },
+       {"role: 'boss' is neither 'control-plane' nor 'worker' (from --role); set it to control-plane or worker"}},
+      {"role from the node config names the config source",
+       [](Inputs& in) {
+         Ready(in);
+         in.config.role = "master";
+         in.config.origin["role"] = "fw_cfg";
+       },
+       {"role: 'master' is neither 'control-plane' nor 'worker' (from sprout.role (fw_cfg)); set it to "
+        "control-plane or worker"}},
+      {"port 0",
+       [](Inputs& in) {
+         Ready(in);
+         in.flags.port = 0;
+       },
+       {"port: 0 is not a UDP port (from --port); give a port from 1 to 65535"}},
+      {"port above 65535",
+       [](Inputs& in) {
+         Ready(in);
+         in.flags.port = 65536;
+       },
+       {"port: 65536 is not a UDP port (from --port); give a port from 1 to 65535"}},
+      {"etcd launch mode unknown",
+       [](Inputs& in) {
+         Ready(in);
+         in.flags.etcd_launch = "pod";
+       },
+       {"etcd launch: 'pod' is not a way to run etcd (from --etcd-launch); use auto, process or static-pod"}},
+      {"etcd launch static-pod without the template",
+       [](Inputs& in) {
+         Ready(in);
+         in.flags.etcd_launch = "static-pod";
+         in.record.images["etcd"] = "localhost/sprout/etcd@sha256:abc";
+       },
+       {"etcd launch: a static pod needs /usr/share/sprout/staticpods/etcd.yaml and an etcd image in "
+        "/usr/share/sprout/cluster.json (from --etcd-launch=static-pod); use --etcd-launch=process, or an image "
+        "built with the etcd static pod"}},
+      {"etcd launch static-pod without an etcd image",
+       [](Inputs& in) {
+         Ready(in);
+         in.flags.etcd_launch = "static-pod";
+         in.facts.etcd_template = true;
+       },
+       {"etcd launch: a static pod needs /usr/share/sprout/staticpods/etcd.yaml and an etcd image in "
+        "/usr/share/sprout/cluster.json (from --etcd-launch=static-pod); use --etcd-launch=process, or an image "
+        "built with the etcd static pod"}},
+      {"secret file unreadable, an error even though the node would idle",
+       [](Inputs& in) {
+         in.flags.secret_file = "/run/secret";
+         in.facts.secret_file_error = "cannot read /run/secret: No such file or directory";
+         in.flags.role = "boss";
+       },
+       {"secret: cannot read /run/secret: No such file or directory (from --secret-file /run/secret); fix the "
+        "path, or leave --secret-file out to use sprout.cluster-secret",
+        "role: 'boss' is neither 'control-plane' nor 'worker' (from --role); set it to control-plane or worker"}},
+      {"every error is reported at once",
+       [](Inputs& in) {
+         Ready(in);
+         in.flags.role = "boss";
+         in.flags.port = -1;
+         in.flags.etcd_launch = "pod";
+       },
+       {"role: 'boss' is neither 'control-plane' nor 'worker' (from --role); set it to control-plane or worker",
+        "port: -1 is not a UDP port (from --port); give a port from 1 to 65535",
+        "etcd launch: 'pod' is not a way to run etcd (from --etcd-launch); use auto, process or static-pod"}},
+      {"a node with no secret idles and ignores bad settings until it has one",
+       [](Inputs& in) {
+         in.flags.listen = "198.18.0.1";
+         in.flags.role = "boss";
+         in.flags.port = 0;
+       },
+       {}},
+      {"a node with no address idles and ignores bad settings until it has one",
+       [](Inputs& in) {
+         SecretFile(in, "s");
+         in.flags.etcd_launch = "pod";
+       },
+       {}},
+  };
+  for (const auto& c : cases) {
+    DYNAMIC_SECTION(c.name) {
+      Inputs in = Make(c.setup);
+      auto r = ResolveSettings(in.flags, in.config, in.record, in.facts);
+      std::vector<std::string> got;
+      for (const auto& e : r.errors) got.push_back(Describe(e));
+      CHECK(got == c.errors);
+      if (c.errors.empty()) CHECK_FALSE(r.settings.idle_reason.empty());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sprout::node
