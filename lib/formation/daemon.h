@@ -1,6 +1,8 @@
 // The formation daemon: drives the pure Node with real time, UDP frames and an etcd
-// child process. Everything protocol-related stays in node.*; this file only moves
-// bytes, saves state, starts etcd and reports.
+// child process. Everything protocol-related stays in node.*; the daemon's loop only
+// dispatches, to one piece per concern: beacons.h (frame I/O), join_endpoint.h (the
+// join server and its credentials), membership.h (background tasks against etcd),
+// etcd_supervisor.h (keeping etcd running) and status.h (STATUS= and state.json).
 #pragma once
 
 #include <csignal>
@@ -13,11 +15,21 @@
 #include <vector>
 
 #include "formation/etcd.h"
+#include "formation/join.h"
+#include "formation/journal.h"
 #include "formation/node.h"
+#include "formation/status.h"
 #include "formation/transport.h"
 #include "util/result.h"
 
 namespace sprout::formation {
+
+// MemberInfo is what the daemon knows when this node becomes a voting etcd member.
+struct MemberInfo {
+  bool founding = false;    // true: a founding member; false: a learner just promoted
+  EtcdArgs etcd;            // how its etcd was started (data dir, URLs, certificates)
+  Credentials credentials;  // the cluster's CAs, bootstrap token and API endpoints
+};
 
 // DaemonOptions is everything `sprout-firstboot run` resolved from flags and node config.
 struct DaemonOptions {
@@ -36,17 +48,13 @@ struct DaemonOptions {
   std::string group = kDefaultGroup;  // multicast group ("" disables multicast)
   // make_launcher makes how etcd runs; empty = as a child process (ChildEtcdLauncher).
   std::function<std::unique_ptr<EtcdLauncher>()> make_launcher;
+  // on_member, when set, is called from the daemon's loop once per run, when this node
+  // is a voting etcd member: a founding member once its etcd is started, a learner once
+  // promoted. It must return soon (the loop waits for it).
+  std::function<void(const MemberInfo&)> on_member;
 };
 
-// Field is one structured journal field (name without the SPROUT_ prefix).
-using Field = std::pair<std::string, std::string>;
-
-// Journal logs message with structured fields: to the journal under systemd, else to
-// stderr as "sprout-firstboot: message (key=value ...)".
-void Journal(int priority, const std::string& message, const std::vector<Field>& fields = {});
-
-// StatusLine is the systemd STATUS= text of a phase ("discovering: 2/3 control-plane peers").
-std::string StatusLine(Phase phase, int up_peers, int expected);
+// Journal and Field are declared in journal.h, StatusLine in status.h.
 
 // LoadFormationState reads <dir>/formation.state; a missing file is a fresh node.
 Result<PersistedState> LoadFormationState(const std::filesystem::path& dir);

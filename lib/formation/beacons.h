@@ -1,0 +1,102 @@
+// Beacon I/O of the formation daemon: sealing the pure Node's messages into frames and
+// sending them, reading frames through the Gate (which refuses malformed, foreign,
+// forged and replayed ones), remembering where each peer was last heard from, and
+// logging the drop counters. The protocol itself stays in node.*; frames reach the
+// network through Datagrams, so tests run this with an in-memory fake.
+#pragma once
+
+#include <netinet/in.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "formation/auth.h"
+#include "formation/node.h"
+#include "formation/transport.h"
+
+namespace sprout::formation {
+
+// Datagrams is how frames reach the network: UdpDatagrams in the daemon, a fake in tests.
+class Datagrams {
+ public:
+  virtual ~Datagrams() = default;
+  // SendTo sends one datagram to one address; false if it was refused.
+  virtual bool SendTo(const std::vector<std::uint8_t>& bytes, const sockaddr_in& to) = 0;
+  // SendAll sends one datagram to the group and every static peer; returns how many sends were refused.
+  virtual int SendAll(const std::vector<std::uint8_t>& bytes) = 0;
+  // Receive returns one waiting datagram without blocking, or nothing.
+  virtual std::optional<Datagram> Receive() = 0;
+  // fd is what to poll() for incoming datagrams, or -1.
+  virtual int fd() const = 0;
+};
+
+// UdpDatagrams sends and receives through a UdpTransport.
+class UdpDatagrams : public Datagrams {
+ public:
+  // UdpDatagrams owns transport.
+  explicit UdpDatagrams(UdpTransport transport) : transport_(std::move(transport)) {}
+  bool SendTo(const std::vector<std::uint8_t>& bytes, const sockaddr_in& to) override;
+  int SendAll(const std::vector<std::uint8_t>& bytes) override;
+  std::optional<Datagram> Receive() override;
+  int fd() const override { return transport_.fd(); }
+
+ private:
+  UdpTransport transport_;
+};
+
+// CountersText renders drop counters for the log ("accepted=3 malformed=0 ...").
+std::string CountersText(const DropCounters& c);
+
+// SameDrops compares the counters worth a log line. Replays are not among them: every
+// frame goes both to the group and to each static peer, so the second copy is always
+// "replayed"; those totals ride along as fields of the next line that is logged.
+bool SameDrops(const DropCounters& a, const DropCounters& b);
+
+// Beacons is one node's frame I/O: its Sealer, its Gate and the last address of every
+// peer it heard.
+class Beacons {
+ public:
+  // Beacons sends and receives through io, signing with sealer and checking with gate.
+  Beacons(std::unique_ptr<Datagrams> io, Sealer sealer, Gate gate);
+
+  // Handler takes one accepted message from sender; false stops the drain.
+  using Handler = std::function<bool(const std::string& sender, const Message& message)>;
+  // Drain reads at most max waiting datagrams (bounded, so a flood cannot starve the
+  // timers) and hands each frame the gate accepts to handle, remembering where its
+  // sender is. Refused frames are counted and skipped. Returns false as soon as handle
+  // does.
+  bool Drain(int max, const Handler& handle);
+  // Send seals each message and sends it: to the peer's last address when it is
+  // addressed to a peer heard before, else to the group and every static peer.
+  void Send(const std::vector<Outbound>& messages);
+  // ReportDrops logs changed drop counters, at most once a second.
+  void ReportDrops(std::uint64_t now);
+
+  // Heard names every peer heard this run, sorted.
+  std::vector<std::string> Heard() const;
+  // counters are the gate's drop counters.
+  const DropCounters& counters() const { return gate_.counters(); }
+  // last_refused_from is the address of the last refused frame ("a.b.c.d:port").
+  const std::string& last_refused_from() const { return last_refused_from_; }
+  // send_failures counts sends the kernel refused.
+  std::uint64_t send_failures() const { return send_failures_; }
+  // fd is what to poll() for incoming frames.
+  int fd() const { return io_->fd(); }
+
+ private:
+  std::unique_ptr<Datagrams> io_;
+  Sealer sealer_;
+  Gate gate_;
+  std::map<std::string, sockaddr_in> addresses_;  // peer name -> where it was last heard from
+  std::string last_refused_from_;
+  DropCounters reported_drops_;
+  std::uint64_t next_drop_log_ = 0;
+  std::uint64_t send_failures_ = 0;
+};
+
+}  // namespace sprout::formation

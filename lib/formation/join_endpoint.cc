@@ -1,0 +1,70 @@
+#include "formation/join_endpoint.h"
+
+#include "formation/etcd.h"
+#include "formation/journal.h"
+#include "pki/pki.h"
+#include "util/fs.h"
+#include "util/text.h"
+
+namespace sprout::formation {
+
+std::vector<std::string> ApiEndpoints(const Founding& f) {
+  std::vector<std::string> out;
+  for (const auto& m : f.members) out.push_back(ApiUrlOfHost(HostOf(m.peer_url)));
+  return out;
+}
+
+Result<Credentials> LoadLocalCredentials(const NodeCredentialFiles& files, const Founding& f) {
+  auto cas = pki::LoadCAs(files.pki_dir);
+  if (!cas) return Fail(cas.error());
+  auto token = ReadFile(files.token_file);
+  if (!token) return Fail(token.error());
+  std::string t = *token;
+  while (!t.empty() && t.back() == '\n') t.pop_back();
+  if (!ValidBootstrapToken(t)) return Fail(files.token_file.string() + " does not hold a bootstrap token");
+  return Credentials{*cas, t, ApiEndpoints(f)};
+}
+
+Status InstallCredentials(const NodeCredentialFiles& files, const Credentials& c) {
+  if (auto s = pki::WritePkiFiles(files.pki_dir, pki::CAFiles(c.cas)); !s) return s;
+  if (auto s = WriteFileAtomic(files.token_file, c.bootstrap_token + "\n", std::filesystem::perms(0600)); !s) {
+    return s;
+  }
+  bool current = true;
+  for (const char* cert :
+       {"etcd/server.crt", "etcd/peer.crt", "etcd/healthcheck-client.crt", "apiserver-etcd-client.crt"}) {
+    auto text = ReadFile(files.pki_dir / cert);
+    current = current && text && pki::VerifyIssued(c.cas.etcd_ca.cert_pem, *text);
+  }
+  if (current) return Ok{};
+  auto node = pki::NodeFiles(c.cas, pki::NodeIdentity{files.name, {files.address}});
+  if (!node) return Fail(node.error());
+  return pki::WritePkiFiles(files.pki_dir, *node);
+}
+
+Result<Credentials> MakeFounderCredentials(const Founding& f) {
+  auto cas = pki::MakeClusterCAs();
+  if (!cas) return Fail(cas.error());
+  auto token = MakeBootstrapToken();
+  if (!token) return Fail(token.error());
+  return Credentials{*cas, *token, ApiEndpoints(f)};
+}
+
+Status JoinEndpoint::Serve(const std::string& address, std::uint16_t port, const Key& psk, const Credentials& c) {
+  if (auto s = server_.Start(address, port, psk); !s) return s;
+  server_.SetCredentials(c);
+  served_ = c;
+  serving_ = true;
+  return Ok{};
+}
+
+bool JoinEndpoint::UpdateApiEndpoints(const std::vector<std::string>& endpoints) {
+  if (endpoints.empty() || endpoints == served_.api_endpoints) return false;
+  served_.api_endpoints = endpoints;
+  server_.SetCredentials(served_);
+  const std::string list = Join(endpoints, " ");
+  Journal(LOG_INFO, "join endpoint: workers are now told the API endpoints " + list, {{"API_ENDPOINTS", list}});
+  return true;
+}
+
+}  // namespace sprout::formation

@@ -1,0 +1,65 @@
+// The daemon's side of the join endpoint: the credentials a control-plane node keeps
+// on disk (CAs and node certificates under the PKI dir, the bootstrap token in the
+// state dir) and the JoinServer that serves them, with the API endpoint list it tells
+// joiners kept current. The wire format and the server itself are in join.*.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "formation/auth.h"
+#include "formation/join.h"
+#include "formation/wire.h"
+#include "util/result.h"
+
+namespace sprout::formation {
+
+// NodeCredentialFiles says where one node keeps its credentials.
+struct NodeCredentialFiles {
+  std::filesystem::path pki_dir;     // kubeadm's layout (lib/pki)
+  std::filesystem::path token_file;  // the bootstrap token, one line (0600)
+  std::string name;                  // node name: the subject of its certificates
+  std::string address;               // node address: their IP SAN
+};
+
+// ApiEndpoints are the Kubernetes API URLs of the founding members.
+std::vector<std::string> ApiEndpoints(const Founding& f);
+
+// LoadLocalCredentials reads what an earlier run installed: the CAs and the token; the
+// API endpoints are those of the founding f.
+Result<Credentials> LoadLocalCredentials(const NodeCredentialFiles& files, const Founding& f);
+
+// InstallCredentials writes the CAs and the token, and this node's etcd certificates
+// unless valid ones (issued by this etcd CA) are there already.
+Status InstallCredentials(const NodeCredentialFiles& files, const Credentials& c);
+
+// MakeFounderCredentials makes a new cluster's CAs and bootstrap token, naming the
+// founding members' API endpoints.
+Result<Credentials> MakeFounderCredentials(const Founding& f);
+
+// JoinEndpoint is this node's join server and what it serves.
+class JoinEndpoint {
+ public:
+  // Serve starts the server on address:port with psk (once) and serves c.
+  Status Serve(const std::string& address, std::uint16_t port, const Key& psk, const Credentials& c);
+  // UpdateApiEndpoints serves endpoints as the API endpoint list and logs it; false
+  // (and nothing logged) when endpoints is empty or what is served already.
+  bool UpdateApiEndpoints(const std::vector<std::string>& endpoints);
+  // Stop ends the server.
+  void Stop() { server_.Stop(); }
+  // serving is true once Serve succeeded.
+  bool serving() const { return serving_; }
+  // served is what the server answers with, once serving.
+  const Credentials& served() const { return served_; }
+  // port is the TCP port listened on.
+  std::uint16_t port() const { return server_.port(); }
+
+ private:
+  JoinServer server_;
+  Credentials served_;
+  bool serving_ = false;
+};
+
+}  // namespace sprout::formation
