@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "firstboot/run.h"
+#include "formation/node_state.h"
 #include "formation/transport.h"
-#include "node/state.h"
 #include "nodeconfig/sources.h"
 #include "util/text.h"
 

@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "formation/daemon.h"
+#include "formation/node_state.h"
 #include "node/cluster.h"
-#include "node/state.h"
 #include "nodeconfig/apply.h"
 #include "nodeconfig/sources.h"
 #include "staticpod/etcd_pod.h"

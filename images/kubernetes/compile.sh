@@ -97,7 +97,9 @@ dirs=$(find -H . \( -path './_*' -o -path './.*' -o -path ./vendor \) -prune -o 
     fi
   done | paste -sd, -)
 [ -n "$dirs" ] || { log "found no +k8s:openapi-gen packages; is $dsc a Kubernetes source?"; exit 1; }
-"$work/tools/openapi-gen" --logtostderr -i "$dirs" -p k8s.io/kubernetes/pkg/generated/openapi \
+# A -trimpath binary has no GOROOT of its own, and the generator parses the standard
+# library (time.Duration) from source.
+GOROOT=$(go env GOROOT) "$work/tools/openapi-gen" --logtostderr -i "$dirs" -p k8s.io/kubernetes/pkg/generated/openapi \
   -O zz_generated.openapi -h vendor/k8s.io/code-generator/hack/boilerplate.go.txt \
   -r "$work/openapi-violations.report" >&2
 for c in "${components[@]}"; do

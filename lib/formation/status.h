@@ -1,5 +1,5 @@
 // What the daemon reports: systemd's STATUS= line (logged when it changes) and the
-// node's state.json (lib/firstboot/state.h), rewritten once a second. What goes into
+// node's state.json (lib/formation/node_state.h), rewritten once a second. What goes into
 // both is computed by pure functions from a snapshot of the loop.
 #pragma once
 
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "formation/node.h"
-#include "node/state.h"
+#include "formation/node_state.h"
 
 namespace sprout::formation {
 

@@ -1,4 +1,4 @@
-#include "node/state.h"
+#include "formation/node_state.h"
 
 #include <nlohmann/json.hpp>
 
