@@ -96,6 +96,11 @@ int Main(int argc, char** argv) {
       cxxopts::value<std::string>()->default_value(sprout::formation::kDefaultGroup))(
       "port", "formation UDP port",
       cxxopts::value<int>()->default_value(std::to_string(sprout::formation::kDefaultPort)))(
+      "templates",
+      "the static-pod templates of the control plane (kube-apiserver, kube-controller-manager, kube-scheduler)",
+      cxxopts::value<std::string>()->default_value(sprout::node::kStaticPodTemplates.string()))(
+      "manifests-dir", "where the control plane's static pods are written for the pod host",
+      cxxopts::value<std::string>()->default_value("/etc/kubernetes/manifests"))(
       "apply-system",
       "run: apply the node config to this host (hostname, static address, SSH key); the systemd unit "
       "passes it, tests leave the host alone")("json", "status: print JSON")("h,help", "show this help");
@@ -130,6 +135,8 @@ int Main(int argc, char** argv) {
   s.role = str("role");
   s.group = args["group"].as<std::string>();
   s.port = args["port"].as<int>();
+  s.templates_dir = args["templates"].as<std::string>();
+  s.manifests_dir = args["manifests-dir"].as<std::string>();
   s.apply_system = args.count("apply-system") > 0;
   if (command == "run") return sprout::firstboot::Run(s);
   if (command == "status") return Status(s.state_dir, args.count("json") > 0);

@@ -21,6 +21,7 @@
 
 #include "formation/daemon.h"
 #include "formation/node_state.h"
+#include "kube/controlplane.h"
 #include "node/cluster.h"
 #include "nodeconfig/apply.h"
 #include "nodeconfig/sources.h"
@@ -155,6 +156,52 @@ std::function<std::unique_ptr<formation::EtcdLauncher>()> PodHost(const node::No
   };
 }
 
+// ControlPlane is the step a control-plane node runs once it is a voting etcd member:
+// write the Kubernetes certificates and kubeconfigs and render the static pods of
+// kube-apiserver, kube-controller-manager and kube-scheduler (lib/kube). An image
+// without the Kubernetes components (no kube-apiserver in its cluster record) runs
+// etcd only, and says so.
+std::function<void(const formation::MemberInfo&)> ControlPlane(const node::RunFlags& flags,
+                                                               const node::NodeSettings& settings,
+                                                               const ClusterRecord& record) {
+  if (!settings.formation.control_plane) return {};
+  if (record.images.count("kube-apiserver") == 0) {
+    Log(LOG_INFO, "config", "the image carries no Kubernetes control plane (no kube-apiserver image); etcd only");
+    return {};
+  }
+  return [flags, o = settings.formation, record](const formation::MemberInfo&) {
+    kube::ControlPlanePaths paths;
+    paths.pki_dir = o.pki_dir;
+    paths.kubernetes_dir = o.pki_dir.parent_path();
+    paths.templates = flags.templates_dir;
+    paths.manifests = flags.manifests_dir;
+    kube::ControlPlaneNode node{o.name, {o.listen}, record.services_cidr, o.cluster_name, "cluster.local"};
+    StaticPodInput pods;
+    pods.node_name = o.name;
+    pods.node_ip = o.listen;
+    pods.cluster_name = o.cluster_name;
+    pods.kubernetes_version = record.kubernetes_version;
+    pods.pods_cidr = record.pods_cidr;
+    pods.services_cidr = record.services_cidr;
+    pods.etcd_members = {{o.name, o.listen}};  // the apiserver talks to its own node's etcd
+    pods.images = record.images;
+    pods.pki_dir = paths.pki_dir.string();
+    pods.kubernetes_dir = paths.kubernetes_dir.string();
+    auto written = kube::WriteControlPlane(paths, node, pods);
+    if (!written) {
+      Log(LOG_ERR, "control-plane", "the control plane cannot start: " + written.error());
+      return;
+    }
+    std::string issued;
+    for (const auto& f : written->issued) issued += (issued.empty() ? "" : ", ") + f;
+    std::string changed;
+    for (const auto& m : written->manifests) changed += (changed.empty() ? "" : ", ") + m;
+    Log(LOG_INFO, "control-plane",
+        "control plane written to " + paths.manifests.string() + " (issued: " + (issued.empty() ? "none" : issued) +
+            "; static pods changed: " + (changed.empty() ? "none" : changed) + ")");
+  };
+}
+
 // WaitForLocalAddress polls the interfaces until one carries ip, or the time is up.
 bool WaitForLocalAddress(const std::string& ip, std::chrono::seconds limit) {
   auto deadline = std::chrono::steady_clock::now() + limit;
@@ -213,9 +260,9 @@ int Run(const node::RunFlags& flags) {
   if (!settings.idle_reason.empty()) return Idle(flags.state_dir, *state, settings.idle_reason);
   // 4. Start the pod host: etcd runs on it as a static pod, or as a child process.
   settings.formation.make_launcher = PodHost(settings, in.record);
-  // 5. Form or join, then report until stopped. Steps that need a formed etcd (the
-  //    control plane's static pods, kubeconfigs, the kubelet) belong here, as steps
-  //    the daemon runs once the node is a member.
+  // 5. Once a voting member: the Kubernetes control plane's files and static pods.
+  settings.formation.on_member = ControlPlane(flags, settings, in.record);
+  // 6. Form or join, then report until stopped.
   return FormOrJoin(settings, *state);
 }
 

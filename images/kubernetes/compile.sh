@@ -1,5 +1,5 @@
 #!/bin/bash
-# Compiles the Kubernetes components from Debian's `kubernetes` source package and
+# Compiles the Kubernetes components (and kubectl, for tests and the cluster harness) from Debian's `kubernetes` source package and
 # prints the folder holding them. Usage: compile.sh CACHE-DIR
 #
 # The binaries are cached under CACHE-DIR/kubernetes/bin/KEY, where KEY is the sha256
@@ -15,7 +15,7 @@ cache=${1:?usage: compile.sh CACHE-DIR}
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=source
 . "$here/source"
-components=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
+components=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
 mkdir -p "$cache/kubernetes"
 cache=$(cd "$cache" && pwd)
 log() { echo "kubernetes: $*" >&2; }

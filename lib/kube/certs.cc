@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <tuple>
 
-#include "nodeconfig/nodeconfig.h"
 #include "util/text.h"
 
 namespace sprout::kube {

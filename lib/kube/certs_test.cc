@@ -6,7 +6,7 @@
 #include <catch2/catch.hpp>
 #include <map>
 
-#include "nodeconfig/nodeconfig.h"
+#include "util/text.h"
 
 using namespace sprout;
 using namespace sprout::kube;

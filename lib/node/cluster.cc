@@ -11,6 +11,11 @@ Result<ClusterRecord> ParseClusterRecord(const std::string& json) {
     if (!j.is_object()) return Fail("cluster.json is not a JSON object");
     if (j.contains("name")) r.name = j["name"].get<std::string>();
     if (j.contains("controlPlane")) r.expected_control_planes = j["controlPlane"].value("minimum", 0);
+    r.kubernetes_version = j.value("kubernetesVersion", "");
+    if (j.contains("networking") && j["networking"].is_object()) {
+      r.pods_cidr = j["networking"].value("pods", "");
+      r.services_cidr = j["networking"].value("services", "");
+    }
     if (j.contains("images")) {
       for (const auto& [component, image] : j["images"].items()) r.images[component] = image.get<std::string>();
     }

@@ -14,6 +14,9 @@ namespace sprout {
 struct ClusterRecord {
   std::string name;                           // "" when the image has no Shoot
   int expected_control_planes = 0;            // 0 when the image has no Shoot
+  std::string kubernetes_version;             // the Shoot's spec.kubernetes.version ("" without a Shoot)
+  std::string pods_cidr;                      // the Shoot's networking.pods
+  std::string services_cidr;                  // the Shoot's networking.services
   std::map<std::string, std::string> images;  // component -> "repository@sha256:..."
 };
 

@@ -20,5 +20,17 @@ TEST_CASE("The cluster record gives the name, the control-plane count and the co
   CHECK_FALSE(ParseClusterRecord("{").ok());
 }
 
+TEST_CASE("The cluster record gives the Shoot's Kubernetes version and networks") {
+  auto r = ParseClusterRecord(R"({"name": "plant", "kubernetesVersion": "1.20.2",
+    "networking": {"pods": "10.244.0.0/16", "services": "10.96.0.0/12", "nodes": "198.18.0.0/24"}})");
+  REQUIRE(r.ok());
+  CHECK(r->kubernetes_version == "1.20.2");
+  CHECK(r->pods_cidr == "10.244.0.0/16");
+  CHECK(r->services_cidr == "10.96.0.0/12");
+  auto bare = ParseClusterRecord(R"({"images": {}})");
+  REQUIRE(bare.ok());
+  CHECK(bare->services_cidr.empty());
+}
+
 }  // namespace
 }  // namespace sprout

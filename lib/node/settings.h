@@ -38,6 +38,8 @@ struct RunFlags {
   std::string role;
   std::string group = formation::kDefaultGroup;
   int port = formation::kDefaultPort;
+  std::filesystem::path templates_dir = kStaticPodTemplates;          // the control plane's templates
+  std::filesystem::path manifests_dir = "/etc/kubernetes/manifests";  // where the pod host reads them
   bool apply_system = false;  // touch this host: hostname, address, SSH key (the unit says so)
 };
 

@@ -14,28 +14,6 @@ const std::vector<std::string>& NodeConfigKeys() {
   return kKeys;
 }
 
-std::string Base64Encode(std::string_view bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
-  out.resize(static_cast<std::size_t>(n));
-  return out;
-}
-
-std::optional<std::string> Base64Decode(std::string_view text) {
-  if (text.size() % 4 != 0) return std::nullopt;
-  std::string out(3 * text.size() / 4 + 1, '\0');
-  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
-  if (n < 0) return std::nullopt;
-  // EVP_DecodeBlock counts padding as zero bytes; drop them.
-  std::size_t pad = 0;
-  if (!text.empty() && text.back() == '=') ++pad;
-  if (text.size() > 1 && text[text.size() - 2] == '=') ++pad;
-  out.resize(static_cast<std::size_t>(n) - pad);
-  return out;
-}
-
 namespace {
 
 bool ValidLabel(std::string_view s) {

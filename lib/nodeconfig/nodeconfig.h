@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "util/result.h"
+#include "util/text.h"  // Base64Encode, Base64Decode
 
 namespace sprout {
 
@@ -43,10 +44,5 @@ NodeConfig MergeNodeConfig(const std::vector<NodeConfig>& lowest_first);
 
 // RenderNodeConfig writes the text form (the secret base64-encoded).
 std::string RenderNodeConfig(const NodeConfig& config);
-
-// Base64 encodes bytes (standard alphabet, padded).
-std::string Base64Encode(std::string_view bytes);
-// Base64Decode decodes standard base64, or nullopt if it is not.
-std::optional<std::string> Base64Decode(std::string_view text);
 
 }  // namespace sprout

@@ -12,6 +12,7 @@
 
 #include "oci/reference.h"
 #include "util/sha256.h"
+#include "util/text.h"
 
 namespace sprout::oci {
 
@@ -87,26 +88,6 @@ std::string Escape(CURL* c, const std::string& s) {
   std::string out = e ? e : "";
   curl_free(e);
   return out;
-}
-
-std::string Base64Encode(const std::string& in) {
-  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string s;
-  std::size_t i = 0;
-  auto byte = [&](std::size_t k) { return static_cast<unsigned>(static_cast<unsigned char>(in[k])); };
-  for (; i + 2 < in.size(); i += 3) {
-    unsigned v = (byte(i) << 16) | (byte(i + 1) << 8) | byte(i + 2);
-    for (int k = 18; k >= 0; k -= 6) s += kAlphabet[(v >> k) & 63];
-  }
-  if (i < in.size()) {
-    unsigned v = byte(i) << 16;
-    if (i + 1 < in.size()) v |= byte(i + 1) << 8;
-    s += kAlphabet[(v >> 18) & 63];
-    s += kAlphabet[(v >> 12) & 63];
-    s += i + 1 < in.size() ? kAlphabet[(v >> 6) & 63] : '=';
-    s += '=';
-  }
-  return s;
 }
 
 struct CurlGlobal {

@@ -36,4 +36,9 @@ std::string Join(const std::vector<std::string>& parts, std::string_view sep);
 // Hex renders bytes as lower-case hexadecimal.
 std::string Hex(const std::uint8_t* data, std::size_t size);
 
+// Base64Encode encodes bytes (standard alphabet, padded).
+std::string Base64Encode(std::string_view bytes);
+// Base64Decode decodes standard padded base64, or nullopt if text is not that.
+std::optional<std::string> Base64Decode(std::string_view text);
+
 }  // namespace sprout
