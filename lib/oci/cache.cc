@@ -59,10 +59,12 @@ Status Cache::CommitPartial(std::string_view digest, const std::string& what) {
     fs::remove(partial, ec);
     return Fail(DigestMismatch(digest, *got, what));
   }
+  // The blob's bytes, then its name, reach the disk before it counts as committed.
+  if (auto s = SyncPath(partial); !s) return Fail(s.error());
   fs::create_directories(BlobPath(digest).parent_path(), ec);
   fs::rename(partial, BlobPath(digest), ec);
   if (ec) return Fail("cannot move " + partial.string() + " into the cache: " + ec.message());
-  return Ok{};
+  return SyncPath(BlobPath(digest).parent_path());
 }
 
 Status Cache::Import(std::string_view digest, const fs::path& file, const std::string& what) {

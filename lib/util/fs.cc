@@ -21,6 +21,16 @@ Result<std::string> ReadFile(const fs::path& path) {
   return ss.str();
 }
 
+Status SyncPath(const fs::path& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Fail("cannot open " + path.string() + " to sync it: " + std::strerror(errno));
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0) return Fail("cannot sync " + path.string() + ": " + std::strerror(err));
+  return Ok{};
+}
+
 Status WriteFileAtomic(const fs::path& path, std::string_view contents, fs::perms mode) {
   fs::path tmp = path;
   tmp += ".tmp." + std::to_string(::getpid());
@@ -50,7 +60,9 @@ Status WriteFileAtomic(const fs::path& path, std::string_view contents, fs::perm
     ::unlink(tmp.c_str());
     return Fail("cannot rename into " + path.string() + ": " + err);
   }
-  return Ok{};
+  // The rename is durable only once the directory entry is: without this a power cut
+  // right after can bring back the old file (or none), e.g. a vote already promised.
+  return SyncPath(path.parent_path().empty() ? fs::path(".") : path.parent_path());
 }
 
 TempDir::TempDir(const fs::path& parent, const std::string& prefix) {

@@ -14,6 +14,9 @@ namespace fs = std::filesystem;
 // ReadFile returns a file's whole contents.
 Result<std::string> ReadFile(const fs::path& path);
 
+// SyncPath fsyncs a file or a directory (a directory: its entries, after a rename).
+Status SyncPath(const fs::path& path);
+
 // WriteFileAtomic writes contents to a temporary file beside path and renames it into
 // place, so readers never see a half-written file.
 Status WriteFileAtomic(const fs::path& path, std::string_view contents, fs::perms mode = fs::perms(0644));
