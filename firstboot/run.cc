@@ -59,9 +59,18 @@ struct Inputs {
   node::HostFacts facts;
 };
 
-// LoadState reads what the node remembers; this start counts as one more boot.
+// LoadState reads what the node remembers; this start counts as one more boot. A
+// corrupt state.json (a status report, not the formation state) is moved aside to
+// state.json.corrupt and the node starts with a fresh report rather than not at all.
 Result<NodeState> LoadState(const std::filesystem::path& state_dir) {
   auto state = LoadNodeState(state_dir);
+  if (!state && std::filesystem::exists(state_dir / "state.json")) {
+    std::error_code ec;
+    std::filesystem::rename(state_dir / "state.json", state_dir / "state.json.corrupt", ec);
+    if (ec) return state;
+    Log(LOG_WARNING, "config", state.error() + "; moved it to state.json.corrupt and started a fresh one");
+    state = NodeState{};
+  }
   if (state) state->boots += 1;
   return state;
 }

@@ -1,11 +1,13 @@
 #!/bin/bash
-# Votes, PKI and state survive a power cut: every file sprout-firstboot renames into
+# Votes, PKI and state survive a power cut, and a settled node does not wear its disk: every file sprout-firstboot renames into
 # place is followed by an fsync of its directory, so the new name is on disk before the
 # node acts on it (a vote promised, a CA handed out). One node founds a one-member etcd
 # in a network namespace under strace; the test then reads the trace: for the
 # formation state, the CA keys and state.json, the rename must be followed, in the same
 # thread, by an open of the file's directory and an fsync of that descriptor. Traffic
 # stays inside the namespace (198.18.0.41 on a veth pair whose both ends are inside).
+# Also: a settled node rewrites state.json never, not every second; and a corrupt
+# state.json is moved aside instead of stopping the node from starting.
 set -u
 name=durable_writes_test
 if [ "$(id -u)" -ne 0 ]; then
@@ -57,6 +59,17 @@ until grep -q '"phase": *"founding member"' "$WORK/state/state.json" 2>/dev/null
   sleep 0.5
 done
 sleep 2
+# A settled node writes no status: count state.json renames over 5 quiet seconds.
+before=$(grep -c 'rename(.*state\.json"' "$WORK/trace")
+sleep 5
+after=$(grep -c 'rename(.*state\.json"' "$WORK/trace")
+quiet=0
+if [ "$before" -eq "$after" ]; then
+  echo "ok: a settled node wrote state.json 0 times in 5 s"
+else
+  echo "FAIL: a settled node wrote state.json $((after - before)) times in 5 s (flash wears)"
+  quiet=1
+fi
 /usr/bin/python3 - "$WORK/trace" "$WORK" <<'EOF'
 import os, re, sys
 trace, work = sys.argv[1], sys.argv[2]
@@ -91,5 +104,31 @@ for label, path in wanted.items():
 sys.exit(1 if failed else 0)
 EOF
 failed=$?
+[ "$quiet" -eq 0 ] || failed=1
+
+# A corrupt status file does not keep the node from starting: it is moved aside.
+# Stop every process of the namespace (strace, firstboot, etcd), bounded.
+for p in $(ip netns pids "$NS" 2>/dev/null); do kill "$p" 2>/dev/null; done
+for _ in $(seq 1 20); do [ -z "$(ip netns pids "$NS" 2>/dev/null)" ] && break; sleep 0.5; done
+for p in $(ip netns pids "$NS" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
+sleep 1
+echo '{"phase": "founding mem' >"$WORK/state/state.json"
+ip netns exec "$NS" "$FIRSTBOOT" run --state-dir "$WORK/state" --name dw-1 --listen 198.18.0.41 --expected 1 \
+  --group "" --secret-file "$WORK/secret" --etcd-launch process --etcd-data-dir "$WORK/etcd" --pki-dir "$WORK/pki" \
+  --cluster-file /nonexistent >>"$WORK/firstboot.log" 2>&1 &
+PID=$!
+deadline=$(($(date +%s) + 60))
+until grep -q '"phase": *"founding member"' "$WORK/state/state.json" 2>/dev/null; do
+  [ "$(date +%s)" -ge "$deadline" ] && break
+  sleep 0.5
+done
+if grep -q '"phase": *"founding member"' "$WORK/state/state.json" 2>/dev/null &&
+  [ "$(cat "$WORK/state/state.json.corrupt" 2>/dev/null)" = '{"phase": "founding mem' ]; then
+  echo "ok: after a corrupt state.json the node started, kept the bad file as state.json.corrupt and is a member again"
+else
+  echo "FAIL: a corrupt state.json kept the node from starting"
+  tail -n 3 "$WORK/firstboot.log"
+  failed=1
+fi
 [ "$failed" -eq 0 ] && echo "$name: passed" || echo "$name: FAILED"
 exit "$failed"

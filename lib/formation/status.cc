@@ -64,7 +64,13 @@ void StatusReporter::Report(std::uint64_t now, const StatusSnapshot& s) {
 void StatusReporter::WriteState(const StatusSnapshot& s) {
   auto st = LoadNodeState(state_dir_);
   NodeState state = WithFormation(st ? *st : NodeState{}, self_, s);
-  if (auto w = SaveNodeState(state_dir_, state); !w) Journal(LOG_WARNING, w.error());
+  const std::string text = NodeStateJson(state);
+  if (text == written_) return;
+  if (auto w = SaveNodeState(state_dir_, state); !w) {
+    Journal(LOG_WARNING, w.error());
+    return;
+  }
+  written_ = text;
 }
 
 }  // namespace sprout::formation

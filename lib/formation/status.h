@@ -52,7 +52,8 @@ class StatusReporter {
       : state_dir_(std::move(state_dir)), self_(std::move(self)) {}
 
   // Report sends and logs the STATUS= line when it changed, and writes state.json
-  // when a second has passed since the last write.
+  // when a second has passed since the last write and its content changed (a node
+  // that has settled writes nothing: flash on edge hardware wears with every write).
   void Report(std::uint64_t now, const StatusSnapshot& s);
   // line is the STATUS= line last sent.
   const std::string& line() const { return line_; }
@@ -63,6 +64,7 @@ class StatusReporter {
   StatusIdentity self_;
   std::string line_;
   std::uint64_t next_write_ = 0;
+  std::string written_;  // the state.json text last written
 };
 
 }  // namespace sprout::formation
