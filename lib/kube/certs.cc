@@ -219,16 +219,19 @@ Result<std::vector<pki::PkiFile>> ControlPlaneFiles(const pki::ClusterCAs& cas, 
 }
 
 std::vector<std::string> ControlPlaneFilePaths() {
-  return {"pki/apiserver.crt",
-          "pki/apiserver.key",
-          "pki/apiserver-kubelet-client.crt",
-          "pki/apiserver-kubelet-client.key",
-          "pki/front-proxy-client.crt",
-          "pki/front-proxy-client.key",
-          "admin.conf",
-          "controller-manager.conf",
-          "scheduler.conf",
-          "kubelet.conf"};
+  // The paths do not depend on the node; any valid one lists them.
+  std::vector<std::string> out;
+  auto wants = Wants({"node", {"127.0.0.1"}, "10.96.0.0/12"});
+  if (!wants) return out;
+  for (const auto& w : *wants) {
+    if (w.kubeconfig) {
+      out.push_back(w.path);
+    } else {
+      out.push_back(w.path + ".crt");
+      out.push_back(w.path + ".key");
+    }
+  }
+  return out;
 }
 
 pki::PkiFile BootstrapKubeconfig(const std::string& ca_pem, const std::string& server, const std::string& token,
