@@ -19,6 +19,9 @@ components=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-p
 mkdir -p "$cache/kubernetes"
 cache=$(cd "$cache" && pwd)
 log() { echo "kubernetes: $*" >&2; }
+# Scratch folders (apt's lists, the unpacked tree) go when the script ends, however.
+apt="" work=""
+trap 'rm -rf ${apt:+"$apt"} ${work:+"$work"}' EXIT
 
 # 1. The source package, fetched once with apt from a deb-src twin of the host's own
 #    apt sources (no mirror is named here), then kept in the cache.
@@ -29,7 +32,6 @@ if [ ! -f "$dsc" ]; then
   [ -f "$sources" ] || sources=/etc/apt/sources.list
   [ -f "$sources" ] || { log "no apt sources at $sources; set SPROUT_APT_SOURCES to a deb822 or one-line sources file"; exit 1; }
   apt=$(mktemp -d)
-  trap 'rm -rf "$apt"' EXIT
   mkdir -p "$apt/lists/partial" "$apt/etc"
   if grep -q '^Types:' "$sources"; then
     sed 's/^Types:.*/Types: deb-src/' "$sources" >"$apt/etc/src.sources"
@@ -61,7 +63,6 @@ fi
 # 2. Unpack (dpkg-source checks every tarball's sha256 against the .dsc and applies
 #    Debian's patches).
 work=$(mktemp -d "$cache/kubernetes/work.XXXXXX")
-trap 'rm -rf "$work"' EXIT
 log "unpacking $(basename "$dsc")"
 (cd "$work" && dpkg-source -x "$dsc" tree >&2)
 

@@ -62,8 +62,12 @@ void StatusReporter::Report(std::uint64_t now, const StatusSnapshot& s) {
 }
 
 void StatusReporter::WriteState(const StatusSnapshot& s) {
-  auto st = LoadNodeState(state_dir_);
-  NodeState state = WithFormation(st ? *st : NodeState{}, self_, s);
+  // Only this reporter writes state.json while the loop runs, so the file is read once.
+  if (!base_) {
+    auto st = LoadNodeState(state_dir_);
+    base_ = st ? *st : NodeState{};
+  }
+  NodeState state = WithFormation(*base_, self_, s);
   const std::string text = NodeStateJson(state);
   if (text == written_) return;
   if (auto w = SaveNodeState(state_dir_, state); !w) {

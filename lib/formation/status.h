@@ -64,7 +64,8 @@ class StatusReporter {
   StatusIdentity self_;
   std::string line_;
   std::uint64_t next_write_ = 0;
-  std::string written_;  // the state.json text last written
+  std::string written_;            // the state.json text last written
+  std::optional<NodeState> base_;  // what the run wrote before the loop (boots), read once
 };
 
 }  // namespace sprout::formation
