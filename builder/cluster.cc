@@ -6,6 +6,7 @@
 #include "fetch/fetch.h"
 #include "staticpod/kubelet.h"
 #include "staticpod/staticpod.h"
+#include "util/process.h"
 #include "util/fs.h"
 #include "util/text.h"
 
@@ -25,6 +26,29 @@ Status FetchOne(ProfileFile& f, const fs::path& cache_dir) {
   } else if (!f.sha256.empty() && !f.source.empty()) {
     if (auto v = VerifyFile(f.source, f.sha256); !v) return Fail(Where(f.where) + ": " + v.error());
   }
+  return Ok{};
+}
+
+// BuildKubelet runs the kubelet's recipe (RECIPE/host.sh CACHE prints the folder of the
+// host binaries; a warm cache answers at once) and points the binary at its kubelet.
+Status BuildKubelet(KubeletSettings& k, const fs::path& cache_dir) {
+  const fs::path script = k.recipe / "host.sh";
+  std::error_code ec;
+  fs::create_directories(cache_dir, ec);
+  TempDir work(cache_dir, "kubelet");
+  const fs::path printed = work.path() / "folder";
+  // stderr (the recipe's progress on a cold cache) goes to ours.
+  auto run = Run({{"bash", script.string(), cache_dir.string()}, {}, {}, printed.string(), false});
+  if (!run || run->exit_code != 0) {
+    return Fail(Where(k.binary.where) + ": the kubelet recipe " + script.string() + " failed" +
+                (run ? "" : ": " + run.error()));
+  }
+  auto folder = ReadFile(printed);
+  const fs::path bin = fs::path(std::string(Trim(folder ? *folder : ""))) / "kubelet";
+  if (!fs::is_regular_file(bin, ec)) {
+    return Fail(Where(k.binary.where) + ": the kubelet recipe " + script.string() + " printed no folder with a kubelet");
+  }
+  k.binary.source = bin;
   return Ok{};
 }
 
@@ -52,7 +76,9 @@ Status FetchProfileFiles(Profile& p, const fs::path& cache_dir) {
   for (auto& f : p.files) {
     if (auto s = FetchOne(f, cache_dir); !s) errors.push_back(s.error());
   }
-  if (p.kubelet.present) {
+  if (p.kubelet.present && !p.kubelet.recipe.empty()) {
+    if (auto s = BuildKubelet(p.kubelet, cache_dir); !s) errors.push_back(s.error());
+  } else if (p.kubelet.present) {
     if (auto s = FetchOne(p.kubelet.binary, cache_dir); !s) errors.push_back(s.error());
   }
   if (!errors.empty()) return Fail(Join(errors, "\n"));
@@ -122,11 +148,23 @@ std::map<std::string, std::string> ComponentImages(const std::vector<oci::Preloa
   return out;
 }
 
-void AddClusterRecord(const Profile& p, const std::vector<oci::PreloadedImage>& images, std::vector<RootEntry>& add) {
+Status AddClusterRecord(const Profile& p, const std::vector<oci::PreloadedImage>& images,
+                        std::vector<RootEntry>& add) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   if (p.shoot) j = nlohmann::ordered_json::parse(ShootToJson(*p.shoot));
-  j["images"] = ComponentImages(images);
+  j["podHost"] = p.pod_host == PodHost::kKubelet ? "kubelet" : "podman";
+  const auto components = ComponentImages(images);
+  j["images"] = components;
   add.push_back({RootEntry::Kind::kFile, "usr/share/sprout/cluster.json", j.dump(2) + "\n", {}, 0644});
+  if (p.pod_host == PodHost::kKubelet) {
+    const auto pause = components.find("pause");
+    if (pause == components.end()) {
+      return Fail("'podHost: kubelet' needs the pod sandbox image preloaded; add it to images:\n"
+                  "  - ref: localhost/sprout/pause:3.4.1\n    source: recipe:../images/kubernetes");
+    }
+    add.push_back({RootEntry::Kind::kFile, "etc/containerd/config.toml", ContainerdConfig(pause->second), {}, 0644});
+  }
+  return Ok{};
 }
 
 }  // namespace sprout

@@ -30,7 +30,10 @@ Status AddClusterFiles(const Profile& p, const std::filesystem::path& data_dir, 
 std::map<std::string, std::string> ComponentImages(const std::vector<oci::PreloadedImage>& images);
 
 // AddClusterRecord writes /usr/share/sprout/cluster.json: the Shoot's fields (when the
-// profile names one) and the component images, for sprout-firstboot.
-void AddClusterRecord(const Profile& p, const std::vector<oci::PreloadedImage>& images, std::vector<RootEntry>& add);
+// profile names one), the pod host and the component images, for sprout-firstboot; and
+// for the kubelet pod host containerd's configuration, whose sandbox is the preloaded
+// pause image (an error when the profile preloads none).
+Status AddClusterRecord(const Profile& p, const std::vector<oci::PreloadedImage>& images,
+                        std::vector<RootEntry>& add);
 
 }  // namespace sprout

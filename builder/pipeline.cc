@@ -146,7 +146,7 @@ Result<std::vector<RootEntry>> RootAdditions(const BuildPlan& plan) {
 Result<RootContents> Preload(const BuildPlan& plan, const BuildOptions& options, std::vector<RootEntry> additions) {
   auto images = PreloadImages(plan.in.profile, options.cache_dir, options.offline, options.ca_bundle, additions);
   if (!images) return Fail(images.error());
-  AddClusterRecord(plan.in.profile, *images, additions);
+  if (auto s = AddClusterRecord(plan.in.profile, *images, additions); !s) return Fail(s.error());
   return RootContents{std::move(additions), std::move(*images)};
 }
 

@@ -152,16 +152,61 @@ int Idle(const std::filesystem::path& state_dir, NodeState state, const std::str
   return formation::RunIdle(reason, &g_stop);
 }
 
-// PodHost says how etcd runs: as a static pod under podman-kube@ when the image carries
-// its template and image, else as a child of this service (empty: the daemon's default).
-std::function<std::unique_ptr<formation::EtcdLauncher>()> PodHost(const node::NodeSettings& settings,
+// ControlPlanePathsFor places the control plane's files: kubeadm's layout around the
+// PKI folder formation fills, the templates and manifest folder from the flags.
+kube::ControlPlanePaths ControlPlanePathsFor(const node::RunFlags& flags, const formation::DaemonOptions& o) {
+  kube::ControlPlanePaths paths;
+  paths.pki_dir = o.pki_dir;
+  paths.kubernetes_dir = o.pki_dir.parent_path();
+  paths.templates = flags.templates_dir;
+  paths.manifests = flags.manifests_dir;
+  return paths;
+}
+
+kube::ControlPlaneNode ControlPlaneNodeFor(const formation::DaemonOptions& o, const ClusterRecord& record) {
+  return kube::ControlPlaneNode{o.name, {o.listen}, record.services_cidr, o.cluster_name, "cluster.local"};
+}
+
+// KubeletPrepare is what a control-plane node's kubelet needs before it can run etcd:
+// its kubeconfig (with the other control-plane files, kept when still good) and its
+// per-node arguments (kubelet.env: the node's name and address, the control-plane
+// taint), written beside the kubeconfigs.
+std::function<Status()> KubeletPrepare(const node::RunFlags& flags, const node::NodeSettings& settings,
+                                       const ClusterRecord& record) {
+  return [flags, o = settings.formation, record]() -> Status {
+    const auto paths = ControlPlanePathsFor(flags, o);
+    auto issued = kube::WriteControlPlaneFiles(paths, ControlPlaneNodeFor(o, record));
+    if (!issued) return Fail(issued.error());
+    for (const auto& f : *issued) Log(LOG_INFO, "control-plane", "issued " + f);
+    std::string args = "--node-ip=" + o.listen + " --hostname-override=" + o.name;
+    if (o.control_plane) args += " --register-with-taints=node-role.kubernetes.io/control-plane=:NoSchedule";
+    const std::string env = "# written by sprout-firstboot: this node's kubelet arguments\nKUBELET_ARGS=\"" + args + "\"\n";
+    auto have = ReadFile(paths.kubernetes_dir / "kubelet.env");
+    if (have && *have == env) return Ok{};
+    return WriteFileAtomic(paths.kubernetes_dir / "kubelet.env", env);
+  };
+}
+
+// PodHost says how etcd runs: as a static pod under the kubelet or podman-kube@ when the
+// image carries its template and image, else as a child of this service (empty: the
+// daemon's default).
+std::function<std::unique_ptr<formation::EtcdLauncher>()> PodHost(const node::RunFlags& flags,
+                                                                  const node::NodeSettings& settings,
                                                                   const ClusterRecord& record) {
   if (settings.etcd_launch != node::EtcdLaunch::kStaticPod) return {};
-  Log(LOG_INFO, "config", "etcd runs as a static pod from " + record.images.at("etcd"));
-  return [images = record.images, cluster = settings.formation.cluster_name] {
+  const bool kubelet = record.pod_host == "kubelet";
+  Log(LOG_INFO, "config",
+      "etcd runs as a static pod under " + std::string(kubelet ? "the kubelet" : "podman") + " from " +
+          record.images.at("etcd"));
+  auto prepare = kubelet ? KubeletPrepare(flags, settings, record) : std::function<Status()>{};
+  return [images = record.images, cluster = settings.formation.cluster_name, manifests = flags.manifests_dir, kubelet,
+          prepare] {
     StaticPodEtcdLauncher::Paths paths;
     paths.templates = node::kStaticPodTemplates;
-    return std::make_unique<StaticPodEtcdLauncher>(paths, images, cluster);
+    paths.manifests = manifests;
+    using Host = StaticPodEtcdLauncher::Host;
+    return std::make_unique<StaticPodEtcdLauncher>(paths, images, cluster, kubelet ? Host::kKubelet : Host::kPodman,
+                                                   prepare);
   };
 }
 
@@ -179,12 +224,7 @@ std::function<void(const formation::MemberInfo&)> ControlPlane(const node::RunFl
     return {};
   }
   return [flags, o = settings.formation, record](const formation::MemberInfo&) {
-    kube::ControlPlanePaths paths;
-    paths.pki_dir = o.pki_dir;
-    paths.kubernetes_dir = o.pki_dir.parent_path();
-    paths.templates = flags.templates_dir;
-    paths.manifests = flags.manifests_dir;
-    kube::ControlPlaneNode node{o.name, {o.listen}, record.services_cidr, o.cluster_name, "cluster.local"};
+    const auto paths = ControlPlanePathsFor(flags, o);
     StaticPodInput pods;
     pods.node_name = o.name;
     pods.node_ip = o.listen;
@@ -196,7 +236,7 @@ std::function<void(const formation::MemberInfo&)> ControlPlane(const node::RunFl
     pods.images = record.images;
     pods.pki_dir = paths.pki_dir.string();
     pods.kubernetes_dir = paths.kubernetes_dir.string();
-    auto written = kube::WriteControlPlane(paths, node, pods);
+    auto written = kube::WriteControlPlane(paths, ControlPlaneNodeFor(o, record), pods);
     if (!written) {
       Log(LOG_ERR, "control-plane", "the control plane cannot start: " + written.error());
       return;
@@ -268,7 +308,7 @@ int Run(const node::RunFlags& flags) {
   node::NodeSettings& settings = resolved.settings;
   if (!settings.idle_reason.empty()) return Idle(flags.state_dir, *state, settings.idle_reason);
   // 4. Start the pod host: etcd runs on it as a static pod, or as a child process.
-  settings.formation.make_launcher = PodHost(settings, in.record);
+  settings.formation.make_launcher = PodHost(flags, settings, in.record);
   // 5. Once a voting member: the Kubernetes control plane's files and static pods.
   settings.formation.on_member = ControlPlane(flags, settings, in.record);
   // 6. Form or join, then report until stopped.

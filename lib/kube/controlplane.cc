@@ -24,8 +24,7 @@ const std::vector<std::string>& ControlPlaneComponentsAfterEtcd() {
   return kComponents;
 }
 
-Result<ControlPlaneReport> WriteControlPlane(const ControlPlanePaths& paths, const ControlPlaneNode& node,
-                                             const StaticPodInput& pods) {
+Result<std::vector<std::string>> WriteControlPlaneFiles(const ControlPlanePaths& paths, const ControlPlaneNode& node) {
   auto cas = pki::LoadCAs(paths.pki_dir);
   if (!cas) return Fail("the control plane needs the cluster CAs formation wrote: " + cas.error());
   std::map<std::string, std::string> existing;
@@ -34,15 +33,24 @@ Result<ControlPlaneReport> WriteControlPlane(const ControlPlanePaths& paths, con
   }
   auto files = UpdateControlPlaneFiles(*cas, node, existing);
   if (!files) return Fail(files.error());
-  ControlPlaneReport report;
+  std::vector<std::string> issued;
   for (const auto& f : *files) {
     const fs::path target = Target(paths, f.path);
     std::error_code ec;
     fs::create_directories(target.parent_path(), ec);
     if (ec) return Fail("cannot create " + target.parent_path().string() + ": " + ec.message());
     if (auto w = WriteFileAtomic(target, f.content, f.mode); !w) return Fail(w.error());
-    report.issued.push_back(f.path);
+    issued.push_back(f.path);
   }
+  return issued;
+}
+
+Result<ControlPlaneReport> WriteControlPlane(const ControlPlanePaths& paths, const ControlPlaneNode& node,
+                                             const StaticPodInput& pods) {
+  auto issued = WriteControlPlaneFiles(paths, node);
+  if (!issued) return Fail(issued.error());
+  ControlPlaneReport report;
+  report.issued = std::move(*issued);
   auto written = WriteNodeManifests(paths.templates, paths.manifests, pods, false, ControlPlaneComponentsAfterEtcd());
   if (!written) return Fail(written.error());
   if (!written->skipped.empty()) {

@@ -30,6 +30,12 @@ struct ControlPlaneReport {
 // ControlPlaneComponentsAfterEtcd are the static pods this step renders.
 const std::vector<std::string>& ControlPlaneComponentsAfterEtcd();
 
+// WriteControlPlaneFiles reads the cluster CAs from paths.pki_dir, keeps every
+// certificate and kubeconfig that is still good and issues the rest
+// (UpdateControlPlaneFiles); it returns the files it wrote. The kubelet of a
+// control-plane node needs kubelet.conf before etcd runs under it, so this runs first.
+Result<std::vector<std::string>> WriteControlPlaneFiles(const ControlPlanePaths& paths, const ControlPlaneNode& node);
+
 // WriteControlPlane reads the cluster CAs from paths.pki_dir, keeps every certificate
 // and kubeconfig that is still good and issues the rest (UpdateControlPlaneFiles),
 // then renders the three control-plane static pods from pods. A component whose image

@@ -16,6 +16,10 @@ Result<ClusterRecord> ParseClusterRecord(const std::string& json) {
       r.pods_cidr = j["networking"].value("pods", "");
       r.services_cidr = j["networking"].value("services", "");
     }
+    r.pod_host = j.value("podHost", "podman");
+    if (r.pod_host != "podman" && r.pod_host != "kubelet") {
+      return Fail("cluster.json: podHost '" + r.pod_host + "' is neither podman nor kubelet");
+    }
     if (j.contains("images")) {
       for (const auto& [component, image] : j["images"].items()) r.images[component] = image.get<std::string>();
     }

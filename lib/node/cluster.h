@@ -18,6 +18,7 @@ struct ClusterRecord {
   std::string pods_cidr;                      // the Shoot's networking.pods
   std::string services_cidr;                  // the Shoot's networking.services
   std::map<std::string, std::string> images;  // component -> "repository@sha256:..."
+  std::string pod_host = "podman";            // what runs the static pods: podman | kubelet
 };
 
 // ParseClusterRecord reads the JSON text of cluster.json.

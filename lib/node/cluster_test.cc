@@ -32,5 +32,17 @@ TEST_CASE("The cluster record gives the Shoot's Kubernetes version and networks"
   CHECK(bare->services_cidr.empty());
 }
 
+TEST_CASE("The cluster record says what runs the static pods; podman when it does not say") {
+  auto kubelet = ParseClusterRecord(R"({"podHost": "kubelet", "images": {}})");
+  REQUIRE(kubelet.ok());
+  CHECK(kubelet->pod_host == "kubelet");
+  auto old = ParseClusterRecord(R"({"images": {}})");
+  REQUIRE(old.ok());
+  CHECK(old->pod_host == "podman");
+  auto bad = ParseClusterRecord(R"({"podHost": "docker"})");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().find("docker") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace sprout

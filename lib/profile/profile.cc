@@ -559,7 +559,7 @@ class LayerParser {
     }
     if (auto n = root["kubelet"]) {
       if (!ExpectMap(n, "kubelet")) return;
-      CheckKeys(n, "'kubelet'", {"url", "source", "sha256", "config"});
+      CheckKeys(n, "'kubelet'", {"url", "source", "sha256", "config", "recipe"});
       KubeletSettings k;
       k.present = true;
       k.binary.path = "/usr/bin/kubelet";
@@ -581,9 +581,23 @@ class LayerParser {
           ok = false;
         }
       }
-      if (!n["url"] && !n["source"]) {
-        diags_.Error(At(n), "'kubelet' needs 'url' or 'source' with 'sha256'",
-                     "no kubelet ships with Debian bookworm; supply the binary you trust");
+      if (auto r = n["recipe"]) {
+        if (auto s = String(r, "kubelet.recipe")) {
+          k.recipe = Resolve(*s);
+          std::error_code ec;
+          if (!fs::is_regular_file(k.recipe / "host.sh", ec)) {
+            diags_.Error(At(r), "kubelet recipe '" + *s + "' has no host.sh",
+                         "name a folder like ../images/kubernetes, whose host.sh builds the host binaries");
+            ok = false;
+          }
+        }
+        if (n["url"] || n["source"]) {
+          diags_.Error(At(r), "'kubelet' takes 'recipe' or 'url'/'source', not both", "keep one of them");
+          ok = false;
+        }
+      } else if (!n["url"] && !n["source"]) {
+        diags_.Error(At(n), "'kubelet' needs 'recipe', or 'url' or 'source' with 'sha256'",
+                     "'recipe: ../images/kubernetes' compiles it from Debian's kubernetes source package");
         ok = false;
       }
       if (auto c = n["config"]) {
@@ -785,8 +799,12 @@ std::string ProfileToJson(const Profile& p, const fs::path& base_dir) {
   }
   j["podHost"] = p.pod_host == PodHost::kKubelet ? "kubelet" : "podman";
   if (p.kubelet.present) {
-    j["kubelet"]["binary"] = p.kubelet.binary.url.empty() ? rel(p.kubelet.binary.source) : p.kubelet.binary.url;
-    j["kubelet"]["sha256"] = p.kubelet.binary.sha256;
+    if (!p.kubelet.recipe.empty()) {
+      j["kubelet"]["recipe"] = rel(p.kubelet.recipe);
+    } else {
+      j["kubelet"]["binary"] = p.kubelet.binary.url.empty() ? rel(p.kubelet.binary.source) : p.kubelet.binary.url;
+      j["kubelet"]["sha256"] = p.kubelet.binary.sha256;
+    }
   }
   j["extends"] = nlohmann::json::array();
   for (const auto& c : p.chain) j["extends"].push_back(rel(c));

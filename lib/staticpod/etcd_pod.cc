@@ -38,15 +38,28 @@ Result<StaticPodInput> EtcdPodInput(const formation::EtcdArgs& args, const std::
 Status StaticPodEtcdLauncher::Start(const formation::EtcdArgs& args) {
   auto in = EtcdPodInput(args, images_, cluster_name_);
   if (!in) return Fail(in.error());
-  auto written = WriteNodeManifests(paths_.templates, paths_.manifests, *in, true, {"etcd"});
+  if (prepare_) {
+    if (auto s = prepare_(); !s) return Fail(s.error());
+  }
+  const bool podman = host_ == Host::kPodman;
+  auto written = WriteNodeManifests(paths_.templates, paths_.manifests, *in, podman, {"etcd"});
   if (!written) return Fail(written.error());
   if (written->written.empty()) {
     return Fail("etcd cannot run as a static pod: " +
                 (written->skipped.empty() ? "no etcd template" : written->skipped[0]));
   }
-  const std::string unit = PodmanKubeUnit(written->written[0].manifest);
+  unit_ = podman ? PodmanKubeUnit(written->written[0].manifest) : "kubelet.service";
+  if (!podman) {
+    // The kubelet watches the folder: a new or changed manifest needs no restart, only
+    // a running kubelet (the first boot starts it here, once its kubeconfig exists).
+    running_ = true;
+    checked_ = std::chrono::steady_clock::now();
+    auto r = Run({{"systemctl", "start", "--no-block", unit_}});
+    if (!r) return Fail(r.error());
+    if (r->exit_code != 0) return Fail("systemctl start " + unit_ + " failed: " + r->output);
+    return Ok{};
+  }
   const bool same = written->changed.empty();
-  unit_ = unit;
   // A running pod with the same manifest is adopted (sprout-firstboot restarted).
   if (same && Ask()) {
     running_ = true;

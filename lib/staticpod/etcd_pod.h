@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -19,15 +20,25 @@ Result<StaticPodInput> EtcdPodInput(const formation::EtcdArgs& args, const std::
                                     const std::string& cluster_name);
 
 // StaticPodEtcdLauncher renders the baked etcd template into the manifest folder and
-// runs it with podman-kube@.service. systemd supervises it; Running asks systemd.
+// has the node's pod host run it: podman-kube@.service runs that one manifest, or the
+// kubelet (kubelet.service) runs every manifest of the folder. systemd supervises
+// either; Running asks systemd.
 class StaticPodEtcdLauncher : public formation::EtcdLauncher {
  public:
   struct Paths {
     std::filesystem::path templates = "/usr/share/sprout/staticpods";
     std::filesystem::path manifests = "/etc/kubernetes/manifests";
   };
-  StaticPodEtcdLauncher(Paths paths, std::map<std::string, std::string> images, std::string cluster_name)
-      : paths_(std::move(paths)), images_(std::move(images)), cluster_name_(std::move(cluster_name)) {}
+  enum class Host { kPodman, kKubelet };
+  // prepare runs before each start (the kubelet host: write the kubelet's kubeconfig,
+  // which it needs before it runs any pod); an error stops the start.
+  StaticPodEtcdLauncher(Paths paths, std::map<std::string, std::string> images, std::string cluster_name,
+                        Host host = Host::kPodman, std::function<Status()> prepare = {})
+      : paths_(std::move(paths)),
+        images_(std::move(images)),
+        cluster_name_(std::move(cluster_name)),
+        host_(host),
+        prepare_(std::move(prepare)) {}
 
   Status Start(const formation::EtcdArgs& args) override;
   bool Running() override;
@@ -38,6 +49,8 @@ class StaticPodEtcdLauncher : public formation::EtcdLauncher {
   Paths paths_;
   std::map<std::string, std::string> images_;
   std::string cluster_name_;
+  Host host_;
+  std::function<Status()> prepare_;
   bool Ask();
   std::string unit_;
   bool running_ = false;

@@ -8,7 +8,6 @@ Result<std::string> KubeletConfigYaml(const std::string& overrides_yaml) {
   YAML::Node config = YAML::Load(R"(apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 staticPodPath: /etc/kubernetes/manifests
-containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
 cgroupDriver: systemd
 authentication:
   anonymous:
@@ -22,6 +21,11 @@ authorization:
 clusterDomain: cluster.local
 rotateCertificates: true
 imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard:
+  memory.available: 50Mi
+  nodefs.available: 5%
+  imagefs.available: 5%
 )");
   if (!overrides_yaml.empty()) {
     YAML::Node extra;
@@ -45,19 +49,50 @@ imageGCHighThresholdPercent: 100
 }
 
 std::string KubeletUnit() {
+  // At first boot neither kubeconfig exists yet and the unit is skipped; sprout-firstboot
+  // writes one and starts it. Later boots start it at once, so static pods come back
+  // without waiting for formation.
   return R"([Unit]
-Description=kubelet: runs the static pods of this node (configured by sprout)
-After=sprout-firstboot.service containerd.service
-Wants=containerd.service
-ConditionPathExists=/usr/lib/sprout/kubelet/config.yaml
+Description=kubelet: runs this node's pods (configured by sprout)
+Documentation=file:/usr/share/doc/sprout/control-plane.md
+After=containerd.service sprout-images.service
+Requires=containerd.service
+ConditionPathExists=|/etc/kubernetes/kubelet.conf
+ConditionPathExists=|/etc/kubernetes/bootstrap-kubelet.conf
 
 [Service]
-ExecStart=/usr/bin/kubelet --config=/usr/lib/sprout/kubelet/config.yaml --kubeconfig=/etc/kubernetes/kubelet.conf --bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf
+EnvironmentFile=-/etc/kubernetes/kubelet.env
+ExecStart=/usr/bin/kubelet --config=/usr/lib/sprout/kubelet/config.yaml --kubeconfig=/etc/kubernetes/kubelet.conf --bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf --container-runtime=remote --container-runtime-endpoint=unix:///run/containerd/containerd.sock $KUBELET_ARGS
 Restart=always
 RestartSec=5
 
 [Install]
 WantedBy=multi-user.target
+)";
+}
+
+std::string ContainerdConfig(const std::string& sandbox_image) {
+  return R"(# containerd for the kubelet, written by sprout: the pod sandbox is the preloaded pause
+# image (nothing is ever pulled), cgroups through systemd as the kubelet's, Debian's
+# CNI plugins, and the network configuration on the writable state partition.
+version = 2
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = "/var/lib/containerd/opt"
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = ")" +
+         sandbox_image + R"("
+
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+  SystemdCgroup = true
+
+[plugins."io.containerd.grpc.v1.cri".cni]
+  bin_dir = "/usr/lib/cni"
+  conf_dir = "/etc/kubernetes/cni/net.d"
 )";
 }
 

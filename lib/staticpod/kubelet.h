@@ -13,7 +13,12 @@ namespace sprout {
 // kubelet.config mapping) replaces top-level fields; an invalid mapping is an error.
 Result<std::string> KubeletConfigYaml(const std::string& overrides_yaml);
 
-// KubeletUnit is the systemd unit that runs /usr/bin/kubelet with that configuration.
+// KubeletUnit is the systemd unit that runs /usr/bin/kubelet with that configuration and
+// containerd's CRI socket; per-node flags come from /etc/kubernetes/kubelet.env.
 std::string KubeletUnit();
+
+// ContainerdConfig is /etc/containerd/config.toml for a kubelet node: sandbox_image is
+// the preloaded pause image, so no pod ever needs a pull.
+std::string ContainerdConfig(const std::string& sandbox_image);
 
 }  // namespace sprout

@@ -13,7 +13,8 @@ TEST_CASE("The kubelet configuration points at the static pod folder and contain
   auto y = YAML::Load(*plain);
   CHECK(y["kind"].Scalar() == "KubeletConfiguration");
   CHECK(y["staticPodPath"].Scalar() == "/etc/kubernetes/manifests");
-  CHECK(y["containerRuntimeEndpoint"].Scalar() == "unix:///run/containerd/containerd.sock");
+  // kubelet 1.20 takes the runtime endpoint as a flag only (the unit passes it).
+  CHECK_FALSE(y["containerRuntimeEndpoint"]);
   // Preloaded images must survive image garbage collection.
   CHECK(y["imageGCHighThresholdPercent"].as<int>() == 100);
 
@@ -28,6 +29,16 @@ TEST_CASE("The kubelet configuration points at the static pod folder and contain
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().find("must not set 'kind'") != std::string::npos);
   CHECK(KubeletUnit().find("--config=/usr/lib/sprout/kubelet/config.yaml") != std::string::npos);
+  CHECK(KubeletUnit().find("--container-runtime-endpoint=unix:///run/containerd/containerd.sock") !=
+        std::string::npos);
+}
+
+TEST_CASE("containerd's sandbox is the preloaded pause image, with systemd cgroups and Debian's CNI plugins") {
+  const std::string c = ContainerdConfig("localhost/sprout/pause@sha256:" + std::string(64, 'a'));
+  CHECK(c.find("sandbox_image = \"localhost/sprout/pause@sha256:" + std::string(64, 'a') + "\"") !=
+        std::string::npos);
+  CHECK(c.find("SystemdCgroup = true") != std::string::npos);
+  CHECK(c.find("bin_dir = \"/usr/lib/cni\"") != std::string::npos);
 }
 
 }  // namespace
