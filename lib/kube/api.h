@@ -1,0 +1,34 @@
+// A tiny Kubernetes API client: read a kubeconfig, make one HTTPS request with its
+// credentials. The thin edge under kube/nodes.h; everything it returns is plain data
+// for the pure code to judge.
+#pragma once
+
+#include <string>
+
+#include "kube/certs.h"
+#include "util/result.h"
+
+namespace sprout::kube {
+
+// ParseKubeconfig reads the first cluster and the first user of a kubeconfig: the
+// server, the CA (certificate-authority-data, or a certificate-authority file), and
+// either a client certificate and key (…-data, or client-certificate / client-key
+// files, which may be one file as with the kubelet's kubelet-client-current.pem) or a
+// token. Files must be named by absolute paths. user is the user's name.
+Result<Kubeconfig> ParseKubeconfig(const std::string& yaml);
+
+// ApiResponse is an HTTP answer: any status, the API server's errors included.
+struct ApiResponse {
+  long status = 0;   // HTTP status code
+  std::string body;  // the response body
+};
+
+// ApiRequest sends method k.server+path (path like "/api/v1/nodes") with body, trusting
+// only k.ca_pem and authenticating with k's client certificate or bearer token. A
+// failure to get an answer (connection, TLS, timeout) is an error naming the URL; an
+// HTTP error status is not. It waits at most 5 s to connect and timeout_seconds in all.
+Result<ApiResponse> ApiRequest(const Kubeconfig& k, const std::string& method, const std::string& path,
+                               const std::string& body = "", const std::string& content_type = "application/json",
+                               int timeout_seconds = 10);
+
+}  // namespace sprout::kube

@@ -1,0 +1,165 @@
+#include "kube/nodes.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+namespace sprout::kube {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kControlPlaneLabel = "node-role.kubernetes.io/control-plane";
+constexpr const char* kMasterLabel = "node-role.kubernetes.io/master";
+
+// Member is obj[key], or nullptr when obj is null, not an object, or has no key or a
+// null one (the API server omits empty fields; some clients write null).
+const json* Member(const json* obj, const char* key) {
+  if (obj == nullptr || !obj->is_object()) return nullptr;
+  auto it = obj->find(key);
+  return it == obj->end() || it->is_null() ? nullptr : &*it;
+}
+
+// Is says whether obj[key] is the string value.
+bool Is(const json* obj, const char* key, const char* value) {
+  const json* v = Member(obj, key);
+  return v != nullptr && *v == value;
+}
+
+// NodeParser reads one item; where names it in every error ("items[2] (node-3)").
+struct NodeParser {
+  std::string where;
+
+  Error Wrong(const std::string& field, const char* expected) const {
+    return Fail("the NodeList's " + where + ": " + field + " is not " + expected);
+  }
+
+  // String is obj[key] as a string; absent is "".
+  Result<std::string> String(const json* obj, const char* key, const std::string& field) const {
+    const json* v = Member(obj, key);
+    if (v == nullptr) return std::string();
+    if (!v->is_string()) return Wrong(field, "a string");
+    return v->get<std::string>();
+  }
+
+  // Array is obj[key] as an array; absent is an empty one.
+  Result<json> Array(const json* obj, const char* key, const std::string& field) const {
+    const json* v = Member(obj, key);
+    if (v == nullptr) return json::array();
+    if (!v->is_array()) return Wrong(field, "an array");
+    return *v;
+  }
+
+  Result<NodeView> Parse(const json& item) {
+    if (!item.is_object()) return Fail("the NodeList's " + where + " is not an object");
+    NodeView n;
+    const json* meta = Member(&item, "metadata");
+    auto name = String(meta, "name", "metadata.name");
+    if (!name) return Fail(name.error());
+    if (name->empty()) return Fail("the NodeList's " + where + " has no metadata.name");
+    n.name = *name;
+    where += " (" + n.name + ")";
+    if (const json* labels = Member(meta, "labels")) {
+      if (!labels->is_object()) return Wrong("metadata.labels", "an object");
+      for (const auto& [key, value] : labels->items()) {
+        if (!value.is_string()) return Wrong("label " + key, "a string");
+        n.labels[key] = value.get<std::string>();
+      }
+    }
+
+    const json* spec = Member(&item, "spec");
+    auto cidr = String(spec, "podCIDR", "spec.podCIDR");
+    if (!cidr) return Fail(cidr.error());
+    n.pod_cidr = *cidr;
+    auto taints = Array(spec, "taints", "spec.taints");
+    if (!taints) return Fail(taints.error());
+    for (std::size_t i = 0; i < taints->size(); ++i) {
+      auto key = String(&(*taints)[i], "key", "spec.taints[" + std::to_string(i) + "].key");
+      if (!key) return Fail(key.error());
+      n.taint_keys.push_back(*key);
+    }
+
+    const json* status = Member(&item, "status");
+    auto addresses = Array(status, "addresses", "status.addresses");
+    if (!addresses) return Fail(addresses.error());
+    for (std::size_t i = 0; i < addresses->size(); ++i) {
+      const json* a = &(*addresses)[i];
+      if (!Is(a, "type", "InternalIP")) continue;
+      auto ip = String(a, "address", "status.addresses[" + std::to_string(i) + "].address");
+      if (!ip) return Fail(ip.error());
+      if (ip->empty()) continue;
+      n.internal_ip = *ip;
+      break;  // the kubelet lists the node's primary address first
+    }
+    auto conditions = Array(status, "conditions", "status.conditions");
+    if (!conditions) return Fail(conditions.error());
+    for (const auto& c : *conditions) {
+      if (Is(&c, "type", "Ready")) n.ready = Is(&c, "status", "True");
+    }
+    return n;
+  }
+};
+
+}  // namespace
+
+Result<std::vector<NodeView>> ParseNodeList(const std::string& text) {
+  auto j = json::parse(text, nullptr, false);
+  if (j.is_discarded()) return Fail("the NodeList is not valid JSON");
+  if (!j.is_object()) return Fail("the NodeList is not a JSON object");
+  // An error reply is a Status object; its message says more than "no items" would.
+  if (const json* kind = Member(&j, "kind"); kind != nullptr && *kind != "NodeList") {
+    std::string message;
+    if (const json* m = Member(&j, "message"); m != nullptr && m->is_string()) message = ": " + m->get<std::string>();
+    return Fail("expected a NodeList, got a " + kind->dump() + message);
+  }
+  const json* items = Member(&j, "items");
+  if (items == nullptr || !items->is_array()) return Fail("the NodeList has no items array");
+  std::vector<NodeView> out;
+  for (std::size_t i = 0; i < items->size(); ++i) {
+    NodeParser p{"items[" + std::to_string(i) + "]"};
+    auto n = p.Parse((*items)[i]);
+    if (!n) return Fail(n.error());
+    out.push_back(std::move(*n));
+  }
+  return out;
+}
+
+std::string CniConfList(const std::string& pod_cidr) {
+  // ordered_json keeps the keys in the order written here, so the file is stable and
+  // reads like the CNI documentation's examples.
+  using nlohmann::ordered_json;
+  ordered_json ipam = {{"type", "host-local"},
+                       {"ranges", ordered_json::array({ordered_json::array({{{"subnet", pod_cidr}}})})},
+                       {"routes", ordered_json::array({{{"dst", "0.0.0.0/0"}}})}};
+  // No ipMasq: it would rewrite pod-to-pod traffic between nodes to the node address,
+  // and the pod subnets are routed between nodes (PeerRoutes) instead. hairpinMode
+  // lets a pod reach itself through its own Service address.
+  ordered_json bridge = {{"type", "bridge"}, {"bridge", "cni0"},    {"isGateway", true},
+                         {"ipMasq", false},  {"hairpinMode", true}, {"ipam", ipam}};
+  ordered_json portmap = {{"type", "portmap"}, {"capabilities", {{"portMappings", true}}}};
+  ordered_json conf = {
+      {"cniVersion", "0.4.0"}, {"name", "sprout"}, {"plugins", ordered_json::array({bridge, portmap})}};
+  return conf.dump(2) + "\n";
+}
+
+std::vector<PodRoute> PeerRoutes(const std::string& self, const std::vector<NodeView>& nodes) {
+  std::vector<PodRoute> out;
+  for (const auto& n : nodes) {
+    if (n.name == self || n.pod_cidr.empty() || n.internal_ip.empty()) continue;
+    out.push_back({n.pod_cidr, n.internal_ip});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const PodRoute& a, const PodRoute& b) { return a.cidr != b.cidr ? a.cidr < b.cidr : a.via < b.via; });
+  return out;
+}
+
+std::string ControlPlaneLabelPatch() {
+  json patch = {{"metadata", {{"labels", {{kControlPlaneLabel, ""}, {kMasterLabel, ""}}}}}};
+  return patch.dump();
+}
+
+bool NeedsControlPlaneLabel(const NodeView& node) {
+  return !node.labels.contains(kControlPlaneLabel) || !node.labels.contains(kMasterLabel);
+}
+
+}  // namespace sprout::kube

@@ -1,0 +1,51 @@
+// What sprout-firstboot needs to know about the cluster's Node objects, and what it
+// derives from them: this node's CNI configuration, routes to the other nodes' pod
+// subnets, and the control-plane role label. Pure over plain structs; the HTTP side
+// is kube/api.h.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "util/result.h"
+
+namespace sprout::kube {
+
+// NodeView is the part of a v1 Node that sprout reads.
+struct NodeView {
+  std::string name;                           // metadata.name
+  std::string pod_cidr;                       // spec.podCIDR (empty until the controller assigns one)
+  std::string internal_ip;                    // the first status.addresses entry of type InternalIP
+  std::map<std::string, std::string> labels;  // metadata.labels
+  std::vector<std::string> taint_keys;        // spec.taints[].key
+  bool ready = false;                         // status.conditions Ready is "True"
+};
+
+// ParseNodeList reads a v1 NodeList (GET /api/v1/nodes) in the order of its items.
+Result<std::vector<NodeView>> ParseNodeList(const std::string& json);
+
+// CniConfList is /etc/cni/net.d/10-sprout.conflist for a node owning pod_cidr: a
+// bridge cni0 with host-local addresses from pod_cidr, then portmap for hostPort.
+std::string CniConfList(const std::string& pod_cidr);
+
+// PodRoute is "ip route replace CIDR via VIA": another node's pod subnet behind it.
+struct PodRoute {
+  std::string cidr;  // the other node's spec.podCIDR
+  std::string via;   // the other node's InternalIP
+  bool operator==(const PodRoute&) const = default;
+};
+
+// PeerRoutes are the routes to every node but self that has a pod subnet and an
+// InternalIP, sorted by cidr.
+std::vector<PodRoute> PeerRoutes(const std::string& self, const std::vector<NodeView>& nodes);
+
+// ControlPlaneLabelPatch is a JSON merge patch (application/merge-patch+json) for a
+// Node that sets node-role.kubernetes.io/control-plane and, for tools of the 1.20
+// era, node-role.kubernetes.io/master, both "".
+std::string ControlPlaneLabelPatch();
+
+// NeedsControlPlaneLabel says whether node lacks either label of ControlPlaneLabelPatch.
+bool NeedsControlPlaneLabel(const NodeView& node);
+
+}  // namespace sprout::kube

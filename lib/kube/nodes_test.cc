@@ -1,0 +1,176 @@
+#include "kube/nodes.h"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+using namespace sprout;
+using namespace sprout::kube;
+
+namespace {
+
+// A NodeList as kube-apiserver v1.20 returns it, trimmed: node-1 is the control plane
+// (tainted, labelled), node-2 a ready worker, node-3 a worker that just registered and
+// has no pod subnet yet.
+const char* kNodeList = R"({
+  "kind": "NodeList",
+  "apiVersion": "v1",
+  "metadata": {"resourceVersion": "1234"},
+  "items": [
+    {
+      "metadata": {
+        "name": "node-1",
+        "uid": "7c2b1c9e-0000-4000-8000-000000000001",
+        "labels": {
+          "kubernetes.io/hostname": "node-1",
+          "kubernetes.io/os": "linux",
+          "node-role.kubernetes.io/control-plane": "",
+          "node-role.kubernetes.io/master": ""
+        }
+      },
+      "spec": {
+        "podCIDR": "10.244.0.0/24",
+        "podCIDRs": ["10.244.0.0/24"],
+        "taints": [{"key": "node-role.kubernetes.io/master", "effect": "NoSchedule"}]
+      },
+      "status": {
+        "addresses": [
+          {"type": "InternalIP", "address": "198.18.0.11"},
+          {"type": "Hostname", "address": "node-1"}
+        ],
+        "conditions": [
+          {"type": "MemoryPressure", "status": "False"},
+          {"type": "Ready", "status": "True", "reason": "KubeletReady"}
+        ]
+      }
+    },
+    {
+      "metadata": {"name": "node-2", "labels": {"kubernetes.io/hostname": "node-2"}},
+      "spec": {"podCIDR": "10.244.1.0/24"},
+      "status": {
+        "addresses": [
+          {"type": "Hostname", "address": "node-2"},
+          {"type": "InternalIP", "address": "198.18.0.12"},
+          {"type": "InternalIP", "address": "198.18.1.12"}
+        ],
+        "conditions": [{"type": "Ready", "status": "True"}]
+      }
+    },
+    {
+      "metadata": {"name": "node-3"},
+      "spec": {"taints": [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]},
+      "status": {
+        "addresses": [{"type": "InternalIP", "address": "198.18.0.13"}],
+        "conditions": [{"type": "Ready", "status": "False", "reason": "KubeletNotReady"}]
+      }
+    }
+  ]
+})";
+
+}  // namespace
+
+TEST_CASE("kube: ParseNodeList reads names, subnets, addresses, labels, taints and readiness", "[kube]") {
+  auto nodes = ParseNodeList(kNodeList);
+  REQUIRE(nodes);
+  REQUIRE(nodes->size() == 3);
+  const NodeView& cp = (*nodes)[0];
+  CHECK(cp.name == "node-1");
+  CHECK(cp.pod_cidr == "10.244.0.0/24");
+  CHECK(cp.internal_ip == "198.18.0.11");
+  CHECK(cp.labels.at("kubernetes.io/os") == "linux");
+  CHECK(cp.taint_keys == std::vector<std::string>{"node-role.kubernetes.io/master"});
+  CHECK(cp.ready);
+  CHECK_FALSE(NeedsControlPlaneLabel(cp));
+
+  const NodeView& worker = (*nodes)[1];
+  CHECK(worker.internal_ip == "198.18.0.12");  // the first InternalIP, not the Hostname
+  CHECK(worker.ready);
+  CHECK(worker.taint_keys.empty());
+  CHECK(NeedsControlPlaneLabel(worker));
+
+  const NodeView& fresh = (*nodes)[2];
+  CHECK(fresh.pod_cidr.empty());
+  CHECK(fresh.labels.empty());
+  CHECK(fresh.taint_keys == std::vector<std::string>{"node.kubernetes.io/not-ready"});
+  CHECK_FALSE(fresh.ready);
+}
+
+TEST_CASE("kube: ParseNodeList accepts an empty list", "[kube]") {
+  auto nodes = ParseNodeList(R"({"kind":"NodeList","apiVersion":"v1","metadata":{},"items":[]})");
+  REQUIRE(nodes);
+  CHECK(nodes->empty());
+}
+
+TEST_CASE("kube: ParseNodeList says what is wrong with a bad NodeList", "[kube]") {
+  auto error = [](const std::string& json) {
+    auto r = ParseNodeList(json);
+    REQUIRE_FALSE(r);
+    return r.error();
+  };
+  CHECK(error(R"({"kind": "NodeList", "items": [)") == "the NodeList is not valid JSON");
+  CHECK(error("[]") == "the NodeList is not a JSON object");
+  CHECK(error(R"({"kind":"NodeList"})") == "the NodeList has no items array");
+  CHECK(error(R"({"kind":"Status","status":"Failure","message":"nodes is forbidden: User \"system:anonymous\" )"
+              R"(cannot list resource \"nodes\"","code":403})") ==
+        "expected a NodeList, got a \"Status\": nodes is forbidden: User \"system:anonymous\" cannot list resource "
+        "\"nodes\"");
+  CHECK(error(R"({"items":[{"metadata":{}}]})") == "the NodeList's items[0] has no metadata.name");
+  CHECK(error(R"({"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"},"spec":{"podCIDR":7}}]})") ==
+        "the NodeList's items[1] (b): spec.podCIDR is not a string");
+  CHECK(error(R"({"items":[{"metadata":{"name":"a"},"spec":{"taints":{}}}]})") ==
+        "the NodeList's items[0] (a): spec.taints is not an array");
+  CHECK(error(R"({"items":[{"metadata":{"name":"a","labels":{"x":1}}}]})") ==
+        "the NodeList's items[0] (a): label x is not a string");
+  CHECK(error(R"({"items":[{"metadata":{"name":"a"},"status":{"addresses":[{"type":"InternalIP"},)"
+              R"({"type":"InternalIP","address":false}]}}]})") ==
+        "the NodeList's items[0] (a): status.addresses[1].address is not a string");
+  CHECK(error(R"({"items":[3]})") == "the NodeList's items[0] is not an object");
+}
+
+TEST_CASE("kube: PeerRoutes reach every other node with a pod subnet, sorted", "[kube]") {
+  auto nodes = ParseNodeList(kNodeList);
+  REQUIRE(nodes);
+  CHECK(PeerRoutes("node-2", *nodes) == std::vector<PodRoute>{{"10.244.0.0/24", "198.18.0.11"}});
+  CHECK(PeerRoutes("node-3", *nodes) ==
+        std::vector<PodRoute>{{"10.244.0.0/24", "198.18.0.11"}, {"10.244.1.0/24", "198.18.0.12"}});
+
+  std::vector<NodeView> more = {{"c", "10.244.9.0/24", "10.0.0.3"},
+                                {"a", "10.244.10.0/24", "10.0.0.1"},
+                                {"self", "10.244.2.0/24", "10.0.0.9"},
+                                {"no-ip", "10.244.3.0/24", ""}};
+  CHECK(PeerRoutes("self", more) ==
+        std::vector<PodRoute>{{"10.244.10.0/24", "10.0.0.1"}, {"10.244.9.0/24", "10.0.0.3"}});
+  CHECK(PeerRoutes("self", {}).empty());
+}
+
+TEST_CASE("kube: CniConfList is a bridge on the node's pod subnet plus portmap", "[kube]") {
+  const std::string text = CniConfList("10.244.1.0/24");
+  CHECK(text == CniConfList("10.244.1.0/24"));
+  CHECK(text.ends_with("}\n"));
+  auto j = nlohmann::json::parse(text);
+  CHECK(j["cniVersion"] == "0.4.0");
+  CHECK(j["name"] == "sprout");
+  REQUIRE(j["plugins"].size() == 2);
+  const auto& bridge = j["plugins"][0];
+  CHECK(bridge["type"] == "bridge");
+  CHECK(bridge["bridge"] == "cni0");
+  CHECK(bridge["isGateway"] == true);
+  CHECK(bridge["ipMasq"] == false);
+  CHECK(bridge["hairpinMode"] == true);
+  CHECK(bridge["ipam"]["type"] == "host-local");
+  CHECK(bridge["ipam"]["ranges"][0][0]["subnet"] == "10.244.1.0/24");
+  CHECK(bridge["ipam"]["routes"][0]["dst"] == "0.0.0.0/0");
+  CHECK(j["plugins"][1]["type"] == "portmap");
+  CHECK(j["plugins"][1]["capabilities"]["portMappings"] == true);
+}
+
+TEST_CASE("kube: ControlPlaneLabelPatch labels a node so NeedsControlPlaneLabel is satisfied", "[kube]") {
+  auto patch = nlohmann::json::parse(ControlPlaneLabelPatch());
+  NodeView node{"node-1"};
+  CHECK(NeedsControlPlaneLabel(node));
+  for (const auto& [key, value] : patch["metadata"]["labels"].items()) node.labels[key] = value.get<std::string>();
+  CHECK(node.labels.size() == 2);
+  CHECK(node.labels.at("node-role.kubernetes.io/control-plane").empty());
+  CHECK_FALSE(NeedsControlPlaneLabel(node));
+  node.labels.erase("node-role.kubernetes.io/master");
+  CHECK(NeedsControlPlaneLabel(node));
+}
