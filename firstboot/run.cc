@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "firstboot/node_agent.h"
 #include "formation/daemon.h"
 #include "formation/node_state.h"
 #include "kube/controlplane.h"
@@ -251,6 +252,20 @@ std::function<void(const formation::MemberInfo&)> ControlPlane(const node::RunFl
   };
 }
 
+// NodeAgent starts the node agent (firstboot/node_agent.h) on a kubelet node; on others
+// it returns an empty thread.
+std::thread NodeAgent(const node::NodeSettings& settings, const ClusterRecord& record) {
+  if (record.pod_host != "kubelet") return {};
+  NodeAgentOptions o;
+  o.node_name = settings.formation.name;
+  o.control_plane = settings.formation.control_plane;
+  o.admin_kubeconfig = settings.formation.pki_dir.parent_path() / "admin.conf";
+  o.kubelet_kubeconfig = settings.formation.pki_dir.parent_path() / "kubelet.conf";
+  return std::thread([o] {
+    RunNodeAgent(o, &g_stop, [](int priority, const std::string& message) { Log(priority, "kubernetes", message); });
+  });
+}
+
 // WaitForLocalAddress polls the interfaces until one carries ip, or the time is up.
 bool WaitForLocalAddress(const std::string& ip, std::chrono::seconds limit) {
   auto deadline = std::chrono::steady_clock::now() + limit;
@@ -311,8 +326,13 @@ int Run(const node::RunFlags& flags) {
   settings.formation.make_launcher = PodHost(flags, settings, in.record);
   // 5. Once a voting member: the Kubernetes control plane's files and static pods.
   settings.formation.on_member = ControlPlane(flags, settings, in.record);
-  // 6. Form or join, then report until stopped.
-  return FormOrJoin(settings, *state);
+  // 6. On a kubelet node: keep the node's Kubernetes side in shape (label, pod network).
+  std::thread agent = NodeAgent(settings, in.record);
+  // 7. Form or join, then report until stopped.
+  const int code = FormOrJoin(settings, *state);
+  g_stop = 1;
+  if (agent.joinable()) agent.join();
+  return code;
 }
 
 }  // namespace sprout::firstboot

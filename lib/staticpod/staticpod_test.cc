@@ -143,17 +143,21 @@ spec:
 
 TEST_CASE("Manifests adapted for podman keep everything but the HTTP probes") {
   auto in = InputFor("one-node.yaml", 1);
-  auto tmpl = ReadFile(kSource + "/staticpods/etcd.yaml");
+  auto tmpl = ReadFile(kSource + "/staticpods/kube-apiserver.yaml");
   REQUIRE(tmpl.ok());
-  auto pod = RenderStaticPod(*tmpl, in, "etcd.yaml");
+  auto pod = RenderStaticPod(*tmpl, in, "kube-apiserver.yaml");
   REQUIRE(pod.ok());
-  CHECK(pod->find("livenessProbe") != std::string::npos);
+  for (const char* probe : {"livenessProbe", "readinessProbe", "startupProbe"}) {
+    CHECK(pod->find(probe) != std::string::npos);
+  }
   auto adapted = ForPodman(*pod);
   REQUIRE(adapted.ok());
-  CHECK(adapted->find("livenessProbe") == std::string::npos);
-  CHECK(adapted->find("--initial-cluster=node-1=https://198.18.0.11:2380") != std::string::npos);
+  for (const char* probe : {"livenessProbe", "readinessProbe", "startupProbe"}) {
+    CHECK(adapted->find(probe) == std::string::npos);
+  }
+  CHECK(adapted->find("--etcd-servers=https://198.18.0.11:2379") != std::string::npos);
   Diagnostics d;
-  ValidatePod(*adapted, "etcd.yaml", d);
+  ValidatePod(*adapted, "kube-apiserver.yaml", d);
   CHECK(d.all().empty());
 }
 
