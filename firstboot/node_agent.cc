@@ -5,11 +5,16 @@
 #include <chrono>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "kube/api.h"
+#include "kube/bootstrap.h"
+#include "kube/certs.h"
 #include "kube/nodes.h"
+#include "staticpod/kubelet.h"
 #include "util/fs.h"
 #include "util/process.h"
+#include "util/text.h"
 
 namespace sprout::firstboot {
 
@@ -23,11 +28,18 @@ class Agent {
   Agent(const NodeAgentOptions& o, const AgentLog& log) : o_(o), log_(log) {}
 
   std::string Round() {
-    const bool admin = o_.control_plane && fs::exists(o_.admin_kubeconfig);
-    auto text = ReadFile(admin ? o_.admin_kubeconfig : o_.kubelet_kubeconfig);
+    if (!o_.control_plane) {
+      if (auto s = StartWorkerKubelet(); !s.empty()) return s;
+    }
+    const fs::path admin_file = o_.kubernetes_dir / "admin.conf";
+    const bool admin = o_.control_plane && fs::exists(admin_file);
+    auto text = ReadFile(admin ? admin_file : o_.kubernetes_dir / "kubelet.conf");
     if (!text) return "no kubeconfig yet: " + text.error();
     auto config = kube::ParseKubeconfig(*text);
     if (!config) return config.error();
+    if (admin && !bootstrap_done_) {
+      if (auto s = CreateBootstrap(*config); !s.empty()) return s;
+    }
     auto got = kube::ApiRequest(*config, "GET", "/api/v1/nodes");
     if (!got) return got.error();
     if (got->status != 200) return "listing the nodes answered HTTP " + std::to_string(got->status);
@@ -55,6 +67,59 @@ class Agent {
   const NodeAgentOptions& o_;
   const AgentLog& log_;
   std::set<std::string> routed_;  // "CIDR via IP" already programmed
+  bool bootstrap_done_ = false;
+  bool kubelet_started_ = false;
+
+  // StartWorkerKubelet gives a worker's kubelet what TLS bootstrapping needs, once
+  // formation saved the worker's credentials, and starts it. Its kubelet.conf (written
+  // by the kubelet itself once its certificate is signed) ends the step.
+  std::string StartWorkerKubelet() {
+    if (kubelet_started_ || fs::exists(o_.kubernetes_dir / "kubelet.conf")) return "";
+    const fs::path worker = o_.state_dir / "worker";
+    auto token = ReadFile(worker / "bootstrap-token");
+    if (!token) return "waiting for formation to hand this worker its credentials";
+    auto ca = ReadFile(worker / "ca.crt");
+    auto endpoints = ReadFile(worker / "api-endpoints");
+    if (!ca || !endpoints) return "the worker credentials in " + worker.string() + " are incomplete";
+    const std::string server = std::string(Trim(endpoints->substr(0, endpoints->find('\n'))));
+    if (server.empty()) return worker.string() + "/api-endpoints names no API server";
+    std::error_code ec;
+    fs::create_directories(o_.kubernetes_dir / "pki", ec);
+    auto conf = kube::BootstrapKubeconfig(*ca, server, std::string(Trim(*token)), o_.cluster_name);
+    for (const auto& [file, text, mode] :
+         {std::tuple{o_.kubernetes_dir / "pki" / "ca.crt", *ca, fs::perms(0644)},
+          std::tuple{o_.kubernetes_dir / "bootstrap-kubelet.conf", conf.content, fs::perms(0600)},
+          std::tuple{o_.kubernetes_dir / "kubelet.env", KubeletEnv(o_.node_name, o_.node_ip, false),
+                     fs::perms(0644)}}) {
+      if (auto s = WriteFileAtomic(file, text, mode); !s) return s.error();
+    }
+    auto run = Run({{"systemctl", "start", "--no-block", "kubelet.service"}});
+    if (!run || run->exit_code != 0) return "systemctl start kubelet.service failed";
+    kubelet_started_ = true;
+    log_(LOG_INFO, "worker: bootstrap-kubelet.conf written for " + server + "; kubelet started (TLS bootstrap)");
+    return "";
+  }
+
+  // CreateBootstrap creates the bootstrap-token Secret and kubeadm's bootstrap RBAC; an
+  // object that exists already (409) is left as it is.
+  std::string CreateBootstrap(const kube::Kubeconfig& admin) {
+    auto token = ReadFile(o_.state_dir / "bootstrap-token");
+    if (!token) return "no bootstrap token in " + (o_.state_dir / "bootstrap-token").string();
+    auto secret = kube::BootstrapTokenSecret(std::string(Trim(*token)));
+    if (!secret) return secret.error();
+    std::vector<kube::ApiObject> objects{*secret};
+    for (auto& b : kube::BootstrapBindings()) objects.push_back(std::move(b));
+    for (const auto& obj : objects) {
+      auto r = kube::ApiRequest(admin, "POST", obj.path, obj.json);
+      if (!r) return r.error();
+      if (r->status != 201 && r->status != 409) {
+        return "creating " + obj.name + " answered HTTP " + std::to_string(r->status);
+      }
+      if (r->status == 201) log_(LOG_INFO, "created " + obj.name);
+    }
+    bootstrap_done_ = true;
+    return "";
+  }
 
   std::string WriteCni(const std::string& pod_cidr) {
     const fs::path file = o_.cni_dir / "10-sprout.conflist";

@@ -1,7 +1,14 @@
-// The node agent: once the kubelet runs, sprout-firstboot keeps this node's Kubernetes
-// side in shape from the Node objects (lib/kube/nodes.h): the control-plane label on a
-// control-plane node, the CNI configuration for the pod subnet the controller-manager
-// gave it, and routes to every other node's pod subnet.
+// The node agent: on a kubelet node, sprout-firstboot keeps the node's Kubernetes side
+// in shape, every few seconds, from what formation left on disk and from the Node
+// objects (lib/kube/nodes.h, lib/kube/bootstrap.h):
+//   a worker, once formation saved its credentials: the Kubernetes CA, a
+//     bootstrap-kubelet.conf with the bootstrap token, its kubelet arguments, and the
+//     kubelet started (it then registers through TLS bootstrapping);
+//   a control-plane node, once its apiserver answers: the bootstrap-token Secret and
+//     kubeadm's bootstrap RBAC (created once, kept if present), and its own
+//     node-role.kubernetes.io/control-plane label;
+//   every node, once the controller-manager gave it a pod subnet: the CNI
+//     configuration for it, and routes to the other nodes' pod subnets.
 #pragma once
 
 #include <csignal>
@@ -13,19 +20,19 @@ namespace sprout::firstboot {
 
 struct NodeAgentOptions {
   std::string node_name;
-  // Read the nodes with the admin kubeconfig on a control-plane node (it also labels the
-  // node), else with the kubelet's own.
-  std::filesystem::path admin_kubeconfig = "/etc/kubernetes/admin.conf";
-  std::filesystem::path kubelet_kubeconfig = "/etc/kubernetes/kubelet.conf";
+  std::string node_ip;
+  std::string cluster_name;
   bool control_plane = false;
+  std::filesystem::path kubernetes_dir = "/etc/kubernetes";     // admin.conf, kubelet.conf, pki/
+  std::filesystem::path state_dir = "/var/lib/sprout";          // bootstrap-token, worker/
   std::filesystem::path cni_dir = "/etc/kubernetes/cni/net.d";  // containerd's conf_dir
-  bool routes = true;                                            // program routes with `ip route`
+  bool routes = true;                                           // program routes with `ip route`
 };
 
 using AgentLog = std::function<void(int priority, const std::string& message)>;
 
-// RunNodeAgent checks every few seconds until *stop is set. Problems are logged once
-// each (not every round) and retried.
+// RunNodeAgent checks every few seconds until *stop is set. A problem is logged when it
+// changes (not every round) and retried.
 void RunNodeAgent(const NodeAgentOptions& options, const volatile std::sig_atomic_t* stop, const AgentLog& log);
 
 }  // namespace sprout::firstboot

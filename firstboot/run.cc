@@ -27,6 +27,7 @@
 #include "nodeconfig/apply.h"
 #include "nodeconfig/sources.h"
 #include "staticpod/etcd_pod.h"
+#include "staticpod/kubelet.h"
 #include "util/fs.h"
 
 namespace sprout::firstboot {
@@ -179,9 +180,7 @@ std::function<Status()> KubeletPrepare(const node::RunFlags& flags, const node::
     auto issued = kube::WriteControlPlaneFiles(paths, ControlPlaneNodeFor(o, record));
     if (!issued) return Fail(issued.error());
     for (const auto& f : *issued) Log(LOG_INFO, "control-plane", "issued " + f);
-    std::string args = "--node-ip=" + o.listen + " --hostname-override=" + o.name;
-    if (o.control_plane) args += " --register-with-taints=node-role.kubernetes.io/control-plane=:NoSchedule";
-    const std::string env = "# written by sprout-firstboot: this node's kubelet arguments\nKUBELET_ARGS=\"" + args + "\"\n";
+    const std::string env = KubeletEnv(o.name, o.listen, o.control_plane);
     auto have = ReadFile(paths.kubernetes_dir / "kubelet.env");
     if (have && *have == env) return Ok{};
     return WriteFileAtomic(paths.kubernetes_dir / "kubelet.env", env);
@@ -258,9 +257,11 @@ std::thread NodeAgent(const node::NodeSettings& settings, const ClusterRecord& r
   if (record.pod_host != "kubelet") return {};
   NodeAgentOptions o;
   o.node_name = settings.formation.name;
+  o.node_ip = settings.formation.listen;
+  o.cluster_name = settings.formation.cluster_name;
   o.control_plane = settings.formation.control_plane;
-  o.admin_kubeconfig = settings.formation.pki_dir.parent_path() / "admin.conf";
-  o.kubelet_kubeconfig = settings.formation.pki_dir.parent_path() / "kubelet.conf";
+  o.kubernetes_dir = settings.formation.pki_dir.parent_path();
+  o.state_dir = settings.formation.state_dir;
   return std::thread([o] {
     RunNodeAgent(o, &g_stop, [](int priority, const std::string& message) { Log(priority, "kubernetes", message); });
   });

@@ -71,6 +71,12 @@ WantedBy=multi-user.target
 )";
 }
 
+std::string KubeletEnv(const std::string& node_name, const std::string& node_ip, bool control_plane) {
+  std::string args = "--node-ip=" + node_ip + " --hostname-override=" + node_name;
+  if (control_plane) args += " --register-with-taints=node-role.kubernetes.io/control-plane=:NoSchedule";
+  return "# written by sprout-firstboot: this node's kubelet arguments\nKUBELET_ARGS=\"" + args + "\"\n";
+}
+
 std::string ContainerdConfig(const std::string& sandbox_image) {
   return R"(# containerd for the kubelet, written by sprout: the pod sandbox is the preloaded pause
 # image (nothing is ever pulled), cgroups through systemd as the kubelet's, Debian's

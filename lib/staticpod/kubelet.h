@@ -17,6 +17,11 @@ Result<std::string> KubeletConfigYaml(const std::string& overrides_yaml);
 // containerd's CRI socket; per-node flags come from /etc/kubernetes/kubelet.env.
 std::string KubeletUnit();
 
+// KubeletEnv is /etc/kubernetes/kubelet.env, the node's own kubelet arguments: its name
+// (the CN of its certificate) and address, and on a control-plane node the NoSchedule
+// taint it registers with.
+std::string KubeletEnv(const std::string& node_name, const std::string& node_ip, bool control_plane);
+
 // ContainerdConfig is /etc/containerd/config.toml for a kubelet node: sandbox_image is
 // the preloaded pause image, so no pod ever needs a pull.
 std::string ContainerdConfig(const std::string& sandbox_image);

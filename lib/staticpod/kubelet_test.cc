@@ -33,6 +33,15 @@ TEST_CASE("The kubelet configuration points at the static pod folder and contain
         std::string::npos);
 }
 
+TEST_CASE("The kubelet's per-node arguments name the node, its address and the control-plane taint") {
+  const std::string cp = KubeletEnv("node-1", "198.18.0.11", true);
+  CHECK(cp.find("KUBELET_ARGS=\"--node-ip=198.18.0.11 --hostname-override=node-1 "
+                "--register-with-taints=node-role.kubernetes.io/control-plane=:NoSchedule\"") != std::string::npos);
+  const std::string worker = KubeletEnv("node-4", "198.18.0.14", false);
+  CHECK(worker.find("--register-with-taints") == std::string::npos);
+  CHECK(worker.find("--hostname-override=node-4") != std::string::npos);
+}
+
 TEST_CASE("containerd's sandbox is the preloaded pause image, with systemd cgroups and Debian's CNI plugins") {
   const std::string c = ContainerdConfig("localhost/sprout/pause@sha256:" + std::string(64, 'a'));
   CHECK(c.find("sandbox_image = \"localhost/sprout/pause@sha256:" + std::string(64, 'a') + "\"") !=
