@@ -19,9 +19,9 @@
 # address; the DHCP lease is only for the firmware.
 
 CLUSTER_NET=198.18.0
-CLUSTER_MEM=${CLUSTER_MEM:-1536}
+CLUSTER_MEM=${CLUSTER_MEM:-2048}  # the control plane and containerd's images (in memory on an ISO node)
 CLUSTER_SMP=${CLUSTER_SMP:-1}
-CLUSTER_PXE_MEM=${CLUSTER_PXE_MEM:-2048}  # the root sits in memory on a PXE node
+CLUSTER_PXE_MEM=${CLUSTER_PXE_MEM:-2560}  # the root sits in memory on a PXE node
 declare -a CLUSTER_MEDIUM
 
 # cluster_init DIR IMAGE: prepares DIR (secret, SSH key, OVMF vars; a new directory in
@@ -255,6 +255,43 @@ cluster_id() {
   cluster_etcdctl "$1" endpoint status -w json |
     python3 -c 'import json,sys; print("%x" % json.load(sys.stdin)[0]["Status"]["header"]["cluster_id"])'
 }
+
+# cluster_kubectl ARGS...: kubectl 1.20 (compiled by the kubernetes recipe, cached) as
+# the cluster's admin, in the network namespace, with the admin.conf node 1 made
+# (fetched once over SSH; it names node 1's apiserver, KUBE_SERVER overrides that).
+cluster_kubectl() {
+  local conf=$CLUSTER_DIR/admin.conf
+  if [ -z "${CLUSTER_KUBECTL:-}" ]; then
+    CLUSTER_KUBECTL=$(bash "$here/../images/kubernetes/compile.sh" "${SPROUT_CACHE:-/var/cache/sprout}" 2>/dev/null)/kubectl
+  fi
+  if [ ! -s "$conf" ]; then
+    node_ssh 1 cat /etc/kubernetes/admin.conf > "$conf.tmp" && mv "$conf.tmp" "$conf" || return 1
+  fi
+  ip netns exec "$CLUSTER_NS" "$CLUSTER_KUBECTL" --kubeconfig "$conf" --request-timeout=20s \
+    ${KUBE_SERVER:+--server "$KUBE_SERVER"} "$@"
+}
+
+# nodes_ready N: true when the cluster lists N nodes and every one is Ready.
+nodes_ready() {
+  local want=$1 got
+  got=$(cluster_kubectl get nodes --no-headers 2>/dev/null | awk '$2 == "Ready" {n++} END {print n+0}')
+  [ "$got" -eq "$want" ] && [ "$(cluster_kubectl get nodes --no-headers 2>/dev/null | wc -l)" -eq "$want" ]
+}
+
+# mirror_pods_running NODES...: true when etcd, kube-apiserver, kube-controller-manager
+# and kube-scheduler run on each node (their mirror pods are Running).
+mirror_pods_running() {
+  local listed n c
+  listed=$(cluster_kubectl get pods -n kube-system --no-headers 2>/dev/null | awk '$3 == "Running" {print $1}')
+  for n in "$@"; do
+    for c in etcd kube-apiserver kube-controller-manager kube-scheduler; do
+      echo "$listed" | grep -qx "$c-$n" || return 1
+    done
+  done
+}
+
+# readyz I prints what node I's apiserver answers on /readyz.
+readyz() { KUBE_SERVER="https://$(node_ip "$1"):6443" cluster_kubectl get --raw /readyz 2>&1; }
 
 # cluster_teardown [keep]: stops every VM and removes the network; keeps logs if asked.
 cluster_teardown() {
