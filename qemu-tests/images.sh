@@ -1,8 +1,8 @@
 #!/bin/bash
-# QEMU image test: build qemu-tests/images.yaml (default profile: etcd from its recipe,
-# plus busybox), boot it under UEFI with no network device at all (-nic none), and check
-# that podman lists both preloaded images with the digests the build recorded, runs a
-# container from each, and that re-running the import skips what is present.
+# QEMU image test: build qemu-tests/images.yaml (the default profile's images from their
+# recipes, plus busybox), boot it under UEFI with no network device at all (-nic none), and check
+# that containerd lists every preloaded image with the digest the build recorded, runs a
+# busybox and an etcd container, and that re-running the import skips what is present.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
