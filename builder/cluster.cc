@@ -1,6 +1,9 @@
 #include "builder/cluster.h"
 
+#include <algorithm>
 #include <map>
+#include <regex>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "fetch/fetch.h"
@@ -52,6 +55,38 @@ Status BuildKubelet(KubeletSettings& k, const fs::path& cache_dir) {
   return Ok{};
 }
 
+// ComponentOf is the component an image reference is for: the last path element of
+// its repository (localhost/sprout/etcd:3.4 -> etcd).
+std::string ComponentOf(const std::string& reference) {
+  std::string repo = reference.substr(0, reference.find('@'));
+  const auto slash = repo.rfind('/');
+  const auto colon = repo.rfind(':');
+  if (colon != std::string::npos && (slash == std::string::npos || colon > slash)) repo = repo.substr(0, colon);
+  return slash == std::string::npos ? repo : repo.substr(repo.rfind('/') + 1);
+}
+
+// AirGapErrors proves at build time that every image a baked template runs is preloaded:
+// each {{image_NAME}} must be the component of one of the profile's images. A node
+// that would have to pull an image cannot start that pod on an air-gapped site.
+std::vector<std::string> AirGapErrors(const Profile& p, const std::string& name, const fs::path& path,
+                                      const std::string& text) {
+  std::set<std::string> preloaded;
+  for (const auto& img : p.images) preloaded.insert(ComponentOf(img.ref));
+  static const std::regex kImage(R"(\{\{\s*image_([A-Za-z0-9_]+)\s*\}\})");
+  std::vector<std::string> errors;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), kImage); it != std::sregex_iterator(); ++it) {
+    std::string component = (*it)[1].str();
+    std::replace(component.begin(), component.end(), '_', '-');
+    if (preloaded.count(component) != 0) continue;
+    const std::string pod = name.substr(0, name.size() - 5);
+    errors.push_back("the static pod " + name + " (" + path.string() + ") runs the image of '" + component +
+                     "', which the profile does not preload, so a node could only pull it; add it to images: " +
+                     "(its repository's last element must be '" + component + "'), or leave the pod out of the " +
+                     "image with 'withoutStaticPods: [" + pod + "]'");
+  }
+  return errors;
+}
+
 // SampleInput stands in for a node at build time, so every template is rendered and
 // checked before an image exists.
 StaticPodInput SampleInput(const Profile& p) {
@@ -96,8 +131,18 @@ Status AddClusterFiles(const Profile& p, const fs::path& data_dir, std::vector<R
     }
     if (ec) return Fail("cannot list the staticPods folder " + dir.string() + ": " + ec.message());
   }
-  const StaticPodInput sample = SampleInput(p);
   std::vector<std::string> errors;
+  for (const auto& left_out : p.without_static_pods) {
+    if (templates.erase(left_out + ".yaml") == 0) {
+      errors.push_back("withoutStaticPods names '" + left_out + "', which is no static-pod template; the templates are " +
+                       [&] {
+                         std::string names;
+                         for (const auto& [n, unused] : templates) names += (names.empty() ? "" : ", ") + n.substr(0, n.size() - 5);
+                         return names;
+                       }());
+    }
+  }
+  const StaticPodInput sample = SampleInput(p);
   for (const auto& [name, path] : templates) {
     auto text = ReadFile(path);
     if (!text) {
@@ -109,11 +154,13 @@ Status AddClusterFiles(const Profile& p, const fs::path& data_dir, std::vector<R
       errors.push_back(rendered.error());
       continue;
     }
+    // Only a node of a cluster (a profile with a Shoot) renders and runs the templates.
+    if (p.shoot) {
+      for (auto& e : AirGapErrors(p, name, path, *text)) errors.push_back(std::move(e));
+    }
     add.push_back({RootEntry::Kind::kFile, "usr/share/sprout/staticpods/" + name, *text, {}, 0644});
   }
-  if (!errors.empty()) {
-    return Fail("static-pod templates do not render (checked with sample values):\n" + Join(errors, "\n"));
-  }
+  if (!errors.empty()) return Fail("the static pods cannot be baked:\n" + Join(errors, "\n"));
   if (p.shoot)
     add.push_back({RootEntry::Kind::kFile, "usr/share/sprout/cluster.json", ShootToJson(*p.shoot), {}, 0644});
   // /etc is read-only on a node; certificates, kubeconfigs and rendered manifests live on
@@ -141,7 +188,7 @@ std::map<std::string, std::string> ComponentImages(const std::vector<oci::Preloa
     const auto slash = repo.rfind('/');
     const auto colon = repo.rfind(':');
     if (colon != std::string::npos && (slash == std::string::npos || colon > slash)) repo = repo.substr(0, colon);
-    const std::string component = slash == std::string::npos ? repo : repo.substr(repo.rfind('/') + 1);
+    const std::string component = ComponentOf(img.reference);
     const std::string& digest = img.manifest_digest.empty() ? img.digest : img.manifest_digest;
     out[component] = repo + "@" + digest;
   }

@@ -57,12 +57,19 @@ spec:
   containers:
     - {name: hello, image: "{{image_etcd}}", command: [etcd, --version]}
 YAML
+# A tiny image named etcd in an OCI layout: the one the profile preloads.
+mkdir -p "$work/layer/bin"
+echo 'not really etcd' > "$work/layer/bin/etcd"
+python3 "$src/images/lib/mkimage.py" "$work/p/layout" localhost/test/etcd:1 '["/bin/etcd"]' "$work/layer" >/dev/null
 cat > "$work/p/good.yaml" <<YAML
 name: plant
 base: ../fakebase
 disk: {espSize: 40MiB, stateSize: 16MiB}
 shoot: three.yaml
 staticPods: [pods]
+images:
+  - {ref: "localhost/test/etcd:1", source: "oci:layout"}
+withoutStaticPods: [kube-apiserver, kube-controller-manager, kube-scheduler]
 files:
   - {path: /usr/local/bin/tool, url: "http://127.0.0.1:$port/tool", sha256: $good, mode: 0755}
 YAML
@@ -79,9 +86,25 @@ if [ "$rc" -eq 0 ]; then
   check "the fetched file is in the root with its content" "$(rdsquashfs -c /usr/local/bin/tool "$work/root.sqfs" 2>&1)" '^echo fetched tool$|fetched tool'
   check "cluster.json carries the Shoot" "$(rdsquashfs -c /usr/share/sprout/cluster.json "$work/root.sqfs" | tr -d ' \n')" '"name":"plant".*"minimum":3'
   list=$(rdsquashfs -l /usr/share/sprout/staticpods "$work/root.sqfs" 2>&1 | tr '\n' ' ')
-  check "four templates and the profile's added pod are baked" "$list" 'etcd\.yaml.*hello\.yaml.*kube-apiserver\.yaml.*kube-controller-manager\.yaml.*kube-scheduler\.yaml'
+  check "etcd's template and the profile's added pod are baked, the left-out ones are not" "$list" ' etcd\.yaml .* hello\.yaml $'
   check "the fetched file is cached by digest" "$(ls "$work/cache/files/sha256/")" "^$good\$"
 fi
+
+# --- air gap: a cluster image whose static pods run an image it does not preload fails
+# to build, naming each pod, its image and both ways out
+grep -v '^withoutStaticPods:\|^images:\|localhost/test/etcd' "$work/p/good.yaml" | sed 's/^name: plant/name: air/' > "$work/p/air.yaml"
+out=$("$SPROUT" build "$work/p/air.yaml" -o "$work/out-air" --cache-dir "$work/cache" 2>&1); rc=$?
+echo "$out" | head -3 | cut -c1-200 | sed 's/^/     | /'
+check "air gap: the build fails" "$rc" '^1$'
+check "air gap: names kube-apiserver's pod, its image and the opt-out" "$out" \
+  "static pod kube-apiserver\.yaml .* runs the image of 'kube-apiserver', which the profile does not preload.*withoutStaticPods: \[kube-apiserver\]"
+check "air gap: names the profile's own pod too" "$out" "static pod hello\.yaml \([^)]*pods/hello\.yaml\) runs the image of 'etcd'"
+check "air gap: every such pod in one run" "$(grep -c 'which the profile does not preload' <<<"$out")" '^5$'
+check "air gap: no image written" "$(ls "$work/out-air" 2>/dev/null | wc -l)" '^0$'
+printf 'withoutStaticPods: [kube-proxy]\n' >> "$work/p/air.yaml"
+out=$("$SPROUT" build "$work/p/air.yaml" -o "$work/out-air" --cache-dir "$work/cache" 2>&1)
+check "air gap: leaving out a pod that is no template is an error naming the templates" "$out" \
+  "withoutStaticPods names 'kube-proxy', which is no static-pod template; the templates are etcd, hello, kube-apiserver"
 
 # --- a wrong sha256: a clear error naming the URL and both digests; nothing cached, nothing written
 sed "s/$good/$wrong/" "$work/p/good.yaml" > "$work/p/wrong.yaml"
@@ -89,7 +112,7 @@ sed -i 's/^name: plant/name: wrong/' "$work/p/wrong.yaml"
 out=$("$SPROUT" build "$work/p/wrong.yaml" -o "$work/out2" --cache-dir "$work/cache2" 2>&1); rc=$?
 echo "$out" | grep -i sha256 | sed 's/^/     | /'
 check "wrong sha256: build fails" "$rc" '^1$'
-check "wrong sha256: message names the profile line, URL and both digests" "$out" "wrong\.yaml:7:5: http://127\.0\.0\.1:$port/tool: the download \([0-9]+ bytes\) has sha256 $good, but the profile expects $wrong"
+check "wrong sha256: message names the profile line, URL and both digests" "$out" "wrong\.yaml:10:5: http://127\.0\.0\.1:$port/tool: the download \([0-9]+ bytes\) has sha256 $good, but the profile expects $wrong"
 check "wrong sha256: nothing cached" "$(find "$work/cache2" -type f 2>/dev/null | wc -l)" '^0$'
 check "wrong sha256: no image written" "$(ls "$work/out2" 2>/dev/null | wc -l)" '^0$'
 

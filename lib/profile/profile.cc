@@ -59,6 +59,7 @@ struct Layer {
   std::optional<fs::path> shoot;
   Location shoot_where;
   std::vector<fs::path> static_pods;
+  std::vector<std::string> without_static_pods;
   std::optional<PodHost> pod_host;
   std::optional<KubeletSettings> kubelet;
 };
@@ -94,7 +95,8 @@ class LayerParser {
     }
     CheckKeys(root, "the profile",
               {"extends", "name", "description", "base", "role", "formats", "kernel", "disk", "overlays", "files",
-               "reproducible", "hostname", "images", "shoot", "staticPods", "podHost", "kubelet"});
+               "reproducible", "hostname", "images", "shoot", "staticPods", "withoutStaticPods", "podHost",
+               "kubelet"});
     ParseCluster(root, layer);
     if (auto n = root["extends"]) {
       if (auto s = String(n, "extends")) {
@@ -545,6 +547,12 @@ class LayerParser {
         }
       }
     }
+    if (auto n = root["withoutStaticPods"]) {
+      for (const auto& item : Seq(n, "withoutStaticPods")) {
+        auto s = String(item, "an item of withoutStaticPods");
+        if (s) layer.without_static_pods.push_back(*s);
+      }
+    }
     if (auto n = root["podHost"]) {
       if (auto s = String(n, "podHost")) {
         if (*s == "podman") {
@@ -719,6 +727,8 @@ std::optional<Profile> LoadProfile(const fs::path& path, Diagnostics& diags) {
       shoot_where = l.shoot_where;
     }
     p.static_pods.insert(p.static_pods.end(), l.static_pods.begin(), l.static_pods.end());
+    p.without_static_pods.insert(p.without_static_pods.end(), l.without_static_pods.begin(),
+                                 l.without_static_pods.end());
     if (l.pod_host) p.pod_host = *l.pod_host;
     if (l.kubelet) p.kubelet = *l.kubelet;
   }
@@ -793,6 +803,7 @@ std::string ProfileToJson(const Profile& p, const fs::path& base_dir) {
   j["reproducible"]["sourceDateEpoch"] = p.source_date_epoch;
   if (!p.hostname.empty()) j["hostname"] = p.hostname;
   if (!p.shoot_file.empty()) j["shoot"] = rel(p.shoot_file);
+  if (!p.without_static_pods.empty()) j["withoutStaticPods"] = p.without_static_pods;
   if (!p.static_pods.empty()) {
     j["staticPods"] = nlohmann::json::array();
     for (const auto& d : p.static_pods) j["staticPods"].push_back(rel(d));

@@ -82,6 +82,7 @@ struct Profile {
   std::filesystem::path shoot_file;                // the Gardener Shoot, if the profile names one
   std::optional<Shoot> shoot;                      // parsed from shoot_file
   std::vector<std::filesystem::path> static_pods;  // folders of manifests that override or add templates
+  std::vector<std::string> without_static_pods;    // template names left out of the image (no .yaml)
   PodHost pod_host = PodHost::kPodman;
   KubeletSettings kubelet;
   std::vector<ProfileImage> images;  // container images to preload, in order
