@@ -5,6 +5,7 @@
 #include <cxxopts.hpp>
 #include <filesystem>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "formation/node_state.h"
 #include "formation/transport.h"
 #include "nodeconfig/sources.h"
+#include "util/fs.h"
 #include "util/text.h"
 
 namespace {
@@ -42,8 +44,18 @@ int Status(const std::filesystem::path& state_dir, bool json) {
     std::cerr << "sprout-firstboot: " << state.error() << "\n";
     return 1;
   }
+  // The node agent's view of the Kubernetes side, on kubelet nodes (firstboot/node_agent.h).
+  auto kube_text = sprout::ReadFile(state_dir / "kubernetes.json");
+  nlohmann::ordered_json kube;
+  if (kube_text) kube = nlohmann::ordered_json::parse(*kube_text, nullptr, false);
   if (json) {
-    std::cout << sprout::NodeStateJson(*state);
+    auto j = nlohmann::ordered_json::parse(sprout::NodeStateJson(*state), nullptr, false);
+    if (!kube.is_discarded() && kube.is_object() && j.is_object()) {
+      j["kubernetes"] = kube;
+      std::cout << j.dump(2) << "\n";
+    } else {
+      std::cout << sprout::NodeStateJson(*state);
+    }
     return 0;
   }
   auto join = [](const std::vector<std::string>& v) {
@@ -60,6 +72,16 @@ int Status(const std::filesystem::path& state_dir, bool json) {
   if (!state->cluster_token.empty()) {
     std::cout << "cluster: " << state->cluster_token << ", founder " << state->founder
               << "\nfounding members: " << join(state->members) << " (etcd member list: the full membership)\n";
+  }
+  if (!kube.is_discarded() && kube.is_object()) {
+    std::cout << "kubernetes:\n  apiserver: " << kube.value("apiserver", "?")
+              << "\n  node: " << kube.value("node", "?");
+    if (kube.contains("podCIDR")) std::cout << ", pod subnet " << kube.value("podCIDR", "");
+    if (kube.contains("nodes")) std::cout << " (" << kube["nodes"].get<int>() << " nodes in the cluster)";
+    std::vector<std::string> pods;
+    if (kube.contains("staticPods")) pods = kube["staticPods"].get<std::vector<std::string>>();
+    std::cout << "\n  static pods: " << join(pods) << "\n";
+    if (!kube.value("problem", "").empty()) std::cout << "  waiting: " << kube.value("problem", "") << "\n";
   }
   return 0;
 }

@@ -2,7 +2,9 @@
 
 #include <syslog.h>
 
+#include <algorithm>
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
 #include <tuple>
@@ -27,7 +29,15 @@ class Agent {
  public:
   Agent(const NodeAgentOptions& o, const AgentLog& log) : o_(o), log_(log) {}
 
+  // Report is what `sprout-firstboot status` shows of the Kubernetes side, as of the last
+  // round (kubernetes.json in the state folder, written only when it changes).
+  nlohmann::ordered_json report;
+
   std::string Round() {
+    report = nlohmann::ordered_json::object();
+    report["apiserver"] = "unknown";
+    report["node"] = "not registered";
+    report["staticPods"] = StaticPods();
     if (!o_.control_plane) {
       if (auto s = StartWorkerKubelet(); !s.empty()) return s;
     }
@@ -40,9 +50,16 @@ class Agent {
     if (admin && !bootstrap_done_) {
       if (auto s = CreateBootstrap(*config); !s.empty()) return s;
     }
+    if (o_.control_plane) {
+      auto ready = kube::ApiRequest(*config, "GET", "/readyz");
+      report["apiserver"] = !ready                 ? ready.error()
+                            : ready->status == 200 ? "ready (/readyz ok)"
+                                                   : "not ready (/readyz HTTP " + std::to_string(ready->status) + ")";
+    }
     auto got = kube::ApiRequest(*config, "GET", "/api/v1/nodes");
     if (!got) return got.error();
     if (got->status != 200) return "listing the nodes answered HTTP " + std::to_string(got->status);
+    if (!o_.control_plane) report["apiserver"] = "answering at " + config->server;
     auto nodes = kube::ParseNodeList(got->body);
     if (!nodes) return nodes.error();
     const kube::NodeView* self = nullptr;
@@ -50,6 +67,9 @@ class Agent {
       if (n.name == o_.node_name) self = &n;
     }
     if (self == nullptr) return "node " + o_.node_name + " is not registered yet";
+    report["node"] = self->ready ? "registered, Ready" : "registered, not Ready";
+    report["podCIDR"] = self->pod_cidr;
+    report["nodes"] = nodes->size();
     if (admin && kube::NeedsControlPlaneLabel(*self)) {
       auto patched = kube::ApiRequest(*config, "PATCH", "/api/v1/nodes/" + o_.node_name, kube::ControlPlaneLabelPatch(),
                                       "application/merge-patch+json");
@@ -121,6 +141,16 @@ class Agent {
     return "";
   }
 
+  std::vector<std::string> StaticPods() const {
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(o_.kubernetes_dir / "manifests", ec)) {
+      if (e.path().extension() == ".yaml") names.push_back(e.path().stem().string());
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
   std::string WriteCni(const std::string& pod_cidr) {
     const fs::path file = o_.cni_dir / "10-sprout.conflist";
     const std::string want = kube::CniConfList(pod_cidr);
@@ -152,8 +182,12 @@ class Agent {
 void RunNodeAgent(const NodeAgentOptions& options, const volatile std::sig_atomic_t* stop, const AgentLog& log) {
   Agent agent(options, log);
   std::string last;
+  std::string written;
   while (*stop == 0) {
     const std::string problem = agent.Round();
+    agent.report["problem"] = problem;
+    const std::string text = agent.report.dump(2) + "\n";
+    if (text != written && WriteFileAtomic(options.state_dir / "kubernetes.json", text)) written = text;
     if (problem != last) {
       if (!problem.empty()) log(LOG_INFO, "kubernetes: " + problem + " (checking again)");
       last = problem;
