@@ -2,15 +2,15 @@
 
 #include <algorithm>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
-#include <nlohmann/json.hpp>
 
 #include "fetch/fetch.h"
 #include "staticpod/kubelet.h"
 #include "staticpod/staticpod.h"
-#include "util/process.h"
 #include "util/fs.h"
+#include "util/process.h"
 #include "util/text.h"
 
 namespace sprout {
@@ -49,7 +49,8 @@ Status BuildKubelet(KubeletSettings& k, const fs::path& cache_dir) {
   auto folder = ReadFile(printed);
   const fs::path bin = fs::path(std::string(Trim(folder ? *folder : ""))) / "kubelet";
   if (!fs::is_regular_file(bin, ec)) {
-    return Fail(Where(k.binary.where) + ": the kubelet recipe " + script.string() + " printed no folder with a kubelet");
+    return Fail(Where(k.binary.where) + ": the kubelet recipe " + script.string() +
+                " printed no folder with a kubelet");
   }
   k.binary.source = bin;
   return Ok{};
@@ -134,10 +135,11 @@ Status AddClusterFiles(const Profile& p, const fs::path& data_dir, std::vector<R
   std::vector<std::string> errors;
   for (const auto& left_out : p.without_static_pods) {
     if (templates.erase(left_out + ".yaml") == 0) {
-      errors.push_back("withoutStaticPods names '" + left_out + "', which is no static-pod template; the templates are " +
-                       [&] {
+      errors.push_back("withoutStaticPods names '" + left_out +
+                       "', which is no static-pod template; the templates are " + [&] {
                          std::string names;
-                         for (const auto& [n, unused] : templates) names += (names.empty() ? "" : ", ") + n.substr(0, n.size() - 5);
+                         for (const auto& [n, unused] : templates)
+                           names += (names.empty() ? "" : ", ") + n.substr(0, n.size() - 5);
                          return names;
                        }());
     }
@@ -195,8 +197,7 @@ std::map<std::string, std::string> ComponentImages(const std::vector<oci::Preloa
   return out;
 }
 
-Status AddClusterRecord(const Profile& p, const std::vector<oci::PreloadedImage>& images,
-                        std::vector<RootEntry>& add) {
+Status AddClusterRecord(const Profile& p, const std::vector<oci::PreloadedImage>& images, std::vector<RootEntry>& add) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   if (p.shoot) j = nlohmann::ordered_json::parse(ShootToJson(*p.shoot));
   j["podHost"] = p.pod_host == PodHost::kKubelet ? "kubelet" : "podman";
@@ -206,8 +207,9 @@ Status AddClusterRecord(const Profile& p, const std::vector<oci::PreloadedImage>
   if (p.pod_host == PodHost::kKubelet) {
     const auto pause = components.find("pause");
     if (pause == components.end()) {
-      return Fail("'podHost: kubelet' needs the pod sandbox image preloaded; add it to images:\n"
-                  "  - ref: localhost/sprout/pause:3.4.1\n    source: recipe:../images/kubernetes");
+      return Fail(
+          "'podHost: kubelet' needs the pod sandbox image preloaded; add it to images:\n"
+          "  - ref: localhost/sprout/pause:3.4.1\n    source: recipe:../images/kubernetes");
     }
     add.push_back({RootEntry::Kind::kFile, "etc/containerd/config.toml", ContainerdConfig(pause->second), {}, 0644});
   }

@@ -33,7 +33,6 @@ std::map<std::string, std::string> ComponentImages(const std::vector<oci::Preloa
 // profile names one), the pod host and the component images, for sprout-firstboot; and
 // for the kubelet pod host containerd's configuration, whose sandbox is the preloaded
 // pause image (an error when the profile preloads none).
-Status AddClusterRecord(const Profile& p, const std::vector<oci::PreloadedImage>& images,
-                        std::vector<RootEntry>& add);
+Status AddClusterRecord(const Profile& p, const std::vector<oci::PreloadedImage>& images, std::vector<RootEntry>& add);
 
 }  // namespace sprout

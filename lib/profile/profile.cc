@@ -95,8 +95,7 @@ class LayerParser {
     }
     CheckKeys(root, "the profile",
               {"extends", "name", "description", "base", "role", "formats", "kernel", "disk", "overlays", "files",
-               "reproducible", "hostname", "images", "shoot", "staticPods", "withoutStaticPods", "podHost",
-               "kubelet"});
+               "reproducible", "hostname", "images", "shoot", "staticPods", "withoutStaticPods", "podHost", "kubelet"});
     ParseCluster(root, layer);
     if (auto n = root["extends"]) {
       if (auto s = String(n, "extends")) {

@@ -45,9 +45,9 @@ enum class PodHost { kPodman, kKubelet };
 
 // KubeletSettings says where the kubelet binary comes from and how to configure it.
 struct KubeletSettings {
-  ProfileFile binary;       // installed as /usr/bin/kubelet (url or source, with sha256)
+  ProfileFile binary;            // installed as /usr/bin/kubelet (url or source, with sha256)
   std::filesystem::path recipe;  // or built: RECIPE/host.sh CACHE prints the folder holding it
-  std::string config_yaml;  // KubeletConfiguration fields that override sprout's defaults
+  std::string config_yaml;       // KubeletConfiguration fields that override sprout's defaults
   bool present = false;
 };
 

@@ -29,8 +29,7 @@ TEST_CASE("The kubelet configuration points at the static pod folder and contain
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().find("must not set 'kind'") != std::string::npos);
   CHECK(KubeletUnit().find("--config=/usr/lib/sprout/kubelet/config.yaml") != std::string::npos);
-  CHECK(KubeletUnit().find("--container-runtime-endpoint=unix:///run/containerd/containerd.sock") !=
-        std::string::npos);
+  CHECK(KubeletUnit().find("--container-runtime-endpoint=unix:///run/containerd/containerd.sock") != std::string::npos);
 }
 
 TEST_CASE("The kubelet's per-node arguments name the node, its address and the control-plane taint") {
@@ -44,8 +43,7 @@ TEST_CASE("The kubelet's per-node arguments name the node, its address and the c
 
 TEST_CASE("containerd's sandbox is the preloaded pause image, with systemd cgroups and Debian's CNI plugins") {
   const std::string c = ContainerdConfig("localhost/sprout/pause@sha256:" + std::string(64, 'a'));
-  CHECK(c.find("sandbox_image = \"localhost/sprout/pause@sha256:" + std::string(64, 'a') + "\"") !=
-        std::string::npos);
+  CHECK(c.find("sandbox_image = \"localhost/sprout/pause@sha256:" + std::string(64, 'a') + "\"") != std::string::npos);
   CHECK(c.find("SystemdCgroup = true") != std::string::npos);
   CHECK(c.find("bin_dir = \"/usr/lib/cni\"") != std::string::npos);
 }
