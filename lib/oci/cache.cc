@@ -1,5 +1,8 @@
 #include "oci/cache.h"
 
+#include <cerrno>
+#include <system_error>
+
 #include "oci/reference.h"
 #include "util/fs.h"
 #include "util/sha256.h"
@@ -29,9 +32,32 @@ fs::path Cache::PartialPath(std::string_view digest) const {
   return root_ / "oci" / "partial" / (std::string(Hex(digest)) + ".partial");
 }
 
-bool Cache::Has(std::string_view digest) const {
+Result<std::FILE*> OpenForWriting(const fs::path& path, const char* mode) {
+  std::FILE* f = std::fopen(path.c_str(), mode);
+  // generic_category().message() is strerror(errno), without strerror's shared buffer
+  // (downloads open files from several threads).
+  if (!f) return Fail("cannot open " + path.string() + " for writing: " + std::generic_category().message(errno));
+  return f;
+}
+
+bool Cache::Has(std::string_view digest, std::int64_t size) const {
+  if (!IsSha256Digest(digest)) return false;
+  const fs::path blob = BlobPath(digest);
   std::error_code ec;
-  return IsSha256Digest(digest) && fs::is_regular_file(BlobPath(digest), ec);
+  if (!fs::is_regular_file(blob, ec)) return false;
+  if (size >= 0) {
+    std::uintmax_t got = fs::file_size(blob, ec);
+    if (!ec && got == static_cast<std::uintmax_t>(size)) return true;
+  }
+  // The size is unknown or wrong: only the content can tell a damaged file (dropped, to
+  // be fetched again) from a descriptor that misstates the size (the blob stays, but
+  // does not count as there for that descriptor).
+  auto hex = Sha256File(blob);
+  if (hex && *hex == Hex(digest)) return size < 0;
+  std::fprintf(stderr, "sprout: the cached blob %s is damaged (%s); it was removed, to be fetched or imported again\n",
+               std::string(digest).c_str(), hex ? "its content hashes to something else" : hex.error().c_str());
+  fs::remove(blob, ec);
+  return false;
 }
 
 Result<std::string> Cache::Read(std::string_view digest) const {
@@ -43,7 +69,7 @@ Status Cache::Put(std::string_view digest, std::string_view bytes, const std::st
   if (!IsSha256Digest(digest)) return Fail("'" + std::string(digest) + "' is not a sha256 digest");
   std::string got = Sha256Hex(bytes);
   if (got != Hex(digest)) return Fail(DigestMismatch(digest, got, what));
-  if (Has(digest)) return Ok{};
+  if (Has(digest, static_cast<std::int64_t>(bytes.size()))) return Ok{};
   std::error_code ec;
   fs::create_directories(BlobPath(digest).parent_path(), ec);
   if (ec) return Fail("cannot create the cache " + BlobPath(digest).parent_path().string() + ": " + ec.message());
@@ -69,8 +95,9 @@ Status Cache::CommitPartial(std::string_view digest, const std::string& what) {
 
 Status Cache::Import(std::string_view digest, const fs::path& file, const std::string& what) {
   if (!IsSha256Digest(digest)) return Fail("'" + std::string(digest) + "' is not a sha256 digest");
-  if (Has(digest)) return Ok{};
   std::error_code ec;
+  std::uintmax_t size = fs::file_size(file, ec);
+  if (!ec && Has(digest, static_cast<std::int64_t>(size))) return Ok{};
   fs::create_directories(PartialPath(digest).parent_path(), ec);
   fs::remove(PartialPath(digest), ec);
   fs::copy_file(file, PartialPath(digest), ec);

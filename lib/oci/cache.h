@@ -1,6 +1,8 @@
 // The content-addressed blob cache shared by all builds: CACHE/oci/blobs/sha256/HEX.
 #pragma once
 
+#include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -10,9 +12,13 @@
 
 namespace sprout::oci {
 
+// kUnknownSize stands for a blob size that no descriptor gave.
+inline constexpr std::int64_t kUnknownSize = -1;
+
 // Cache stores blobs by digest and remembers which digest a tag resolved to.
-// A file under blobs/ is always complete and correct: it is written to a temporary name
-// and renamed into place only after its sha256 matched.
+// A file under blobs/ is written to a temporary name and renamed into place only after
+// its sha256 matched; Has still checks it, since a file can be damaged later (a
+// truncating copy, a full disk, a crash before the data reached the disk).
 class Cache {
  public:
   explicit Cache(std::filesystem::path root);
@@ -21,7 +27,11 @@ class Cache {
   std::filesystem::path BlobPath(std::string_view digest) const;
   // PartialPath is where an interrupted download waits to be resumed.
   std::filesystem::path PartialPath(std::string_view digest) const;
-  bool Has(std::string_view digest) const;
+  // Has says whether a whole copy of the blob is cached. With a size (the descriptor's)
+  // the file must have exactly that size; with kUnknownSize its content is hashed. A
+  // file whose content no longer hashes to its digest is removed, so that it is fetched
+  // or imported again; an intact one of another size than asked is kept but not trusted.
+  bool Has(std::string_view digest, std::int64_t size) const;
   Result<std::string> Read(std::string_view digest) const;
 
   // Put stores bytes under digest if they hash to it; otherwise nothing is stored.
@@ -41,6 +51,10 @@ class Cache {
  private:
   std::filesystem::path root_;
 };
+
+// OpenForWriting opens path with fopen in mode ("wb" or "ab"); the error names the file
+// and the reason (strerror).
+Result<std::FILE*> OpenForWriting(const std::filesystem::path& path, const char* mode);
 
 // DigestMismatch words the error for a blob whose bytes do not hash to its digest.
 std::string DigestMismatch(std::string_view want, std::string_view got, const std::string& what);

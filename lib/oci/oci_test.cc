@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <string>
 
 #include "oci/auth.h"
@@ -152,13 +153,69 @@ TEST_CASE("the cache stores a blob only when it hashes to its digest", "[oci]") 
   std::string good = "hello";
   std::string digest = "sha256:" + Sha256Hex(good);
   CHECK(cache.Put(digest, good, "test").ok());
-  CHECK(cache.Has(digest));
+  CHECK(cache.Has(digest, static_cast<std::int64_t>(good.size())));
   CHECK(cache.Read(digest).value() == good);
   auto bad = cache.Put(kD1, "not it", "test image");
   REQUIRE_FALSE(bad.ok());
   CHECK_THAT(bad.error(), Catch::Contains("of test image is corrupt"));
-  CHECK_FALSE(cache.Has(kD1));
+  CHECK_FALSE(cache.Has(kD1, kUnknownSize));
   CHECK(cache.RecordRef("reg.example/a:1", digest).ok());
   CHECK(cache.LookupRef("reg.example/a:1") == digest);
   CHECK_FALSE(cache.LookupRef("reg.example/a:2"));
+}
+
+TEST_CASE("a truncated blob in the cache is not trusted, and is dropped to be fetched again", "[oci]") {
+  TempDir dir(fs::temp_directory_path(), "sprout-oci-cache");
+  Cache cache(dir.path());
+  const std::string blob = "the bytes of a layer";
+  const std::string digest = "sha256:" + Sha256Hex(blob);
+  const auto size = static_cast<std::int64_t>(blob.size());
+
+  // Known size: the cheap check catches the short file.
+  REQUIRE(cache.Put(digest, blob, "test").ok());
+  fs::resize_file(cache.BlobPath(digest), 5);
+  CHECK_FALSE(cache.Has(digest, size));
+  CHECK_FALSE(fs::exists(cache.BlobPath(digest)));
+
+  // Unknown size: the content is hashed.
+  REQUIRE(cache.Put(digest, blob, "test").ok());
+  fs::resize_file(cache.BlobPath(digest), 5);
+  CHECK_FALSE(cache.Has(digest, kUnknownSize));
+  CHECK_FALSE(fs::exists(cache.BlobPath(digest)));
+
+  // A whole blob counts; asked at another size it does not, but it is not damaged and stays.
+  REQUIRE(cache.Put(digest, blob, "test").ok());
+  CHECK(cache.Has(digest, size));
+  CHECK(cache.Has(digest, kUnknownSize));
+  CHECK_FALSE(cache.Has(digest, size + 1));
+  CHECK(fs::file_size(cache.BlobPath(digest)) == blob.size());
+}
+
+TEST_CASE("Put and Import replace a truncated cached blob instead of keeping it", "[oci]") {
+  TempDir dir(fs::temp_directory_path(), "sprout-oci-cache");
+  Cache cache(dir.path());
+  const std::string blob = "the bytes of a config";
+  const std::string digest = "sha256:" + Sha256Hex(blob);
+
+  REQUIRE(cache.Put(digest, blob, "test").ok());
+  fs::resize_file(cache.BlobPath(digest), 3);
+  REQUIRE(cache.Put(digest, blob, "test").ok());
+  CHECK(cache.Read(digest).value() == blob);
+
+  fs::resize_file(cache.BlobPath(digest), 3);
+  REQUIRE(WriteFileAtomic(dir.path() / "source", blob).ok());
+  REQUIRE(cache.Import(digest, dir.path() / "source", "test").ok());
+  CHECK(cache.Read(digest).value() == blob);
+}
+
+TEST_CASE("a file that cannot be opened for writing is an error naming it and the reason", "[oci]") {
+  TempDir dir(fs::temp_directory_path(), "sprout-oci-open");
+  const fs::path missing = dir.path() / "no-such-dir" / "blob.partial";
+  auto f = OpenForWriting(missing, "wb");
+  REQUIRE_FALSE(f.ok());
+  CHECK_THAT(f.error(), Catch::Contains("cannot open " + missing.string()));
+  CHECK_THAT(f.error(), Catch::Contains("No such file or directory"));
+  auto ok = OpenForWriting(dir.path() / "blob", "wb");
+  REQUIRE(ok.ok());
+  CHECK(std::fclose(*ok) == 0);
 }

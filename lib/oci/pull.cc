@@ -4,12 +4,14 @@
 #include <archive_entry.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <system_error>
 
 #include "oci/auth.h"
 #include "oci/reference.h"
@@ -118,8 +120,9 @@ struct Resolved {
 Result<Resolved> Resolve(const Cache& cache, const std::string& digest, const Platform& platform) {
   Resolved r;
   std::string d = digest;
+  std::int64_t size = kUnknownSize;  // the tag's manifest is hashed; an index gives its entries' sizes
   for (int depth = 0; depth < 2; ++depth) {
-    if (!cache.Has(d)) return r;
+    if (!cache.Has(d, size)) return r;
     auto bytes = cache.Read(d);
     if (!bytes) return Fail(bytes.error());
     auto m = ParseManifest(*bytes);
@@ -128,15 +131,16 @@ Result<Resolved> Resolve(const Cache& cache, const std::string& digest, const Pl
       auto pick = SelectPlatform(*m, platform);
       if (!pick) return Fail(pick.error());
       d = pick->digest;
+      size = pick->size;
       continue;
     }
     r.manifest_digest = d;
     r.manifest = *m;
     r.size = bytes->size();
-    r.complete = cache.Has(m->config.digest);
+    r.complete = cache.Has(m->config.digest, m->config.size);
     r.size += static_cast<std::uint64_t>(m->config.size);
     for (const auto& l : m->layers) {
-      r.complete = r.complete && cache.Has(l.digest);
+      r.complete = r.complete && cache.Has(l.digest, l.size);
       r.size += static_cast<std::uint64_t>(l.size);
     }
     return r;
@@ -191,6 +195,14 @@ Result<std::string> ImportLayout(Cache& cache, const fs::path& dir, const Refere
     std::vector<Descriptor> all = m->layers;
     all.push_back(m->config);
     for (const auto& b : all) {
+      // The cache trusts a blob only at its descriptor's size, so a layout that misstates
+      // one is refused here rather than found incomplete after the import.
+      std::error_code ec;
+      std::uintmax_t n = fs::file_size(blob(b.digest), ec);
+      if (!ec && n != static_cast<std::uintmax_t>(b.size)) {
+        return Fail(what + ": blob " + b.digest + " is " + std::to_string(n) + " bytes, but the manifest says " +
+                    std::to_string(b.size));
+      }
       if (auto s = cache.Import(b.digest, blob(b.digest), what); !s) return Fail(s.error());
     }
     return chosen;
@@ -224,12 +236,17 @@ Status Extract(const fs::path& tar, const fs::path& dir) {
     }
     if (archive_entry_filetype(e) != AE_IFREG) continue;
     fs::create_directories(out.parent_path(), ec);
-    std::FILE* f = std::fopen(out.c_str(), "wb");
-    if (!f) return done("cannot write " + out.string());
+    auto f = OpenForWriting(out, "wb");
+    if (!f) return done(f.error());
     char buf[1 << 16];
     la_ssize_t n = 0;
-    while ((n = archive_read_data(a, buf, sizeof buf)) > 0) std::fwrite(buf, 1, static_cast<std::size_t>(n), f);
-    std::fclose(f);
+    bool written = true;
+    while ((n = archive_read_data(a, buf, sizeof buf)) > 0) {
+      written = written && std::fwrite(buf, 1, static_cast<std::size_t>(n), *f) == static_cast<std::size_t>(n);
+    }
+    // A short write (a full disk) would otherwise become a smaller layer with its own digest.
+    written = std::fclose(*f) == 0 && written;
+    if (!written) return done("cannot write " + out.string() + ": " + std::generic_category().message(errno));
     if (n < 0) return done(archive_error_string(a));
   }
   if (rc != ARCHIVE_EOF) return done(archive_error_string(a));
@@ -256,7 +273,9 @@ Result<std::string> ImportDockerArchive(Cache& cache, const fs::path& dir, const
     return Fail(what + " holds no image tagged '" + ref_text + "'");
   }
   auto add = [&](const std::string& rel, std::string_view type) -> Result<json> {
-    fs::path p = (dir / rel).lexically_normal();
+    auto member = ArchiveMember(dir, rel, what + ": manifest.json");
+    if (!member) return Fail(member.error());
+    const fs::path& p = *member;
     auto hex = Sha256File(p);
     if (!hex) return Fail(what + ": " + hex.error());
     std::string d = "sha256:" + *hex;
@@ -281,6 +300,38 @@ Result<std::string> ImportDockerArchive(Cache& cache, const fs::path& dir, const
   if (auto s = cache.Put(digest, bytes, what); !s) return Fail(s.error());
   return digest;
 }
+
+}  // namespace
+
+std::string ArchivePathProblem(std::string_view rel) {
+  if (rel.empty()) return "it is empty";
+  if (rel.find('\0') != std::string_view::npos) return "it contains a NUL byte";
+  if (rel.front() == '/') return "it is absolute";
+  for (const auto& part : fs::path(rel)) {
+    if (part.native() == "..") return "it has a '..' element";
+  }
+  return "";
+}
+
+Result<fs::path> ArchiveMember(const fs::path& dir, std::string_view rel, const std::string& what) {
+  auto refuse = [&](const std::string& why) -> Error {
+    return Fail(what + " names '" + std::string(rel) + "', which is refused: " + why +
+                " (an archive may only name files inside itself)");
+  };
+  if (std::string why = ArchivePathProblem(rel); !why.empty()) return refuse(why);
+  // The words are clean, but a symlink on the way could still lead out of dir.
+  std::error_code ec;
+  fs::path root = fs::canonical(dir, ec);
+  if (ec) return Fail("cannot read " + dir.string() + ": " + ec.message());
+  fs::path real = fs::weakly_canonical(root / rel, ec);
+  if (ec) return Fail("cannot read " + (dir / rel).string() + ": " + ec.message());
+  if (std::mismatch(root.begin(), root.end(), real.begin(), real.end()).first != root.end()) {
+    return refuse("a symlink leads it out of the archive, to " + real.string());
+  }
+  return real;
+}
+
+namespace {
 
 // RecipeKey hashes a recipe directory's files, so a changed recipe is rebuilt.
 Result<std::string> RecipeKey(const fs::path& dir) {

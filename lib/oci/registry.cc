@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <system_error>
 #include <thread>
 
 #include "oci/reference.h"
@@ -216,6 +218,7 @@ struct RegistryClient::State {
       bool checked = false;     // the status of this response was looked at
       bool discard = false;     // an error body: not blob bytes
       bool too_big = false;
+      std::string error;  // why the partial file could not be opened or written
       const std::string* digest = nullptr;
       const ClientOptions* opt = nullptr;
     } sink;
@@ -234,9 +237,14 @@ struct RegistryClient::State {
         if (status == 200 && s->have > 0) {
           // The server ignored the Range header and sends everything: start over.
           std::fclose(s->f);
-          s->f = std::fopen(s->path.c_str(), "wb");
+          s->f = nullptr;
           s->have = 0;
-          if (!s->f) return 0;
+          auto f = OpenForWriting(s->path, "wb");
+          if (!f) {
+            s->error = f.error();
+            return 0;
+          }
+          s->f = *f;
         }
       }
       if (s->discard) return len;
@@ -244,21 +252,30 @@ struct RegistryClient::State {
         s->too_big = true;
         return 0;
       }
-      if (std::fwrite(data, 1, len, s->f) != len) return 0;
+      if (std::fwrite(data, 1, len, s->f) != len) {
+        s->error = "cannot write " + s->path.string() + ": " + std::generic_category().message(errno);
+        return 0;
+      }
       s->have += len;
       if (s->opt->progress) s->opt->progress(*s->digest, s->have);
       return len;
     };
     std::string range_header;
-    auto prepare = [&](CURL* h, Response&) {
+    auto prepare = [&](CURL* h, Response&) -> Status {
       if (sink.f) std::fclose(sink.f);
+      sink.f = nullptr;
       std::error_code e2;
       sink.have = fs::exists(partial, e2) ? fs::file_size(partial, e2) : 0;
       if (sink.have >= sink.limit) {
         fs::remove(partial, e2);
         sink.have = 0;
       }
-      sink.f = std::fopen(partial.c_str(), sink.have ? "ab" : "wb");
+      auto f = OpenForWriting(partial, sink.have ? "ab" : "wb");
+      if (!f) {
+        sink.error = f.error();
+        return Fail(f.error());
+      }
+      sink.f = *f;
       sink.h = h;
       sink.checked = false;
       sink.discard = false;
@@ -275,6 +292,7 @@ struct RegistryClient::State {
                      static_cast<unsigned long long>(sink.have));
         if (opt.progress) opt.progress(d.digest, sink.have);
       }
+      return Ok{};
     };
     auto r = Get(c, base + "/blobs/" + d.digest, {}, prepare);
     if (sink.f) {
@@ -290,6 +308,11 @@ struct RegistryClient::State {
         sink.f = nullptr;
       }
     }
+    if (!sink.error.empty()) {
+      // Not the network's fault: curl only saw the write callback give up.
+      fs::remove(partial, ec);
+      return Fail("cannot download blob " + d.digest + " of " + what + ": " + sink.error);
+    }
     if (sink.too_big) {
       fs::remove(partial, ec);
       return Fail("blob " + d.digest + " of " + what + " is larger than its manifest says (" + std::to_string(d.size) +
@@ -300,6 +323,12 @@ struct RegistryClient::State {
     if (r->status != 200 && r->status != 206) {
       return Fail("registry " + registry + " answered HTTP " + std::to_string(r->status) + " for blob " + d.digest);
     }
+    // The cache trusts a blob only at its descriptor's size: a short one is refused here.
+    if (std::uintmax_t n = fs::file_size(partial, ec); !ec && n != static_cast<std::uintmax_t>(d.size)) {
+      fs::remove(partial, ec);
+      return Fail("blob " + d.digest + " of " + what + " is " + std::to_string(n) + " bytes, not the " +
+                  std::to_string(d.size) + " its manifest says; it was refused and nothing was cached");
+    }
     return cache.CommitPartial(d.digest, what);
   }
 
@@ -309,9 +338,10 @@ struct RegistryClient::State {
   }
 
   // Get runs a GET with retries and auth; the body goes to sink (or into r.body).
-  // before(Response&) runs before each attempt (to set Range and reopen files).
+  // prepare(Response&) runs before each attempt (to set Range and reopen files); its
+  // error ends the request.
   Result<Response> Get(CURL* c, const std::string& url, const std::vector<std::string>& extra,
-                       const std::function<void(CURL*, Response&)>& prepare) {
+                       const std::function<Status(CURL*, Response&)>& prepare) {
     int auth_rounds = 0;
     for (int attempt = 0;; ++attempt) {
       Response r;
@@ -323,7 +353,12 @@ struct RegistryClient::State {
       Setup(c, url, r, headers);
       curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, BodyToString);
       curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
-      if (prepare) prepare(c, r);
+      if (prepare) {
+        if (auto s = prepare(c, r); !s) {
+          curl_slist_free_all(headers);
+          return Fail(s.error());
+        }
+      }
       r.curl = curl_easy_perform(c);
       curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
       curl_slist_free_all(headers);
@@ -389,7 +424,7 @@ Result<FetchedManifest> RegistryClient::GetManifest(const std::string& tag_or_di
 Status RegistryClient::FetchBlobs(const std::vector<Descriptor>& blobs, Cache& cache) {
   std::vector<Descriptor> pending;
   for (const auto& b : blobs) {
-    if (cache.Has(b.digest)) {
+    if (cache.Has(b.digest, b.size)) {
       if (s_->opt.progress) s_->opt.progress(b.digest, static_cast<std::uint64_t>(b.size));
     } else if (std::none_of(pending.begin(), pending.end(),
                             [&](const Descriptor& d) { return d.digest == b.digest; })) {
