@@ -1,6 +1,7 @@
 // `sprout personalize`: write per-cluster and per-node settings into an image's config
 // area, without rebuilding and without touching the root (so verity stays valid).
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -105,6 +106,21 @@ int Personalize(const PersonalizeOptions& o) {
           static_cast<ssize_t>(block.size()) ||
       ::fsync(fd) != 0) {
     return fail(std::string("cannot write the config area: ") + std::strerror(errno));
+  }
+  // An image that holds the cluster secret is a secret itself: only its owner may read it.
+  if (merged.cluster_secret) {
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && (st.st_mode & 077) != 0) {
+      if (::fchmod(fd, st.st_mode & 0700) == 0) {
+        std::cerr << "sprout: " << o.image.string() << " holds the cluster secret now; made it mode "
+                  << std::oct << (st.st_mode & 0700) << std::dec << " (was " << std::oct << (st.st_mode & 0777)
+                  << std::dec << ")\n";
+      } else {
+        std::cerr << "sprout: warning: " << o.image.string()
+                  << " holds the cluster secret and others may read it; cannot change its mode: "
+                  << std::strerror(errno) << "; run chmod 600 on it\n";
+      }
+    }
   }
   std::cout << "personalized " << o.image.string() << " (config area at byte " << area->offset()
             << "; root and verity untouched):\n"

@@ -104,6 +104,8 @@ out=$("$SPROUT" personalize "$work/pers.raw" --cluster-secret "$work/secret" --h
   --address 198.18.0.10/24 --peer 198.18.0.11 --peer 198.18.0.12 2>&1); rc=$?
 check "personalize succeeds" "$rc" '^0$'
 check "personalize never prints the secret" "$(grep -c -F "$secret_b64" <<<"$out")" '^0$'
+check "an image holding the cluster secret is readable by its owner only (0600), and personalize says so" \
+  "$(stat -c %a "$work/pers.raw"): $(grep -c 'holds the cluster secret now; made it mode 600 (was 644)' <<<"$out")" '^600: 1$'
 out=$("$SPROUT" personalize "$work/pers.raw" --print 2>&1)
 check "personalize --print shows the settings" "$out" 'hostname=rack1-n1.*role=worker.*peers=198.18.0.11,198.18.0.12.*cluster-secret=\(32 bytes, not shown\)'
 check "personalize leaves the root partition untouched" "$(part_sum "$work/pers.raw" 2)" "^${root_before}\$"
