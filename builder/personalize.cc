@@ -112,9 +112,9 @@ int Personalize(const PersonalizeOptions& o) {
     struct stat st {};
     if (::fstat(fd, &st) == 0 && (st.st_mode & 077) != 0) {
       if (::fchmod(fd, st.st_mode & 0700) == 0) {
-        std::cerr << "sprout: " << o.image.string() << " holds the cluster secret now; made it mode "
-                  << std::oct << (st.st_mode & 0700) << std::dec << " (was " << std::oct << (st.st_mode & 0777)
-                  << std::dec << ")\n";
+        std::cerr << "sprout: " << o.image.string() << " holds the cluster secret now; made it mode " << std::oct
+                  << (st.st_mode & 0700) << std::dec << " (was " << std::oct << (st.st_mode & 0777) << std::dec
+                  << ")\n";
       } else {
         std::cerr << "sprout: warning: " << o.image.string()
                   << " holds the cluster secret and others may read it; cannot change its mode: "
