@@ -37,8 +37,9 @@ Status FetchOne(ProfileFile& f, const fs::path& cache_dir) {
 Status BuildKubelet(KubeletSettings& k, const fs::path& cache_dir) {
   const fs::path script = k.recipe / "host.sh";
   std::error_code ec;
-  fs::create_directories(cache_dir, ec);
-  TempDir work(cache_dir, "kubelet");
+  // The recipe's answer goes to a scratch file outside the cache: a build by a user who
+  // may read the cache but not write it (the binaries already compiled) must work.
+  TempDir work(fs::temp_directory_path(ec), "sprout-kubelet");
   const fs::path printed = work.path() / "folder";
   // stderr (the recipe's progress on a cold cache) goes to ours.
   auto run = Run({{"bash", script.string(), cache_dir.string()}, {}, {}, printed.string(), false});
