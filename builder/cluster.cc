@@ -89,6 +89,28 @@ std::vector<std::string> AirGapErrors(const Profile& p, const std::string& name,
   return errors;
 }
 
+// VersionErrors: the Shoot's spec.kubernetes.version must be the version of the
+// preloaded Kubernetes components, read from their image tags (kube-apiserver:v1.20.2).
+std::vector<std::string> VersionErrors(const Profile& p) {
+  std::vector<std::string> errors;
+  if (!p.shoot) return errors;
+  for (const auto& img : p.images) {
+    const std::string component = ComponentOf(img.ref);
+    if (component.rfind("kube-", 0) != 0) continue;
+    std::string repo = img.ref.substr(0, img.ref.find('@'));
+    const auto colon = repo.rfind(':');
+    if (colon == std::string::npos || colon < repo.rfind('/')) continue;  // no tag: nothing to compare
+    std::string tag = repo.substr(colon + 1);
+    if (!tag.empty() && tag[0] == 'v') tag = tag.substr(1);
+    if (tag == p.shoot->kubernetes_version) continue;
+    errors.push_back(Where(img.where) + ": the Shoot " + p.shoot_file.string() + " says Kubernetes " +
+                     p.shoot->kubernetes_version + " (spec.kubernetes.version), but the preloaded " + component +
+                     " is " + repo.substr(colon + 1) + " (" + img.ref +
+                     "); set the Shoot's version to the one the image runs, or preload that version");
+  }
+  return errors;
+}
+
 // SampleInput stands in for a node at build time, so every template is rendered and
 // checked before an image exists.
 StaticPodInput SampleInput(const Profile& p) {
@@ -133,7 +155,7 @@ Status AddClusterFiles(const Profile& p, const fs::path& data_dir, std::vector<R
     }
     if (ec) return Fail("cannot list the staticPods folder " + dir.string() + ": " + ec.message());
   }
-  std::vector<std::string> errors;
+  std::vector<std::string> errors = VersionErrors(p);
   for (const auto& left_out : p.without_static_pods) {
     if (templates.erase(left_out + ".yaml") == 0) {
       errors.push_back("withoutStaticPods names '" + left_out +
@@ -163,7 +185,7 @@ Status AddClusterFiles(const Profile& p, const fs::path& data_dir, std::vector<R
     }
     add.push_back({RootEntry::Kind::kFile, "usr/share/sprout/staticpods/" + name, *text, {}, 0644});
   }
-  if (!errors.empty()) return Fail("the static pods cannot be baked:\n" + Join(errors, "\n"));
+  if (!errors.empty()) return Fail("the cluster parts of the image cannot be built:\n" + Join(errors, "\n"));
   if (p.shoot)
     add.push_back({RootEntry::Kind::kFile, "usr/share/sprout/cluster.json", ShootToJson(*p.shoot), {}, 0644});
   // /etc is read-only on a node; certificates, kubeconfigs and rendered manifests live on

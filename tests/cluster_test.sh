@@ -106,6 +106,15 @@ out=$("$SPROUT" build "$work/p/air.yaml" -o "$work/out-air" --cache-dir "$work/c
 check "air gap: leaving out a pod that is no template is an error naming the templates" "$out" \
   "withoutStaticPods names 'kube-proxy', which is no static-pod template; the templates are etcd, hello, kube-apiserver"
 
+# --- the Shoot's Kubernetes version must be the preloaded components' version
+python3 "$src/images/lib/mkimage.py" "$work/p/layout" localhost/test/kube-apiserver:v1.20.2 '["/bin/etcd"]' "$work/layer" >/dev/null
+sed 's/^name: plant/name: versions/' "$work/p/good.yaml" |
+  sed 's|^  - {ref: "localhost/test/etcd:1", source: "oci:layout"}|&\n  - {ref: "localhost/test/kube-apiserver:v1.20.2", source: "oci:layout"}|' > "$work/p/versions.yaml"
+out=$("$SPROUT" build "$work/p/versions.yaml" -o "$work/out-ver" --cache-dir "$work/cache" 2>&1); rc=$?
+echo "$out" | grep -i "says Kubernetes" | cut -c1-220 | sed 's/^/     | /'
+check "version mismatch: the build fails naming both versions and the image's line" "$rc:$out" \
+  "^1:.*versions\.yaml:8:5: the Shoot .*three\.yaml says Kubernetes 1\.31\.1 \(spec\.kubernetes\.version\), but the preloaded kube-apiserver is v1\.20\.2"
+
 # --- a wrong sha256: a clear error naming the URL and both digests; nothing cached, nothing written
 sed "s/$good/$wrong/" "$work/p/good.yaml" > "$work/p/wrong.yaml"
 sed -i 's/^name: plant/name: wrong/' "$work/p/wrong.yaml"
