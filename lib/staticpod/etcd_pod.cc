@@ -49,28 +49,21 @@ Status StaticPodEtcdLauncher::Start(const formation::EtcdArgs& args) {
                 (written->skipped.empty() ? "no etcd template" : written->skipped[0]));
   }
   unit_ = podman ? PodmanKubeUnit(written->written[0].manifest) : "kubelet.service";
-  if (!podman) {
-    // The kubelet watches the folder: a new or changed manifest needs no restart, only
-    // a running kubelet (the first boot starts it here, once its kubeconfig exists).
-    running_ = true;
-    checked_ = std::chrono::steady_clock::now();
-    auto r = Run({{"systemctl", "start", "--no-block", unit_}});
-    if (!r) return Fail(r.error());
-    if (r->exit_code != 0) return Fail("systemctl start " + unit_ + " failed: " + r->output);
-    return Ok{};
-  }
-  const bool same = written->changed.empty();
-  // A running pod with the same manifest is adopted (sprout-firstboot restarted).
-  if (same && Ask()) {
+  // A running podman pod with the same manifest is adopted (sprout-firstboot restarted).
+  if (podman && written->changed.empty() && Ask()) {
     running_ = true;
     checked_ = std::chrono::steady_clock::now();
     return Ok{};
   }
   running_ = true;
   checked_ = std::chrono::steady_clock::now();
-  auto r = Run({{"systemctl", "restart", "--no-block", unit_}});
+  // The kubelet watches the folder: a new or changed manifest needs no restart, only a
+  // running kubelet (the first boot starts it here, once its kubeconfig exists). A
+  // podman-kube@ unit runs its one manifest, so a new one means a restart.
+  const std::string verb = podman ? "restart" : "start";
+  auto r = Run({{"systemctl", verb, "--no-block", unit_}});
   if (!r) return Fail(r.error());
-  if (r->exit_code != 0) return Fail("systemctl restart " + unit_ + " failed: " + r->output);
+  if (r->exit_code != 0) return Fail("systemctl " + verb + " " + unit_ + " failed: " + r->output);
   return Ok{};
 }
 
