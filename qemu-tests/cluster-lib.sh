@@ -72,7 +72,7 @@ vm_start() {
       local disk=$dir/node-$i.qcow2 fmt=raw
       case $CLUSTER_IMAGE in *.qcow2) fmt=qcow2 ;; esac
       [ -f "$disk" ] || qemu-img create -q -f qcow2 -b "$CLUSTER_IMAGE" -F "$fmt" "$disk" || return 1
-      boot=(-drive "if=virtio,format=qcow2,file=$disk") ;;
+      boot=(-drive "if=virtio,format=qcow2,cache=unsafe,file=$disk") ;;
     raw)
       local disk=$dir/node-$i.raw
       if [ ! -f "$disk" ]; then
@@ -81,7 +81,7 @@ vm_start() {
           *) cp --sparse=always "$CLUSTER_IMAGE" "$disk.tmp" ;;
         esac && mv "$disk.tmp" "$disk" || return 1
       fi
-      boot=(-drive "if=virtio,format=raw,file=$disk") ;;
+      boot=(-drive "if=virtio,format=raw,cache=unsafe,file=$disk") ;;
     iso)
       [ -f "$CLUSTER_ISO" ] || { echo "node-$i: no ISO at $CLUSTER_ISO (build with --format raw,iso)" >&2; return 1; }
       boot=(-cdrom "$CLUSTER_ISO") ;;
