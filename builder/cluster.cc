@@ -54,6 +54,8 @@ Status BuildKubelet(KubeletSettings& k, const fs::path& cache_dir) {
                 " printed no folder with a kubelet");
   }
   k.binary.source = bin;
+  // The recipe's kube-proxy (Service ClusterIPs) goes in beside the kubelet.
+  if (const fs::path proxy = bin.parent_path() / "kube-proxy"; fs::is_regular_file(proxy, ec)) k.proxy = proxy;
   return Ok{};
 }
 
@@ -202,6 +204,22 @@ Status AddClusterFiles(const Profile& p, const fs::path& data_dir, std::vector<R
                    "/usr/lib/systemd/system/kubelet.service",
                    {},
                    0777});
+    if (!p.kubelet.proxy.empty()) {
+      const std::string pods = p.shoot ? p.shoot->pods_cidr : "";
+      add.push_back({RootEntry::Kind::kFile, "usr/bin/kube-proxy", "", p.kubelet.proxy, 0755});
+      add.push_back(
+          {RootEntry::Kind::kFile, "usr/lib/sprout/kube-proxy/config.yaml", KubeProxyConfigYaml(pods), {}, 0644});
+      add.push_back({RootEntry::Kind::kFile, "usr/lib/systemd/system/kube-proxy.service", KubeProxyUnit(), {}, 0644});
+      add.push_back({RootEntry::Kind::kSymlink,
+                     "etc/systemd/system/multi-user.target.wants/kube-proxy.service",
+                     "/usr/lib/systemd/system/kube-proxy.service",
+                     {},
+                     0777});
+      add.push_back(
+          {RootEntry::Kind::kFile, "usr/lib/modules-load.d/sprout-kube-proxy.conf", KubeProxyModules(), {}, 0644});
+      add.push_back(
+          {RootEntry::Kind::kFile, "usr/lib/sysctl.d/60-sprout-kube-proxy.conf", KubeProxySysctl(), {}, 0644});
+    }
   }
   return Ok{};
 }

@@ -79,6 +79,7 @@ class Agent {
     }
     if (self->pod_cidr.empty()) return "node " + o_.node_name + " has no pod subnet yet";
     if (auto s = WriteCni(self->pod_cidr); !s.empty()) return s;
+    if (auto s = StartKubeProxy(); !s.empty()) return s;
     if (o_.routes) return Routes(kube::PeerRoutes(o_.node_name, *nodes));
     return "";
   }
@@ -89,6 +90,19 @@ class Agent {
   std::set<std::string> routed_;  // "CIDR via IP" already programmed
   bool bootstrap_done_ = false;
   bool kubelet_started_ = false;
+  bool proxy_started_ = false;
+
+  // StartKubeProxy starts kube-proxy once the node has its kubelet.conf and pod network
+  // (at first boot its unit was skipped for want of the kubeconfig; later boots start
+  // it at once, and this start is then a no-op). Images without kube-proxy skip it.
+  std::string StartKubeProxy() {
+    if (proxy_started_ || o_.kube_proxy_unit.empty() || !fs::exists(o_.kube_proxy_unit)) return "";
+    auto run = Run({{"systemctl", "start", "--no-block", o_.kube_proxy_unit.filename().string()}});
+    if (!run || run->exit_code != 0) return "systemctl start " + o_.kube_proxy_unit.filename().string() + " failed";
+    proxy_started_ = true;
+    log_(LOG_INFO, "kube-proxy started (Service ClusterIPs)");
+    return "";
+  }
 
   // StartWorkerKubelet gives a worker's kubelet what TLS bootstrapping needs, once
   // formation saved the worker's credentials, and starts it. Its kubelet.conf (written

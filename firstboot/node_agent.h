@@ -8,7 +8,8 @@
 //     kubeadm's bootstrap RBAC (created once, kept if present), and its own
 //     node-role.kubernetes.io/control-plane label;
 //   every node, once the controller-manager gave it a pod subnet: the CNI
-//     configuration for it, and routes to the other nodes' pod subnets.
+//     configuration for it, kube-proxy started, and routes to the other nodes' pod
+//     subnets.
 #pragma once
 
 #include <csignal>
@@ -27,6 +28,7 @@ struct NodeAgentOptions {
   std::filesystem::path state_dir = "/var/lib/sprout";          // bootstrap-token, worker/
   std::filesystem::path cni_dir = "/etc/kubernetes/cni/net.d";  // containerd's conf_dir
   bool routes = true;                                           // program routes with `ip route`
+  std::filesystem::path kube_proxy_unit = "/usr/lib/systemd/system/kube-proxy.service";  // started if present
 };
 
 using AgentLog = std::function<void(int priority, const std::string& message)>;

@@ -1,6 +1,6 @@
 #!/bin/bash
 # QEMU image test: build qemu-tests/images.yaml (the default profile's images from their
-# recipes, plus busybox), boot it under UEFI with no network device at all (-nic none), and check
+# recipes, busybox among them), boot it under UEFI with no network device at all (-nic none), and check
 # that containerd lists every preloaded image with the digest the build recorded, runs a
 # busybox and an etcd container, and that re-running the import skips what is present.
 set -uo pipefail

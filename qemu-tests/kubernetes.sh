@@ -4,7 +4,9 @@
 # plane under its kubelet: etcd, kube-apiserver, kube-controller-manager and
 # kube-scheduler as static pods from the preloaded images (by digest, nothing pulled),
 # the node registered, labelled, tainted, given a pod subnet and Ready. etcd answers
-# over TLS only with a client certificate. One boot carries every check.
+# over TLS only with a client certificate. Then a workload: a Deployment of the
+# preloaded toolbox image, its Service, and a pod that reaches it through the ClusterIP
+# (kube-proxy, iptables mode); still nothing pulled. One boot carries every check.
 # Usage: qemu-tests/kubernetes.sh IMAGE   (needs root; KEEP_LOGS=1 keeps logs)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -50,14 +52,84 @@ check "the node has a pod subnet from the Shoot's pods network" \
 check "every pod runs its image by digest" \
   "$(cluster_kubectl get pods -n kube-system -o jsonpath='{range .items[*]}{.spec.containers[0].image}{"\n"}{end}' |
      grep -cv '^localhost/sprout/[a-z-]*@sha256:[0-9a-f]\{64\}$')" '^0$'
-check "no image was pulled: containerd holds only the preloaded images" \
-  "$(node_ssh 1 ctr -n k8s.io images ls -q | grep -v '^sha256:' | sed 's/[:@].*//' | sort -u | tr '\n' ' ')" \
-  '^localhost/sprout/etcd localhost/sprout/kube-apiserver localhost/sprout/kube-controller-manager localhost/sprout/kube-scheduler localhost/sprout/pause $'
 echo "     $(node_ssh 1 sprout-firstboot status | sed -n '/^kubernetes:/,$p' | tr '\n' ' ')"
 check "sprout-firstboot status shows the Kubernetes side" \
   "$(node_ssh 1 sprout-firstboot status | sed -n '/^kubernetes:/,$p' | tr '\n' ' ')" \
   'apiserver: ready \(/readyz ok\).*node: registered, Ready, pod subnet 10\.244\..*static pods: etcd, kube-apiserver'
 check "the node has no route off its network" "$(node_ssh 1 ip route show default | wc -l)" '^0$'
+
+# A workload: a Deployment of the preloaded toolbox image serving HTTP (tolerating the
+# control-plane taint: this is the only node), its Service, and a client pod that asks
+# the Service's ClusterIP: the pod network, the scheduler, the controller-manager and
+# kube-proxy's iptables rules all take part.
+check "kube-proxy runs" "$(node_ssh 1 systemctl is-active kube-proxy)" '^active$'
+busybox=$(node_ssh 1 ctr -n k8s.io images ls -q | grep '^localhost/sprout/busybox@sha256:' | head -n 1)
+check "the toolbox image is preloaded by digest" "$busybox" '^localhost/sprout/busybox@sha256:[0-9a-f]{64}$'
+pod_spec() {  # pod_spec NAME COMMAND: a pod spec (at two levels of indent) tolerating the taint
+  cat <<EOF
+  tolerations: [{key: node-role.kubernetes.io/control-plane, effect: NoSchedule}]
+  automountServiceAccountToken: false
+  containers:
+    - name: $1
+      image: $busybox
+      imagePullPolicy: Never
+      command: [sh, -c, '$2']
+EOF
+}
+{
+  cat <<EOF
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: hello, namespace: default}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: hello}}
+  template:
+    metadata: {labels: {app: hello}}
+    spec:
+EOF
+  pod_spec httpd 'mkdir -p /www && echo hello-from-$(hostname) > /www/index.html && exec httpd -f -p 8080 -h /www' |
+    sed 's/^/    /'
+  cat <<EOF
+---
+apiVersion: v1
+kind: Service
+metadata: {name: hello, namespace: default}
+spec:
+  selector: {app: hello}
+  ports: [{port: 80, targetPort: 8080}]
+EOF
+} > "$CLUSTER_DIR/hello.yaml"
+check "the Deployment and its Service are created" \
+  "$(cluster_kubectl apply -f "$CLUSTER_DIR/hello.yaml" 2>&1 | tr '\n' ' ')" 'deployment.apps/hello created service/hello created'
+deployment_available() { [ "$(cluster_kubectl get deployment hello -o jsonpath='{.status.availableReplicas}')" = 1 ]; }
+wait_until 600 "the Deployment available" deployment_available
+check "the Deployment of the preloaded image runs (seconds)" "${WAITED:-timeout}" '^[0-9]+$'
+cluster_kubectl get pods -o wide | sed 's/^/     /'
+service_ip=$(cluster_kubectl get service hello -o jsonpath='{.spec.clusterIP}')
+check "the Service has a ClusterIP from the Shoot's services network (10.96.0.0/12)" "$service_ip" '^10\.(9[6-9]|10[0-9]|11[01])\.[0-9]+\.[0-9]+$'
+proxied() { node_ssh 1 iptables-save -t nat | grep -q "default/hello"; }
+wait_until 300 "kube-proxy's rules for the Service" proxied
+check "kube-proxy wrote the Service's iptables rules (seconds)" "${WAITED:-timeout}" '^[0-9]+$'
+{
+  cat <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: client, namespace: default}
+spec:
+  restartPolicy: Never
+EOF
+  pod_spec client "for i in \$(seq 1 20); do wget -q -O - -T 5 http://$service_ip/ && exit 0; sleep 3; done; exit 1"
+} > "$CLUSTER_DIR/client.yaml"
+cluster_kubectl apply -f "$CLUSTER_DIR/client.yaml" >/dev/null
+client_done() { cluster_kubectl get pod client -o jsonpath='{.status.phase}' | grep -Eq '^(Succeeded|Failed)$'; }
+wait_until 600 "the client pod done" client_done
+check "a pod reaches the Deployment through the Service's ClusterIP" \
+  "$(cluster_kubectl get pod client -o jsonpath='{.status.phase}') $(cluster_kubectl logs client 2>&1 | tr '\n' ' ')" \
+  '^Succeeded hello-from-hello-'
+check "no image was pulled: containerd holds only the preloaded images" \
+  "$(node_ssh 1 ctr -n k8s.io images ls -q | grep -v '^sha256:' | sed 's/[:@].*//' | sort -u | tr '\n' ' ')" \
+  '^localhost/sprout/busybox localhost/sprout/etcd localhost/sprout/kube-apiserver localhost/sprout/kube-controller-manager localhost/sprout/kube-scheduler localhost/sprout/pause $'
 check "the etcd server key and the admin kubeconfig are private (0600)" \
   "$(node_ssh 1 stat -L -c %a /etc/kubernetes/pki/etcd/server.key /etc/kubernetes/admin.conf | tr '\n' ' ')" '^600 600 $'
 health=$(cluster_etcdctl 1 endpoint health 2>&1)

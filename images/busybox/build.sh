@@ -1,5 +1,6 @@
 #!/bin/bash
-# Builds a small busybox image from Debian's busybox-static package into an OCI layout.
+# Builds a small busybox image (the default profile's toolbox) from Debian's busybox-static
+# package into an OCI layout.
 # Its first layer is the same base layer as the etcd image's, so a layout with both
 # stores it once (the deduplication test). Usage: build.sh LAYOUT-DIR
 set -euo pipefail
@@ -15,5 +16,10 @@ bb=$(pkg_root busybox-static)
 mkdir -p "$work/busybox/bin"
 cp "$bb/bin/busybox" "$work/busybox/bin/busybox"
 chmod 0755 "$work/busybox/bin/busybox"
-for applet in sh echo cat ls sleep true; do ln -s busybox "$work/busybox/bin/$applet"; done
+# The applets a user debugging from inside an air-gapped cluster reaches for (the
+# default profile preloads this image as its toolbox): shell, files, network, processes.
+for applet in sh ash echo cat ls sleep true false mkdir rm cp mv wget httpd hostname seq ip ping nc \
+  nslookup ps grep sed awk head tail env id date df du free mount uname vi; do
+  ln -s busybox "$work/busybox/bin/$applet"
+done
 python3 "$here/../lib/mkimage.py" "$out" "$ref" '["/bin/sh"]' "$work/base" "$work/busybox"

@@ -52,7 +52,8 @@ std::vector<ApiObject> BootstrapBindings() {
           Binding("kubeadm:node-autoapprove-bootstrap",
                   "system:certificates.k8s.io:certificatesigningrequests:nodeclient", kBootstrapGroup),
           Binding("kubeadm:node-autoapprove-certificate-rotation",
-                  "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", "system:nodes")};
+                  "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", "system:nodes"),
+          Binding("sprout:node-proxier", "system:node-proxier", "system:nodes")};
 }
 
 }  // namespace sprout::kube

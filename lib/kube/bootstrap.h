@@ -1,7 +1,8 @@
 // TLS bootstrapping of worker kubelets, as kubeadm sets it up: the bootstrap token
-// formation hands out becomes a bootstrap-token Secret, and three ClusterRoleBindings
-// let its holders ask for a node client certificate and have it approved, and let
-// nodes renew theirs. Pure: API objects as JSON text, for the node agent to create.
+// formation hands out becomes a bootstrap-token Secret, and ClusterRoleBindings let its
+// holders ask for a node client certificate and have it approved, and let nodes renew
+// theirs (and run kube-proxy). Pure: API objects as JSON text, for the node agent to
+// create.
 #pragma once
 
 #include <string>
@@ -27,7 +28,9 @@ Result<ApiObject> BootstrapTokenSecret(const std::string& token);
 
 // BootstrapBindings are kubeadm's three ClusterRoleBindings: kBootstrapGroup may create
 // CSRs (system:node-bootstrapper) and has node-client CSRs auto-approved; system:nodes
-// have their renewal CSRs auto-approved.
+// have their renewal CSRs auto-approved. A fourth, sprout's own, grants system:nodes
+// system:node-proxier: kube-proxy runs on the host with the node's kubelet credentials
+// (kubeadm runs it as a DaemonSet with a ServiceAccount instead).
 std::vector<ApiObject> BootstrapBindings();
 
 }  // namespace sprout::kube

@@ -28,7 +28,7 @@ TEST_CASE("The bootstrap token becomes kubeadm's bootstrap-token Secret") {
 
 TEST_CASE("The bootstrap bindings let token holders ask for node certificates and have them approved") {
   auto b = BootstrapBindings();
-  REQUIRE(b.size() == 3);
+  REQUIRE(b.size() == 4);
   std::map<std::string, std::pair<std::string, std::string>> seen;  // name -> role, group
   for (const auto& o : b) {
     CHECK(o.path == "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings");
@@ -42,6 +42,8 @@ TEST_CASE("The bootstrap bindings let token holders ask for node certificates an
   CHECK(seen["kubeadm:node-autoapprove-certificate-rotation"] ==
         std::pair<std::string, std::string>("system:certificates.k8s.io:certificatesigningrequests:selfnodeclient",
                                             "system:nodes"));
+  // kube-proxy runs on the node's own credentials.
+  CHECK(seen["sprout:node-proxier"] == std::pair<std::string, std::string>("system:node-proxier", "system:nodes"));
 }
 
 }  // namespace

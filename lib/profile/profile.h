@@ -47,6 +47,7 @@ enum class PodHost { kPodman, kKubelet };
 struct KubeletSettings {
   ProfileFile binary;            // installed as /usr/bin/kubelet (url or source, with sha256)
   std::filesystem::path recipe;  // or built: RECIPE/host.sh CACHE prints the folder holding it
+  std::filesystem::path proxy;   // kube-proxy, when the recipe's folder holds one (set by the build)
   std::string config_yaml;       // KubeletConfiguration fields that override sprout's defaults
   bool present = false;
 };

@@ -76,7 +76,51 @@ WantedBy=multi-user.target
 std::string KubeletEnv(const std::string& node_name, const std::string& node_ip, bool control_plane) {
   std::string args = "--node-ip=" + node_ip + " --hostname-override=" + node_name;
   if (control_plane) args += " --register-with-taints=node-role.kubernetes.io/control-plane=:NoSchedule";
-  return "# written by sprout-firstboot: this node's kubelet arguments\nKUBELET_ARGS=\"" + args + "\"\n";
+  return "# written by sprout-firstboot: this node's kubelet and kube-proxy arguments\nKUBELET_ARGS=\"" + args +
+         "\"\nKUBE_PROXY_ARGS=\"--hostname-override=" + node_name + " --bind-address=" + node_ip + "\"\n";
+}
+
+std::string KubeProxyConfigYaml(const std::string& cluster_cidr) {
+  // conntrack maxPerCore 0: kube-proxy leaves the kernel's conntrack table size alone
+  // (it would otherwise write sysctls a read-only or constrained node may refuse).
+  std::string out = R"(apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: iptables
+clientConnection:
+  kubeconfig: /etc/kubernetes/kubelet.conf
+conntrack:
+  maxPerCore: 0
+)";
+  if (!cluster_cidr.empty()) out += "clusterCIDR: " + cluster_cidr + "\n";
+  return out;
+}
+
+std::string KubeProxyUnit() {
+  return R"([Unit]
+Description=kube-proxy: this node's Service ClusterIPs, in iptables (configured by sprout)
+Documentation=file:/usr/share/doc/sprout/control-plane.md
+After=kubelet.service
+ConditionPathExists=/etc/kubernetes/kubelet.conf
+
+[Service]
+EnvironmentFile=-/etc/kubernetes/kubelet.env
+ExecStart=/usr/bin/kube-proxy --config=/usr/lib/sprout/kube-proxy/config.yaml $KUBE_PROXY_ARGS
+Restart=always
+RestartSec=5
+
+[Install]
+WantedBy=multi-user.target
+)";
+}
+
+std::string KubeProxyModules() {
+  return "# written by sprout: bridged pod traffic passes iptables (kube-proxy)\nbr_netfilter\n";
+}
+
+std::string KubeProxySysctl() {
+  return "# written by sprout: kube-proxy's rules see bridged pod traffic, and the node forwards\n"
+         "net.bridge.bridge-nf-call-iptables = 1\n"
+         "net.ipv4.ip_forward = 1\n";
 }
 
 std::string ContainerdConfig(const std::string& sandbox_image) {

@@ -39,6 +39,22 @@ TEST_CASE("The kubelet's per-node arguments name the node, its address and the c
   const std::string worker = KubeletEnv("node-4", "198.18.0.14", false);
   CHECK(worker.find("--register-with-taints") == std::string::npos);
   CHECK(worker.find("--hostname-override=node-4") != std::string::npos);
+  CHECK(worker.find("KUBE_PROXY_ARGS=\"--hostname-override=node-4 --bind-address=198.18.0.14\"") != std::string::npos);
+}
+
+TEST_CASE("kube-proxy runs in iptables mode on the node's kubelet credentials, once they exist") {
+  const std::string c = KubeProxyConfigYaml("10.244.0.0/16");
+  CHECK(c.find("kind: KubeProxyConfiguration") != std::string::npos);
+  CHECK(c.find("mode: iptables") != std::string::npos);
+  CHECK(c.find("kubeconfig: /etc/kubernetes/kubelet.conf") != std::string::npos);
+  CHECK(c.find("clusterCIDR: 10.244.0.0/16") != std::string::npos);
+  CHECK(KubeProxyConfigYaml("").find("clusterCIDR") == std::string::npos);
+  const std::string unit = KubeProxyUnit();
+  CHECK(unit.find("ConditionPathExists=/etc/kubernetes/kubelet.conf") != std::string::npos);
+  CHECK(unit.find("--config=/usr/lib/sprout/kube-proxy/config.yaml $KUBE_PROXY_ARGS") != std::string::npos);
+  CHECK(unit.find("EnvironmentFile=-/etc/kubernetes/kubelet.env") != std::string::npos);
+  CHECK(KubeProxyModules().find("\nbr_netfilter\n") != std::string::npos);
+  CHECK(KubeProxySysctl().find("net.bridge.bridge-nf-call-iptables = 1") != std::string::npos);
 }
 
 TEST_CASE("containerd's sandbox is the preloaded pause image, with systemd cgroups and Debian's CNI plugins") {
