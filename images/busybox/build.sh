@@ -19,7 +19,7 @@ chmod 0755 "$work/busybox/bin/busybox"
 # The applets a user debugging from inside an air-gapped cluster reaches for (the
 # default profile preloads this image as its toolbox): shell, files, network, processes.
 for applet in sh ash echo cat ls sleep true false mkdir rm cp mv wget httpd hostname seq ip ping nc \
-  nslookup ps grep sed awk head tail env id date df du free mount uname vi; do
+  nslookup ps grep sed awk head tail env id date df du free mount uname vi timeout; do
   ln -s busybox "$work/busybox/bin/$applet"
 done
 python3 "$here/../lib/mkimage.py" "$out" "$ref" '["/bin/sh"]' "$work/base" "$work/busybox"

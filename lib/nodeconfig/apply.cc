@@ -13,6 +13,9 @@ std::string NetworkUnit(const NodeConfig& c) {
       "# Written by sprout-firstboot from the node's settings (sprout personalize --address).\n"
       "[Match]\n"
       "Type=ether\n"
+      "# Only the machine's own network cards: a pod's veth, a bridge or any other virtual\n"
+      "# link has a kind, and must keep the address its owner (the CNI plugins) gives it.\n"
+      "Kind=!*\n"
       "\n"
       "[Network]\n"
       "Address=" +

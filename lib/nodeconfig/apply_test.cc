@@ -19,6 +19,9 @@ TEST_CASE("ApplyNodeConfig writes the network unit and authorized_keys once", "[
   auto unit = ReadFile(p.network_dir / "10-sprout-static.network");
   REQUIRE(unit.ok());
   CHECK_THAT(*unit, Catch::Contains("Address=198.18.0.10/24\nGateway=198.18.0.1\n"));
+  // Physical links only: a veth or bridge (a pod's network) must not get the node's address.
+  CHECK_THAT(*unit, Catch::Contains("[Match]\nType=ether\n"));
+  CHECK_THAT(*unit, Catch::Contains("\nKind=!*\n"));
   auto keys = ReadFile(p.ssh_dir / "authorized_keys");
   REQUIRE(keys.ok());
   CHECK(*keys == "ssh-ed25519 AAAAC3Nza me@laptop\n");
