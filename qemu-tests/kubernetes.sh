@@ -10,6 +10,11 @@
 # Usage: qemu-tests/kubernetes.sh IMAGE   (needs root; KEEP_LOGS=1 keeps logs)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# Two virtual CPUs (QEMU runs one host thread per CPU): on one, the kubelet, containerd,
+# etcd and the apiserver's start-up share a single emulated core, and the apiserver took
+# over 10 minutes to finish its RBAC bootstrap on a loaded host; on two it is Ready in
+# about 5 minutes (docs/control-plane.md).
+export CLUSTER_SMP=${CLUSTER_SMP:-2}
 . "$here/lib.sh"
 . "$here/cluster-lib.sh"
 image=$(realpath "${1:?usage: kubernetes.sh IMAGE}")
