@@ -7,6 +7,8 @@
 #   2. the founder is killed while a fourth node is joining: the surviving majority
 #      keeps serving (etcd refuses membership changes while a voter is down, so the
 #      joiner retries); after the founder's restart the join completes, same cluster;
+#   2b. the founder restarts with its bootstrap token deleted: it keeps its CAs (no
+#      second PKI), logs why, and fetches the token from the other members;
 #   3. node 4 loses its disk (etcd data and PKI wiped) and starts again: its stale
 #      member entry is removed, it joins afresh and becomes a voting member again;
 #   4. three nodes started staggered (2 s apart) form one 3-member cluster.
@@ -128,6 +130,32 @@ if nb_wait_voting "$via" 4 90 1 2 3 4; then
 else
   bad "no 4 healthy voting members within 90 s of the founder's restart"
   nb_ctl "$via" "$(nb_endpoints 1 2 3 4)" member list 2>&1
+fi
+
+# 2b. The founder restarts with its bootstrap token gone (its PKI no longer loads): it
+# must not make a second PKI, but say so and fetch the one it made from the members.
+fp=$WORK/n$f/pki
+ca_before=$(cat "$fp/ca.crt" "$fp/etcd/ca.crt" "$fp/front-proxy-ca.crt" | sha256sum)
+nb_kill "$f" TERM
+rm -f "$WORK/n$f/state/bootstrap-token"
+t0=$(date +%s.%N)
+nb_start "$f" 3 3
+restored=""
+for _ in $(seq 1 300); do
+  [ -s "$WORK/n$f/state/bootstrap-token" ] && restored=yes && break
+  sleep 0.2
+done
+if [ -n "$restored" ] && nb_wait_voting "$via" 4 90 1 2 3 4; then
+  printf 'the founder without its token is back %.2f s after its restart\n' "$(echo "$(date +%s.%N) - $t0" | bc)"
+  grep -m1 'not making a second PKI' "$WORK/n$f/firstboot.log" | cut -c1-240
+  ca_after=$(cat "$fp/ca.crt" "$fp/etcd/ca.crt" "$fp/front-proxy-ca.crt" | sha256sum)
+  [ "$ca_after" = "$ca_before" ] && grep -q 'not making a second PKI' "$WORK/n$f/firstboot.log" &&
+    cmp -s "$WORK/n$f/state/bootstrap-token" "$WORK/n$via/state/bootstrap-token" &&
+    ok "a founder that lost its token kept its CAs, said so, got the members' token back; 4 healthy voters" ||
+    bad "the founder's CAs changed or its token was not the members' after it lost its token"
+else
+  bad "the founder without its token did not come back with 4 healthy voting members within 90 s"
+  tail -n 5 "$WORK/n$f/firstboot.log"
 fi
 
 # 3. Node 4 comes back with an empty disk under the same name and address.

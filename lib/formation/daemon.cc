@@ -17,6 +17,7 @@
 #include "formation/membership.h"
 #include "formation/status.h"
 #include "util/fs.h"
+#include "util/text.h"
 
 namespace sprout::formation {
 
@@ -131,14 +132,36 @@ class Loop {
   }
 
   // Found starts a founding member: the founder makes the PKI (once), the others
-  // fetch it from the founder's join endpoint in the background first.
+  // fetch it from the founder's join endpoint in the background first. A founder whose
+  // PKI from an earlier run is there but unusable never makes a second one: it says so
+  // loudly and fetches the PKI from the other founding members, as they did from it.
   void Found(const StartEtcdNew& s) {
     EtcdArgs args = EtcdNewArgs(etcd_config_, s);
-    if (auto local = LoadLocalCredentials(CredentialFiles(o_), s.founding)) return Serve(*local, args);
+    auto files = CredentialFiles(o_);
+    auto local = LoadLocalCredentials(files, s.founding);
+    if (local) return Serve(*local, args);
     if (s.founding.founder != o_.name) return membership_.FetchFoundingCredentials(s.founding, args);
+    if (auto traces = TracesOfEarlierFounding(files, etcd_config_.data_dir); !traces.empty()) {
+      Journal(LOG_ERR,
+              "founder: this node founded " + s.founding.token + " before (" + Join(traces, ", ") +
+                  ") but cannot use its PKI: " + local.error() +
+                  "; not making a second PKI, which would split it from the other members; fetching the PKI "
+                  "from them instead (restore the file from a backup or another control-plane node if no "
+                  "member answers)",
+              {{"PHASE", "error"}});
+      return membership_.FetchFoundingCredentials(s.founding, args);
+    }
     auto made = MakeFounderCredentials(s.founding);
     if (!made) {
       Journal(LOG_ERR, "cannot make the cluster PKI: " + made.error(), {{"PHASE", "error"}});
+      return;
+    }
+    // Installed, then marked, then served: a crash before the mark leaves a PKI nobody
+    // has seen, which the next run may replace; after it, the PKI is never replaced.
+    auto installed = InstallCredentials(files, *made);
+    if (installed) installed = WriteFileAtomic(files.founded, s.founding.token + "\n");
+    if (!installed) {
+      Journal(LOG_ERR, "cannot install the cluster PKI: " + installed.error(), {{"PHASE", "error"}});
       return;
     }
     Journal(LOG_INFO, "founder: made the etcd, Kubernetes and front-proxy CAs under " + o_.pki_dir.string(),

@@ -25,6 +25,18 @@ Result<Credentials> LoadLocalCredentials(const NodeCredentialFiles& files, const
   return Credentials{*cas, t, ApiEndpoints(f)};
 }
 
+std::vector<std::string> TracesOfEarlierFounding(const NodeCredentialFiles& files,
+                                                 const std::filesystem::path& etcd_data_dir) {
+  std::vector<std::filesystem::path> candidates{files.founded};
+  if (!etcd_data_dir.empty()) candidates.push_back(etcd_data_dir / "member");
+  std::vector<std::string> found;
+  for (const auto& c : candidates) {
+    std::error_code ec;
+    if (!c.empty() && std::filesystem::exists(c, ec)) found.push_back(c.string());
+  }
+  return found;
+}
+
 Status InstallCredentials(const NodeCredentialFiles& files, const Credentials& c) {
   if (auto s = pki::WritePkiFiles(files.pki_dir, pki::CAFiles(c.cas)); !s) return s;
   if (auto s = WriteFileAtomic(files.token_file, c.bootstrap_token + "\n", std::filesystem::perms(0600)); !s) {

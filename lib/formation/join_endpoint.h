@@ -20,6 +20,7 @@ namespace sprout::formation {
 struct NodeCredentialFiles {
   std::filesystem::path pki_dir;     // kubeadm's layout (lib/pki)
   std::filesystem::path token_file;  // the bootstrap token, one line (0600)
+  std::filesystem::path founded;     // the founder's marker: it made and installed the PKI
   std::string name;                  // node name: the subject of its certificates
   std::string address;               // node address: their IP SAN
 };
@@ -30,6 +31,15 @@ std::vector<std::string> ApiEndpoints(const Founding& f);
 // LoadLocalCredentials reads what an earlier run installed: the CAs and the token; the
 // API endpoints are those of the founding f.
 Result<Credentials> LoadLocalCredentials(const NodeCredentialFiles& files, const Founding& f);
+
+// TracesOfEarlierFounding lists what says that this node made a cluster's PKI before:
+// the founder's marker (written once the PKI is installed, before anything is served)
+// and etcd's member directory. A founder that finds either must not make a new PKI: a
+// second set of CAs would cut its etcd off from the members that hold the first. With
+// neither, stray PKI files are from a founding that crashed before serving anyone, and
+// a new PKI is safe.
+std::vector<std::string> TracesOfEarlierFounding(const NodeCredentialFiles& files,
+                                                 const std::filesystem::path& etcd_data_dir);
 
 // InstallCredentials writes the CAs and the token, and this node's etcd certificates
 // unless valid ones (issued by this etcd CA) are there already.

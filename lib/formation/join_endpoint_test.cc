@@ -21,7 +21,8 @@ TEST_CASE("join endpoint: the founding members' API endpoints", "[formation]") {
 
 TEST_CASE("join endpoint: credentials installed by one run are what the next run loads", "[formation]") {
   sprout::TempDir dir(std::filesystem::temp_directory_path(), "join-endpoint-test");
-  f::NodeCredentialFiles files{dir.path() / "pki", dir.path() / "bootstrap-token", "node1", "127.0.0.1"};
+  f::NodeCredentialFiles files{dir.path() / "pki", dir.path() / "bootstrap-token", dir.path() / "founded-pki", "node1",
+                               "127.0.0.1"};
   CHECK_FALSE(f::LoadLocalCredentials(files, TwoMembers()));
   auto made = f::MakeFounderCredentials(TwoMembers());
   REQUIRE(made);
@@ -44,6 +45,24 @@ TEST_CASE("join endpoint: credentials installed by one run are what the next run
   auto broken = f::LoadLocalCredentials(files, TwoMembers());
   REQUIRE_FALSE(broken);
   CHECK(broken.error() == files.token_file.string() + " does not hold a bootstrap token");
+}
+
+TEST_CASE("join endpoint: a founder's marker or etcd's member directory are traces of an earlier founding",
+          "[formation]") {
+  sprout::TempDir dir(std::filesystem::temp_directory_path(), "founding-traces-test");
+  f::NodeCredentialFiles files{dir.path() / "pki", dir.path() / "bootstrap-token", dir.path() / "founded-pki", "node1",
+                               "127.0.0.1"};
+  auto etcd = dir.path() / "etcd";
+  // A PKI installed by a founding that crashed before its mark is no trace: nobody saw it.
+  auto made = f::MakeFounderCredentials(TwoMembers());
+  REQUIRE(made);
+  REQUIRE(f::InstallCredentials(files, *made));
+  CHECK(f::TracesOfEarlierFounding(files, etcd).empty());
+  REQUIRE(sprout::WriteFileAtomic(files.founded, "sprout-x\n"));
+  CHECK(f::TracesOfEarlierFounding(files, etcd) == std::vector<std::string>{files.founded.string()});
+  std::filesystem::remove(files.founded);
+  std::filesystem::create_directories(etcd / "member");
+  CHECK(f::TracesOfEarlierFounding(files, etcd) == std::vector<std::string>{(etcd / "member").string()});
 }
 
 TEST_CASE("join endpoint: serves its credentials and tells joiners changed API endpoints", "[formation]") {

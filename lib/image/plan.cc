@@ -61,6 +61,10 @@ void PlanBoot(DiskPlan& d, const Profile& profile, const std::string& root_hash)
       "sprout.config=PARTUUID=" + d.config_uuid.ToString(),
       // sprout mounts what it needs itself; the generator would guess from the disk.
       "systemd.gpt_auto=0",
+      // Fail closed: a root that verity refuses makes initramfs-tools' panic() reboot
+      // after 10 s instead of opening a root shell on the console, and a kernel panic
+      // (a corrupt block read later) reboots too rather than hanging.
+      "panic=10",
       "console=tty0",
       "console=ttyS0,115200",
   };
