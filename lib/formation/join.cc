@@ -11,7 +11,9 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -350,6 +352,8 @@ void JoinServer::SetCredentials(const Credentials& credentials) {
   credentials_ = std::move(c);
 }
 
+JoinServer::~JoinServer() { Stop(); }
+
 void JoinServer::Stop() {
   if (!thread_.joinable()) return;
   stop_ = true;
@@ -361,15 +365,69 @@ void JoinServer::Stop() {
 void JoinServer::Serve() {
   while (!stop_) {
     pollfd p{listen_fd_, POLLIN, 0};
-    if (::poll(&p, 1, 200) <= 0) continue;
-    sockaddr_storage from{};
-    socklen_t len = sizeof from;
-    int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&from), &len, SOCK_CLOEXEC);
-    if (fd < 0) continue;
-    SetTimeouts(fd, 3000);
-    Handle(fd, PeerText(from));
-    ::close(fd);
+    int ready = ::poll(&p, 1, 100);
+    Reap(false);
+    if (ready > 0) Accept();
   }
+  Reap(true);
+}
+
+// Accept takes one connection and serves it in its own thread, unless the limits say no.
+void JoinServer::Accept() {
+  sockaddr_storage peer{};
+  socklen_t len = sizeof peer;
+  int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_CLOEXEC);
+  if (fd < 0) return;
+  std::string from = PeerText(peer);
+  auto same = std::count_if(connections_.begin(), connections_.end(), [&](const auto& c) { return c->from == from; });
+  if (static_cast<int>(connections_.size()) >= limits_.max_connections || same >= limits_.per_source) {
+    ::close(fd);
+    // Logged once per burst, not per connection: a flood must not flood the journal too.
+    if (turned_away_++ % 100 == 0) {
+      Journal(LOG_WARNING,
+              "join: turned away a connection from " + from + ": " + std::to_string(connections_.size()) +
+                  " connections open, " + std::to_string(same) + " from that address (limits " +
+                  std::to_string(limits_.max_connections) + " and " + std::to_string(limits_.per_source) + ")",
+              {{"JOIN_REFUSED_FROM", from}, {"JOIN_TURNED_AWAY_TOTAL", std::to_string(turned_away_.load())}});
+    }
+    return;
+  }
+  SetTimeouts(fd, limits_.io_timeout_ms);
+  auto c = std::make_unique<Connection>();
+  c->fd = fd;
+  c->from = from;
+  c->deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(limits_.deadline_ms);
+  Connection* raw = c.get();
+  c->thread = std::thread([this, raw] {
+    Handle(raw->fd, raw->from);
+    raw->done = true;
+  });
+  connections_.push_back(std::move(c));
+}
+
+// Reap closes finished connections and cuts off those past their deadline (or all of
+// them, when stopping): shutdown wakes their thread's blocked read or write.
+void JoinServer::Reap(bool all) {
+  auto now = std::chrono::steady_clock::now();
+  for (auto& c : connections_) {
+    if (!c->done && !c->cut && (all || now >= c->deadline)) {
+      c->cut = true;
+      ::shutdown(c->fd, SHUT_RDWR);
+      if (!all) {
+        ++cut_off_;
+        Journal(LOG_WARNING,
+                "join: cut off a connection from " + c->from + " after " + std::to_string(limits_.deadline_ms) +
+                    " ms (the whole exchange must fit that)",
+                {{"JOIN_REFUSED_FROM", c->from}});
+      }
+    }
+  }
+  std::erase_if(connections_, [all](auto& c) {
+    if (!c->done && !all) return false;
+    c->thread.join();
+    ::close(c->fd);
+    return true;
+  });
 }
 
 void JoinServer::Handle(int fd, const std::string& from) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -78,20 +79,30 @@ bool ValidBootstrapToken(std::string_view token);
 // beacon MAC key and the PSK are independent.
 Key JoinPsk(const Key& formation_key);
 
-// JoinServer serves join requests on address:port in its own thread, one connection at
-// a time, each bounded by a 3 s I/O timeout. Until SetCredentials it refuses requests.
+// JoinLimits bound what the join endpoint gives any one client, so that nobody, with or
+// without the secret, can stall it for the nodes that are joining.
+struct JoinLimits {
+  int max_connections = 64;  // connections served at once; more are closed at accept
+  int per_source = 4;        // connections served at once from one address
+  int deadline_ms = 10000;   // the whole connection: handshake, request and answer
+  int io_timeout_ms = 3000;  // each read or write
+};
+
+// JoinServer serves join requests on address:port: an accept thread, and one thread per
+// connection within limits. Until SetCredentials it refuses requests.
 class JoinServer {
  public:
   JoinServer() = default;
+  explicit JoinServer(JoinLimits limits) : limits_(limits) {}
   JoinServer(const JoinServer&) = delete;
   JoinServer& operator=(const JoinServer&) = delete;
-  ~JoinServer() { Stop(); }
+  ~JoinServer();
 
   // Start listens and starts the thread.
   Status Start(const std::string& address, std::uint16_t port, const Key& psk);
   // SetCredentials makes the server answer with credentials.
   void SetCredentials(const Credentials& credentials);
-  // Stop ends the thread and closes the socket.
+  // Stop ends the threads and closes the sockets.
   void Stop();
   // running is true between Start and Stop.
   bool running() const { return thread_.joinable(); }
@@ -99,17 +110,38 @@ class JoinServer {
   std::uint16_t port() const { return port_; }
   // refused counts handshakes that failed (wrong secret or garbage).
   std::uint64_t refused() const { return refused_.load(); }
+  // turned_away counts connections closed at accept because of the limits.
+  std::uint64_t turned_away() const { return turned_away_.load(); }
+  // cut_off counts connections closed at their deadline.
+  std::uint64_t cut_off() const { return cut_off_.load(); }
 
  private:
+  // Connection is one client being served: its socket stays open until the accept
+  // thread reaps it after its thread has ended, so its number is never reused while a
+  // deadline may still shut it down.
+  struct Connection {
+    int fd = -1;
+    std::string from;
+    std::chrono::steady_clock::time_point deadline;
+    bool cut = false;
+    std::atomic<bool> done{false};
+    std::thread thread;
+  };
   void Serve();
+  void Accept();
+  void Reap(bool all);
   void Handle(int fd, const std::string& from);
+  JoinLimits limits_;
   int listen_fd_ = -1;
   std::uint16_t port_ = 0;
   Key psk_{};
   std::atomic<bool> stop_{false};
   std::atomic<std::uint64_t> refused_{0};
+  std::atomic<std::uint64_t> turned_away_{0};
+  std::atomic<std::uint64_t> cut_off_{0};
   std::mutex mu_;
   std::shared_ptr<const Credentials> credentials_;
+  std::vector<std::unique_ptr<Connection>> connections_;  // only the accept thread touches it
   std::thread thread_;
 };
 

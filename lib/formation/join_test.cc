@@ -1,7 +1,13 @@
 #include "formation/join.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <csignal>
 #include <thread>
 
 #include "util/fs.h"
@@ -84,4 +90,108 @@ TEST_CASE("join endpoint: TLS-PSK over loopback serves the right secret and refu
   CHECK((std::filesystem::status(dir.path() / "bootstrap-token").permissions() & std::filesystem::perms::all) ==
         std::filesystem::perms(0600));
   server.Stop();
+}
+
+namespace {
+
+// ConnectFrom opens a TCP connection from source address src to 127.0.0.1:port (every
+// 127/8 address is local, so each src is another client address); -1 on failure.
+int ConnectFrom(const char* src, std::uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in local{};
+  local.sin_family = AF_INET;
+  ::inet_pton(AF_INET, src, &local.sin_addr);
+  sockaddr_in server{};
+  server.sin_family = AF_INET;
+  server.sin_port = htons(port);
+  ::inet_pton(AF_INET, "127.0.0.1", &server.sin_addr);
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0 ||
+      ::connect(fd, reinterpret_cast<sockaddr*>(&server), sizeof server) != 0) {
+    if (fd >= 0) ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// WaitFor polls cond every 10 ms for up to seconds.
+template <typename Cond>
+bool WaitFor(Cond cond, int seconds) {
+  for (int i = 0; i < seconds * 100 && !cond(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return cond();
+}
+
+struct Served {
+  sprout::pki::ClusterCAs cas;
+  Key key;
+};
+
+Served ServedFixture() {
+  // As in the daemon (daemon.cc): a peer that vanished gives EPIPE, not SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
+  auto cas = sprout::pki::MakeClusterCAs();
+  REQUIRE(cas);
+  auto key = DeriveKey("right secret 0123456789", "test");
+  REQUIRE(key);
+  return {*cas, *key};
+}
+
+}  // namespace
+
+TEST_CASE("join endpoint: clients that stall or dribble do not keep a joiner waiting, and are cut off") {
+  auto f = ServedFixture();
+  JoinLimits limits;
+  limits.deadline_ms = 2000;
+  JoinServer server(limits);
+  REQUIRE(server.Start("127.0.0.1", 0, JoinPsk(f.key)));
+  server.SetCredentials({f.cas, "abcdef.0123456789abcdef", {"https://127.0.0.1:6443"}});
+  // Three clients that connect and say nothing, and one that sends a byte every 200 ms
+  // (each read then succeeds within the 3 s I/O timeout: only the deadline stops it; the
+  // server used to serve one connection at a time, so such a client held it forever).
+  std::vector<int> stalled;
+  for (int i = 0; i < 3; ++i) stalled.push_back(ConnectFrom("127.0.0.5", server.port()));
+  for (int fd : stalled) REQUIRE(fd >= 0);
+  int dribbler = ConnectFrom("127.0.0.6", server.port());
+  REQUIRE(dribbler >= 0);
+  std::atomic<bool> dribbler_closed{false};
+  std::thread dribble([&] {
+    // A TLS handshake record header announcing 16 KiB, then its body a byte at a time:
+    // the server's TLS library waits for the whole record.
+    const char header[] = {0x16, 0x03, 0x01, 0x40, 0x00};
+    if (::send(dribbler, header, sizeof header, MSG_NOSIGNAL) != sizeof header) return;
+    for (int i = 0; i < 100; ++i) {  // 20 s at most
+      if (::send(dribbler, "", 1, MSG_NOSIGNAL) != 1) {
+        dribbler_closed = true;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  });
+  // A real joiner, meanwhile, is served at once.
+  JoinRequest request{kJoinVersion, false, "w1", "127.0.0.1"};
+  auto got = FetchJoin("127.0.0.1", server.port(), JoinPsk(f.key), request);
+  REQUIRE(got);
+  CHECK(got->bootstrap_token == "abcdef.0123456789abcdef");
+  // Past the 2 s deadline all four are cut off, the dribbler included.
+  CHECK(WaitFor([&] { return server.cut_off() == 4; }, 20));
+  dribble.join();
+  CHECK(dribbler_closed);
+  for (int fd : stalled) ::close(fd);
+  ::close(dribbler);
+}
+
+TEST_CASE("join endpoint: one address gets at most per_source connections; others are still served") {
+  auto f = ServedFixture();
+  JoinLimits limits;
+  limits.per_source = 2;
+  JoinServer server(limits);
+  REQUIRE(server.Start("127.0.0.1", 0, JoinPsk(f.key)));
+  server.SetCredentials({f.cas, "abcdef.0123456789abcdef", {"https://127.0.0.1:6443"}});
+  std::vector<int> flood;
+  for (int i = 0; i < 5; ++i) flood.push_back(ConnectFrom("127.0.0.7", server.port()));
+  CHECK(WaitFor([&] { return server.turned_away() == 3; }, 20));
+  JoinRequest request{kJoinVersion, false, "w1", "127.0.0.1"};
+  CHECK(FetchJoin("127.0.0.1", server.port(), JoinPsk(f.key), request));
+  for (int fd : flood) ::close(fd);
+  server.Stop();  // also ends the two connections still being served
+  CHECK_FALSE(server.running());
 }

@@ -158,8 +158,7 @@ bool Ready(const std::future<T>& f) {
 }  // namespace
 
 NodeCredentialFiles CredentialFiles(const DaemonOptions& o) {
-  return NodeCredentialFiles{o.pki_dir, o.state_dir / "bootstrap-token", o.state_dir / "founded-pki", o.name,
-                             o.listen};
+  return NodeCredentialFiles{o.pki_dir, o.state_dir / "bootstrap-token", o.state_dir / "founded-pki", o.name, o.listen};
 }
 
 int BackoffMs(int attempt) { return std::min(250 << std::min(attempt, 4), 4000); }
