@@ -55,6 +55,10 @@ struct PersonalizeOptions {
 // Personalize writes per-node settings into the image's config area.
 int Personalize(const PersonalizeOptions& options);
 
+// PrintWorkerSecret prints the worker secret of the cluster secret in secret_file: what a
+// worker is given (sprout.worker-secret) instead of the cluster secret.
+int PrintWorkerSecret(const std::filesystem::path& secret_file);
+
 // Boot starts QEMU on a raw image with UEFI firmware and a serial console.
 int Boot(const BootOptions& options);
 

@@ -23,6 +23,8 @@ Usage:
   sprout pull PROFILE [--offline]          fetch the profile's container images into the cache
   sprout personalize IMAGE [settings]      write per-node settings (secret, hostname, role, address,
                                            peers, SSH key) into an image; the root is not touched
+  sprout worker-secret --cluster-secret F  print the worker secret of a cluster secret (what a worker
+                                           is given instead: sprout.worker-secret=...)
   sprout boot IMAGE [--snapshot]           boot an image in QEMU with UEFI and a serial console
   sprout keygen -o PREFIX                  make an Ed25519 key pair PREFIX.key, PREFIX.pub
   sprout verify DIR [--key PUB]            check a build's outputs against its sums and signature
@@ -246,6 +248,16 @@ int Main(int argc, char** argv) {
                    p.print = a.count("print") > 0;
                    p.clear = a.count("clear") > 0;
                    return sprout::cli::Personalize(p);
+                 });
+    }
+    if (command == "worker-secret") {
+      cxxopts::Options o("sprout worker-secret",
+                         "Print the worker secret of a cluster secret: 64 hex digits, one-way derived, which a\n"
+                         "worker node is given (sprout.worker-secret=...) instead of the cluster secret.");
+      o.add_options()("cluster-secret", "file whose bytes are the cluster secret", cxxopts::value<std::string>());
+      return Run(o, Required{"cluster-secret", "worker-secret needs --cluster-secret FILE"}, sub_argc, sub_argv,
+                 [](const cxxopts::ParseResult& a) {
+                   return sprout::cli::PrintWorkerSecret(a["cluster-secret"].as<std::string>());
                  });
     }
     if (command == "boot") {

@@ -9,8 +9,10 @@
 #include <iostream>
 
 #include "builder/commands.h"
+#include "formation/auth.h"
 #include "image/gpt.h"
 #include "image/plan.h"
+#include "node/settings.h"
 #include "nodeconfig/nodeconfig.h"
 #include "util/fs.h"
 #include "util/text.h"
@@ -21,14 +23,27 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Redacted shows a config without its secret's bytes.
+// Redacted shows a config without its secrets' bytes.
 std::string Redacted(const NodeConfig& c) {
   NodeConfig shown = c;
   std::string size = c.cluster_secret ? std::to_string(c.cluster_secret->size()) : "";
   shown.cluster_secret.reset();
+  shown.worker_secret.reset();
   std::string text = RenderNodeConfig(shown);
   if (!size.empty()) text += "cluster-secret=(" + size + " bytes, not shown)\n";
+  if (c.worker_secret) text += "worker-secret=(derived from the cluster secret, not shown)\n";
   return text;
+}
+
+// ReadClusterSecret reads a cluster secret file, refusing one too short to be a secret.
+Result<std::string> ReadClusterSecret(const std::filesystem::path& file) {
+  auto secret = ReadFile(file);
+  if (!secret) return Fail(secret.error());
+  if (secret->size() < 16) {
+    return Fail("the cluster secret in " + file.string() + " has " + std::to_string(secret->size()) +
+                " bytes; use at least 16 (e.g. `head -c 32 /dev/urandom > secret`)");
+  }
+  return secret;
 }
 
 }  // namespace
@@ -82,12 +97,8 @@ int Personalize(const PersonalizeOptions& o) {
   if (o.gateway) lines += "gateway=" + *o.gateway + "\n";
   if (!o.peers.empty()) lines += "peers=" + Join(o.peers, ",") + "\n";
   if (o.secret_file) {
-    auto secret = ReadFile(*o.secret_file);
+    auto secret = ReadClusterSecret(*o.secret_file);
     if (!secret) return fail(secret.error());
-    if (secret->size() < 16) {
-      return fail("the cluster secret in " + o.secret_file->string() + " has " + std::to_string(secret->size()) +
-                  " bytes; use at least 16 (e.g. `head -c 32 /dev/urandom > secret`)");
-    }
     lines += "cluster-secret=" + Base64Encode(*secret) + "\n";
   }
   if (o.ssh_key_file) {
@@ -97,7 +108,15 @@ int Personalize(const PersonalizeOptions& o) {
   }
   auto given = ParseNodeConfig(lines, "option");
   if (!given) return fail(given.error());
-  NodeConfig merged = o.clear ? *given : MergeNodeConfig({*existing, *given});
+  // A worker's config area gets the worker secret derived from the cluster secret, never
+  // the cluster secret itself: a worker's image must yield no control-plane secret.
+  auto merged_or = node::SecretsForRole(o.clear ? *given : MergeNodeConfig({*existing, *given}));
+  if (!merged_or) return fail(merged_or.error());
+  NodeConfig merged = *merged_or;
+  if (merged.worker_secret && o.secret_file) {
+    std::cerr << "sprout: " << o.image.string()
+              << ": role worker: wrote the worker secret derived from the cluster secret, not the cluster secret\n";
+  }
   std::string text = RenderNodeConfig(merged);
   if (text.size() >= area->size()) return fail("the settings do not fit the config area");
   std::string block = text;
@@ -107,24 +126,35 @@ int Personalize(const PersonalizeOptions& o) {
       ::fsync(fd) != 0) {
     return fail(std::string("cannot write the config area: ") + std::strerror(errno));
   }
-  // An image that holds the cluster secret is a secret itself: only its owner may read it.
-  if (merged.cluster_secret) {
+  // An image that holds a secret is a secret itself: only its owner may read it.
+  if (merged.cluster_secret || merged.worker_secret) {
     struct stat st {};
     if (::fstat(fd, &st) == 0 && (st.st_mode & 077) != 0) {
       if (::fchmod(fd, st.st_mode & 0700) == 0) {
-        std::cerr << "sprout: " << o.image.string() << " holds the cluster secret now; made it mode " << std::oct
+        std::cerr << "sprout: " << o.image.string() << " holds the "
+                  << (merged.cluster_secret ? "cluster secret" : "worker secret") << " now; made it mode " << std::oct
                   << (st.st_mode & 0700) << std::dec << " (was " << std::oct << (st.st_mode & 0777) << std::dec
                   << ")\n";
       } else {
         std::cerr << "sprout: warning: " << o.image.string()
-                  << " holds the cluster secret and others may read it; cannot change its mode: "
-                  << std::strerror(errno) << "; run chmod 600 on it\n";
+                  << " holds a secret and others may read it; cannot change its mode: " << std::strerror(errno)
+                  << "; run chmod 600 on it\n";
       }
     }
   }
   std::cout << "personalized " << o.image.string() << " (config area at byte " << area->offset()
             << "; root and verity untouched):\n"
             << Redacted(merged);
+  return 0;
+}
+
+int PrintWorkerSecret(const std::filesystem::path& secret_file) {
+  auto secret = ReadClusterSecret(secret_file);
+  if (!secret) {
+    std::cerr << "sprout: " << secret.error() << "\n";
+    return 1;
+  }
+  std::cout << formation::WorkerSecret(*secret) << "\n";
   return 0;
 }
 

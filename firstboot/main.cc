@@ -24,6 +24,7 @@ int ShowConfig() {
   auto loaded = sprout::LoadNodeConfig();
   sprout::NodeConfig shown = loaded.config;
   shown.cluster_secret.reset();
+  shown.worker_secret.reset();
   std::string text = sprout::RenderNodeConfig(shown);
   for (const auto& line : sprout::Split(text, '\n')) {
     if (line.empty() || line[0] == '#') continue;
@@ -33,6 +34,9 @@ int ShowConfig() {
   if (loaded.config.cluster_secret) {
     std::cout << "cluster-secret=(" << loaded.config.cluster_secret->size() << " bytes)  ("
               << loaded.config.origin["cluster-secret"] << ")\n";
+  }
+  if (loaded.config.worker_secret) {
+    std::cout << "worker-secret=(set)  (" << loaded.config.origin["worker-secret"] << ")\n";
   }
   for (const auto& p : loaded.problems) std::cout << "problem: " << p << "\n";
   return 0;
@@ -101,7 +105,9 @@ int Main(int argc, char** argv) {
       "peers", "static peer addresses, comma-separated (default: sprout.peers)", cxxopts::value<std::string>())(
       "expected", "expected control-plane count (default: number of peers incl. this node, else 3)",
       cxxopts::value<int>()->default_value("0"))(
-      "secret-file", "file holding the cluster secret (default: sprout.cluster_secret)", cxxopts::value<std::string>())(
+      "secret-file", "file holding the cluster secret (default: sprout.cluster-secret)", cxxopts::value<std::string>())(
+      "worker-secret-file", "worker: file holding the worker secret (default: sprout.worker-secret)",
+      cxxopts::value<std::string>())(
       "cluster-name", "cluster identity (default: the Shoot's name from the cluster file, else sprout)",
       cxxopts::value<std::string>())("cluster-file", "the image's cluster record (Shoot fields and component images)",
                                      cxxopts::value<std::string>()->default_value("/usr/share/sprout/cluster.json"))(
@@ -148,6 +154,7 @@ int Main(int argc, char** argv) {
   s.peers = str("peers");
   s.expected = args["expected"].as<int>();
   s.secret_file = str("secret-file");
+  s.worker_secret_file = str("worker-secret-file");
   s.cluster_name = str("cluster-name");
   s.cluster_file = args["cluster-file"].as<std::string>();
   s.etcd_launch = args["etcd-launch"].as<std::string>();

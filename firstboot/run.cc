@@ -99,6 +99,13 @@ Inputs ReadInputs(const node::RunFlags& flags) {
       in.facts.secret_file_error = text.error();
     }
   }
+  if (!flags.worker_secret_file.empty()) {
+    if (auto text = ReadFile(flags.worker_secret_file)) {
+      in.facts.worker_secret_file_text = *text;
+    } else {
+      in.facts.worker_secret_file_error = text.error();
+    }
+  }
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) == 0) in.facts.host_name = host;
   in.facts.etcd_template = ReadFile(node::kStaticPodTemplates / "etcd.yaml").ok();

@@ -21,6 +21,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (key) {
     sprout::formation::Gate gate(*key, "fuzz", "n2");
     (void)gate.Open(bytes);
+    // A control-plane node's gate, which also admits worker beacons under a second key.
+    static auto worker =
+        sprout::formation::DeriveKey(sprout::formation::WorkerSecret("fuzz-secret-0123456789"), "fuzz");
+    if (worker) {
+      sprout::formation::Gate both(*key, "fuzz", "n2");
+      both.AdmitWorkers(*worker);
+      (void)both.Open(bytes);
+    }
   }
   return 0;
 }

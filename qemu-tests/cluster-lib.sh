@@ -45,7 +45,16 @@ cluster_init() {
 # node_ip I prints node I's address.
 node_ip() { echo "$CLUSTER_NET.$((10 + $1))"; }
 
-# node_config I ROLE PEERS...: writes node I's settings for fw_cfg.
+# worker_secret prints the worker secret of the cluster secret (what `sprout
+# worker-secret` prints): hex HMAC-SHA256(cluster secret, "sprout worker secret v1").
+worker_secret() {
+  printf 'sprout worker secret v1' |
+    openssl mac -digest SHA256 -macopt "hexkey:$(od -An -tx1 -v "$CLUSTER_DIR/cluster.secret" | tr -d ' \n')" HMAC |
+    tr 'A-F' 'a-f'
+}
+
+# node_config I ROLE PEERS...: writes node I's settings for fw_cfg. A worker gets the
+# worker secret only, never the cluster secret, as `sprout personalize --role worker` does.
 node_config() {
   local i=$1 role=$2; shift 2
   local peers
@@ -55,7 +64,11 @@ node_config() {
     echo "role=$role"
     echo "address=$(node_ip "$i")/24"
     echo "peers=$peers"
-    echo "cluster-secret=$(base64 -w0 < "$CLUSTER_DIR/cluster.secret")"
+    if [ "$role" = worker ]; then
+      echo "worker-secret=$(worker_secret)"
+    else
+      echo "cluster-secret=$(base64 -w0 < "$CLUSTER_DIR/cluster.secret")"
+    fi
     echo "ssh-authorized-key=$(cat "$CLUSTER_DIR/id.pub")"
   } > "$CLUSTER_DIR/node-$i.conf"
 }

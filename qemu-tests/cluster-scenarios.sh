@@ -89,6 +89,8 @@ check "the worker's bootstrap token is a Kubernetes token, mode 600" \
   '^600 [a-z0-9]{6}\.[a-z0-9]{4}\.\.\. $'
 check "the worker knows the API endpoints of the control plane" \
   "$(node_ssh 4 cat /var/lib/sprout/worker/api-endpoints | tr '\n' ' ')" '198\.18\.0\.11.*198\.18\.0\.12.*198\.18\.0\.13'
+check "the worker was given the worker secret only, never the cluster secret" \
+  "$(grep -c '^cluster-secret=' "$CLUSTER_DIR/node-4.conf") $(grep -c '^worker-secret=[0-9a-f]\{64\}$' "$CLUSTER_DIR/node-4.conf")" '^0 1$'
 check "the worker runs no etcd and holds no etcd CA" \
   "$(node_ssh 4 'podman ps -q | wc -l; ls /etc/kubernetes/pki/etcd 2>/dev/null | wc -l' | tr '\n' ' ')" '^0 0 $'
 if wait_until 900 "node-5 a voting member" eval 'is_member "$(node_phase 5)"'; then

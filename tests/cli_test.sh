@@ -104,19 +104,34 @@ out=$("$SPROUT" personalize "$work/pers.raw" --cluster-secret "$work/secret" --h
   --address 198.18.0.10/24 --peer 198.18.0.11 --peer 198.18.0.12 2>&1); rc=$?
 check "personalize succeeds" "$rc" '^0$'
 check "personalize never prints the secret" "$(grep -c -F "$secret_b64" <<<"$out")" '^0$'
-check "an image holding the cluster secret is readable by its owner only (0600), and personalize says so" \
-  "$(stat -c %a "$work/pers.raw"): $(grep -c 'holds the cluster secret now; made it mode 600 (was 644)' <<<"$out")" '^600: 1$'
+check "an image holding the worker secret is readable by its owner only (0600), and personalize says so" \
+  "$(stat -c %a "$work/pers.raw"): $(grep -c 'holds the worker secret now; made it mode 600 (was 644)' <<<"$out")" '^600: 1$'
+check "a worker is given the derived worker secret, and personalize says so" \
+  "$(grep -c 'role worker: wrote the worker secret derived from the cluster secret, not the cluster secret' <<<"$out")" '^1$'
 out=$("$SPROUT" personalize "$work/pers.raw" --print 2>&1)
-check "personalize --print shows the settings" "$out" 'hostname=rack1-n1.*role=worker.*peers=198.18.0.11,198.18.0.12.*cluster-secret=\(32 bytes, not shown\)'
+check "personalize --print shows the settings" "$out" 'hostname=rack1-n1.*role=worker.*peers=198.18.0.11,198.18.0.12.*worker-secret=\(derived from the cluster secret, not shown\)'
+check "personalize --print shows no cluster secret for a worker" "$(grep -c 'cluster-secret' <<<"$out")" '^0$'
+worker_secret=$("$SPROUT" worker-secret --cluster-secret "$work/secret")
+check "sprout worker-secret is hex HMAC-SHA256 of the cluster secret (as openssl computes it)" "$worker_secret" \
+  "^$(printf 'sprout worker secret v1' | openssl mac -digest SHA256 -macopt "hexkey:$(od -An -tx1 -v "$work/secret" | tr -d ' \n')" HMAC | tr 'A-F' 'a-f')\$"
+check "a worker's image holds no trace of the cluster secret" "$(grep -c -a -F "$secret_b64" "$work/pers.raw")" '^0$'
 check "personalize leaves the root partition untouched" "$(part_sum "$work/pers.raw" 2)" "^${root_before}\$"
 check "personalize leaves the verity partition untouched" "$(part_sum "$work/pers.raw" 3)" "^${verity_before}\$"
 cfg_start=$(sfdisk --json "$work/pers.raw" | python3 -c "import json,sys; p=json.load(sys.stdin)['partitiontable']['partitions'][5]; print(p['start']*512, (p['start']+p['size'])*512)")
 read -r lo hi <<<"$cfg_start"
-offsets=$(grep -abo -F "$secret_b64" "$work/pers.raw" | cut -d: -f1 | tr '\n' ' ')
+offsets=$(grep -abo -F "$worker_secret" "$work/pers.raw" | cut -d: -f1 | tr '\n' ' ')
 inside=yes
 for o in $offsets; do [ "$o" -ge "$lo" ] && [ "$o" -lt "$hi" ] || inside=no; done
-check "the secret sits only in the config area ($offsets in [$lo,$hi))" "$inside:$(wc -w <<<"$offsets")" '^yes:1$'
+check "the worker secret sits only in the config area ($offsets in [$lo,$hi))" "$inside:$(wc -w <<<"$offsets")" '^yes:1$'
 check "the image built without a secret holds none" "$(grep -c -a -F "$secret_b64" "$img")" '^0$'
+out=$("$SPROUT" personalize "$work/pers.raw" --role control-plane 2>&1); rc=$?
+check "a control-plane role with only a worker secret is refused with the fix" "$rc:$out" \
+  "^1:.*needs the cluster secret, and this one would have only a worker secret; give --cluster-secret, or --role worker"
+cp --sparse=always "$img" "$work/pers-cp.raw"
+out=$("$SPROUT" personalize "$work/pers-cp.raw" --cluster-secret "$work/secret" --role control-plane 2>&1); rc=$?
+check "a control-plane node is given the cluster secret itself" \
+  "$rc:$(grep -c -a -F "$secret_b64" "$work/pers-cp.raw"):$(grep -c -a -F "$worker_secret" "$work/pers-cp.raw")" '^0:1:0$'
+rm -f "$work/pers-cp.raw"
 out=$("$SPROUT" personalize "$work/pers.raw" --role boss 2>&1); rc=$?
 check "a bad role is refused with the rule" "$rc:$out" "^1:.*role must be 'control-plane' or 'worker'; got 'boss'"
 out=$("$SPROUT" personalize "$work/pers.raw" --hostname rack1-n2 && "$SPROUT" personalize "$work/pers.raw" --print)

@@ -2,7 +2,9 @@
 # Real formation: three sprout-firstboot processes, each in its own network namespace
 # on one bridge, must form one healthy 3-member etcd cluster (Debian's etcd) by
 # themselves; a wrong-secret node is refused; after all are killed and restarted, the
-# cluster ID and the data remain; a late fourth node joins as a learner; then
+# cluster ID and the data remain; a late fourth node joins as a learner; a worker
+# holding only the worker secret joins as a worker and is refused control-plane
+# credentials; then
 # tests/formation/five_nodes.sh runs five nodes at once and staggered. Traffic stays
 # inside the namespaces (198.18.0.0/15 on bridges with no uplink).
 set -u
@@ -263,19 +265,24 @@ else
   echo "skipped the join-endpoint refusal check: no openssl command"
 fi
 
-# 7. A worker (right secret, role worker) gets the CA bundle, the API endpoints and a
-# bootstrap token from a member's join endpoint, and runs no etcd. The endpoints are
-# the voting members', which members refresh from etcd every 15 s: node4, promoted
-# after formation, is among them once a founding member has seen it.
+# 7. A worker holding only the worker secret (derived here with the openssl command,
+# hex HMAC-SHA256(cluster secret, "sprout worker secret v1"), not by sprout) finds the
+# cluster and gets the CA bundle, the API endpoints and a bootstrap token from a
+# member's join endpoint, and runs no etcd. The endpoints are the voting members',
+# which members refresh from etcd every 15 s: node4, promoted after formation, is among
+# them once a founding member has seen it.
 for _ in $(seq 1 150); do
   grep -q 'workers are now told the API endpoints.*198\.18\.0\.14' "$WORK"/n[123]/firstboot.log && break
   sleep 0.2
 done
 setup_node 5 198.18.0.15
 mkdir -p "$WORK/w"
+# The daemon drops the secret file's line end, so the key is the file's first line.
+printf 'sprout worker secret v1' | openssl mac -digest SHA256 -macopt "key:$(cat "$WORK/secret")" HMAC |
+  tr 'A-F' 'a-f' >"$WORK/w/worker.secret"
 ip netns exec sprt-f5 "$FIRSTBOOT" run --state-dir "$WORK/w/state" --name worker1 --listen 198.18.0.15 \
-  --peers "$PEERS" --expected $N --secret-file "$WORK/secret" --cluster-name sprt-formation-test --role worker \
-  --etcd-data-dir "$WORK/w/etcd" --pki-dir "$WORK/w/pki" >>"$WORK/w/firstboot.log" 2>&1 &
+  --peers "$PEERS" --expected $N --worker-secret-file "$WORK/w/worker.secret" --cluster-name sprt-formation-test \
+  --role worker --etcd-data-dir "$WORK/w/etcd" --pki-dir "$WORK/w/pki" >>"$WORK/w/firstboot.log" 2>&1 &
 PIDS+=($!)
 wdir=$WORK/w/state/worker
 for _ in $(seq 1 150); do [ -f "$wdir/bootstrap-token" ] && break; sleep 0.2; done
@@ -284,11 +291,43 @@ if [ -f "$wdir/bootstrap-token" ] && cmp -s "$wdir/ca.crt" "$WORK/n1/pki/ca.crt"
   cmp -s "$wdir/bootstrap-token" "$WORK/n1/state/bootstrap-token" && [ ! -e "$WORK/w/etcd" ] && [ ! -e "$WORK/w/pki" ]; then
   echo "worker got: token $(cut -c1-7 "$wdir/bootstrap-token")..., endpoints $(tr '\n' ' ' <"$wdir/api-endpoints")"
   grep -m1 'worker: saved' "$WORK/w/firstboot.log"
-  ok "worker received the Kubernetes CA, API endpoints and bootstrap token (0600), and runs no etcd"
+  ok "worker with only the worker secret received the Kubernetes CA, API endpoints and bootstrap token (0600), and runs no etcd"
 else
   bad "worker credentials missing or wrong"
   ls -la "$wdir" 2>&1
   tail -5 "$WORK/w/firstboot.log"
+fi
+
+# 7b. From the worker's namespace, a client holding only that worker secret asks node1
+# for control-plane credentials over the worker PSK (openssl s_client, not sprout's
+# client: the key schedule is redone here with the openssl command). The handshake
+# succeeds, the answer is a refusal without any key or certificate, and node1 logs it.
+hkdf=$(openssl kdf -keylen 32 -kdfopt digest:SHA256 -kdfopt "key:$(cat "$WORK/w/worker.secret")" \
+  -kdfopt "salt:sprout formation v1" -kdfopt "info:cluster:sprt-formation-test" HKDF | tr -d ':')
+psk=$(printf 'sprout join psk v1' | openssl mac -digest SHA256 -macopt "hexkey:$hkdf" HMAC)
+ask() {  # ask ROLE: one join request over the worker PSK from the worker's namespace
+  printf '{"version":1,"role":"%s","name":"worker1","address":"198.18.0.15"}\n' "$1" |
+    ip netns exec sprt-f5 timeout 10 openssl s_client -quiet -ign_eof -tls1_3 -connect 198.18.0.11:7777 \
+      -psk_identity sprout-join-worker-v1 -psk "$psk" 2>/dev/null
+}
+as_worker=$(ask worker)
+as_cp=$(ask control-plane)
+line=""
+for _ in $(seq 1 25); do
+  line=$(grep -m1 'join: refused a request from 198.18.0.15 (proved the worker key)' "$WORK/n1/firstboot.log")
+  [ -n "$line" ] && break
+  sleep 0.2
+done
+echo "asked as worker over the worker PSK: $(cut -c1-60 <<<"$as_worker")..."
+echo "asked as control-plane over the worker PSK: $as_cp"
+[ -n "$line" ] && echo "node1 logged: $line"
+if grep -q '"ok":true' <<<"$as_worker" && grep -q '"role":"worker"' <<<"$as_worker" &&
+  ! grep -q 'PRIVATE KEY' <<<"$as_worker" && grep -q '"ok":false' <<<"$as_cp" &&
+  grep -q 'proved only the worker secret' <<<"$as_cp" && ! grep -q -e 'PRIVATE KEY' -e 'CERTIFICATE' <<<"$as_cp" &&
+  [ -n "$line" ]; then
+  ok "a worker's secret gets worker credentials only; asking as control-plane over it is refused with no CA key, and logged"
+else
+  bad "a client with only the worker secret was not refused control-plane credentials (CA keys in the answer: $(grep -c 'PRIVATE KEY' <<<"$as_cp"))"
 fi
 
 # 8. Five nodes, at once and staggered (its own namespaces and subnet); stop ours first

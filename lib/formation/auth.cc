@@ -7,6 +7,7 @@
 #include <openssl/kdf.h>
 #include <openssl/params.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "util/sha256.h"
@@ -18,6 +19,8 @@ namespace {
 // The salt names the protocol and its version: a future v2 key schedule then yields
 // different keys even from the same secret and cluster name.
 constexpr std::string_view kHkdfSalt = "sprout formation v1";
+// The label of the worker secret; a v2 would change it, and every worker secret with it.
+constexpr std::string_view kWorkerSecretLabel = "sprout worker secret v1";
 
 }  // namespace
 
@@ -63,6 +66,35 @@ Mac ComputeMac(const Key& key, std::span<const std::uint8_t> data) {
   return out;
 }
 
+std::string WorkerSecret(std::string_view cluster_secret) {
+  std::uint8_t mac[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), cluster_secret.data(), static_cast<int>(cluster_secret.size()),
+       reinterpret_cast<const std::uint8_t*>(kWorkerSecretLabel.data()), kWorkerSecretLabel.size(), mac, &len);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < len; ++i) {
+    out += kHex[mac[i] >> 4];
+    out += kHex[mac[i] & 0xf];
+  }
+  OPENSSL_cleanse(mac, sizeof mac);
+  return out;
+}
+
+bool ValidWorkerSecret(std::string_view text) {
+  return text.size() == 64 &&
+         std::all_of(text.begin(), text.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+bool WorkerMaySend(const Message& message) {
+  const auto* beacon = std::get_if<Beacon>(&message);
+  return beacon != nullptr && !beacon->control_plane;
+}
+
+bool WorkerMayReceive(const Message& message) {
+  return std::holds_alternative<ClusterAdvertisement>(message) || std::holds_alternative<FoundingAnnouncement>(message);
+}
+
 Sealer::Sealer(Key key, std::string_view cluster_name, std::string sender, std::uint64_t incarnation) : key_(key) {
   header_.cluster_tag = TagFor(cluster_name);
   header_.sender = std::move(sender);
@@ -80,7 +112,9 @@ std::vector<std::uint8_t> Sealer::Seal(const Message& message) {
 Gate::Gate(Key key, std::string_view cluster_name, std::string self)
     : key_(key), tag_(TagFor(cluster_name)), self_(std::move(self)) {}
 
-std::optional<Frame> Gate::Open(std::span<const std::uint8_t> bytes) {
+void Gate::AdmitWorkers(Key worker_key) { worker_key_ = worker_key; }
+
+std::optional<Opened> Gate::Open(std::span<const std::uint8_t> bytes) {
   auto frame = DecodeMessage(bytes);
   if (!frame) {
     ++counters_.malformed;
@@ -93,33 +127,50 @@ std::optional<Frame> Gate::Open(std::span<const std::uint8_t> bytes) {
     last_reason_ = "frame from " + h.sender + " belongs to another cluster";
     return std::nullopt;
   }
-  Mac want = ComputeMac(key_, bytes.first(frame->signed_size));
   // Constant-time comparison: a timing difference must not reveal how much of a MAC matched.
-  if (CRYPTO_memcmp(want.data(), frame->mac.data(), kMacSize) != 0) {
-    ++counters_.forged;
-    last_reason_ = "frame claiming to be from " + h.sender + " has a bad MAC (wrong secret or tampered)";
-    return std::nullopt;
+  auto verifies = [&](const Key& key) {
+    Mac want = ComputeMac(key, bytes.first(frame->signed_size));
+    return CRYPTO_memcmp(want.data(), frame->mac.data(), kMacSize) == 0;
+  };
+  bool worker = false;
+  if (!verifies(key_)) {
+    if (!worker_key_ || !verifies(*worker_key_)) {
+      ++counters_.forged;
+      last_reason_ = "frame claiming to be from " + h.sender + " has a bad MAC (wrong secret or tampered)";
+      return std::nullopt;
+    }
+    worker = true;
   }
   if (h.sender == self_) {
     ++counters_.own;
     last_reason_ = "own frame";
     return std::nullopt;
   }
-  if (!Fresh(h)) {
+  if (worker && (!WorkerMaySend(frame->message) || windows_.count(h.sender) != 0)) {
+    // The worker key proves a worker and nothing more: such a frame must not vote,
+    // propose, advertise a cluster or speak as a control-plane node.
+    ++counters_.overreach;
+    last_reason_ = windows_.count(h.sender) != 0
+                       ? "frame under the worker key uses the name of control-plane node " + h.sender
+                       : std::string("frame under the worker key from ") + h.sender + " is a " +
+                             MessageName(frame->message) + ", which only control-plane nodes may send";
+    return std::nullopt;
+  }
+  if (!Fresh(worker ? worker_windows_ : windows_, h)) {
     ++counters_.replayed;
     last_reason_ = "replayed frame from " + h.sender + " (incarnation " + std::to_string(h.incarnation) + ", counter " +
                    std::to_string(h.counter) + ")";
     return std::nullopt;
   }
   ++counters_.accepted;
-  return std::move(*frame);
+  return Opened{std::move(*frame), worker};
 }
 
-bool Gate::Fresh(const Header& h) {
-  auto it = windows_.find(h.sender);
-  if (it == windows_.end() || h.incarnation > it->second.incarnation) {
+bool Gate::Fresh(std::map<std::string, Window>& windows, const Header& h) {
+  auto it = windows.find(h.sender);
+  if (it == windows.end() || h.incarnation > it->second.incarnation) {
     // A new boot of the sender restarts its counter; everything of older boots is stale.
-    windows_[h.sender] = Window{h.incarnation, h.counter, 1};
+    windows[h.sender] = Window{h.incarnation, h.counter, 1};
     return true;
   }
   Window& w = it->second;

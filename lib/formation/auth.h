@@ -28,6 +28,21 @@ ClusterTag TagFor(std::string_view cluster_name);
 // ComputeMac is HMAC-SHA256 of data under key.
 Mac ComputeMac(const Key& key, std::span<const std::uint8_t> data);
 
+// WorkerSecret is the secret a worker holds instead of the cluster secret: 64 lower-case
+// hex digits of HMAC-SHA256(cluster secret, "sprout worker secret v1"). Anyone with the
+// cluster secret can derive it; nobody can go back from it to the cluster secret.
+std::string WorkerSecret(std::string_view cluster_secret);
+// ValidWorkerSecret checks the form WorkerSecret gives: 64 lower-case hex digits.
+bool ValidWorkerSecret(std::string_view text);
+
+// WorkerMaySend says whether a node that proved only the worker key may send message to
+// a control-plane node: a beacon that says it is a worker, and nothing else. A worker
+// never votes, proposes, accepts or tells a control-plane node which cluster exists.
+bool WorkerMaySend(const Message& message);
+// WorkerMayReceive says whether message may go out sealed under the worker key: what a
+// worker needs to find the cluster (its founding), never the election's traffic.
+bool WorkerMayReceive(const Message& message);
+
 // Sealer turns a node's outgoing messages into authenticated frames.
 class Sealer {
  public:
@@ -49,6 +64,7 @@ struct DropCounters {
   std::uint64_t forged = 0;         // our cluster's tag but a MAC that does not verify
   std::uint64_t replayed = 0;       // authentic, but outside or already seen in the window
   std::uint64_t own = 0;            // our own frame looped back by multicast
+  std::uint64_t overreach = 0;      // authentic under the worker key, but not a worker's beacon
 
   // operator== compares every counter.
   bool operator==(const DropCounters&) const = default;
@@ -58,13 +74,25 @@ struct DropCounters {
 // once each, so that UDP reordering does not drop fresh frames.
 inline constexpr std::uint64_t kReplayWindow = 64;
 
+// Opened is a frame a Gate admitted, and which key it proved.
+struct Opened {
+  Frame frame;          // the authenticated frame
+  bool worker = false;  // true: sealed under the worker key of a control-plane node's gate
+};
+
 // Gate checks incoming frames: format, cluster, MAC, then replay; it keeps the counters.
 class Gate {
  public:
-  // Gate admits frames of cluster_name under key, addressed to node self.
+  // Gate admits frames of cluster_name under key, addressed to node self. On a worker,
+  // key is the worker formation key, and everything the gate admits came under it.
   Gate(Key key, std::string_view cluster_name, std::string self);
+  // AdmitWorkers makes a control-plane node's gate also admit frames sealed under
+  // worker_key, but only what WorkerMaySend allows and only under names no frame under
+  // the main key used; they have their own replay windows, so a worker cannot mute a
+  // control-plane node by replaying or pre-empting its counters.
+  void AdmitWorkers(Key worker_key);
   // Open returns the authenticated frame, or nothing (and counts why) when refused.
-  std::optional<Frame> Open(std::span<const std::uint8_t> bytes);
+  std::optional<Opened> Open(std::span<const std::uint8_t> bytes);
   // counters are the totals so far.
   const DropCounters& counters() const { return counters_; }
   // last_reason says why the last refused frame was refused, for the log.
@@ -78,12 +106,14 @@ class Gate {
     std::uint64_t top = 0;
     std::uint64_t seen = 0;
   };
-  bool Fresh(const Header& h);
+  static bool Fresh(std::map<std::string, Window>& windows, const Header& h);
 
   Key key_;
+  std::optional<Key> worker_key_;
   ClusterTag tag_;
   std::string self_;
-  std::map<std::string, Window> windows_;
+  std::map<std::string, Window> windows_;         // senders under key_
+  std::map<std::string, Window> worker_windows_;  // senders under worker_key_
   DropCounters counters_;
   std::string last_reason_;
 };

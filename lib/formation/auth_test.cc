@@ -39,9 +39,10 @@ TEST_CASE("a sealed frame opens at a peer of the same cluster", "[formation]") {
   Gate g(k, "edge", "n2");
   auto f = g.Open(a.Seal(Beacon{"https://n1:2380", true}));
   REQUIRE(f);
-  CHECK(f->header.sender == "n1");
-  CHECK(f->header.counter == 1);
-  CHECK(std::get<Beacon>(f->message).peer_url == "https://n1:2380");
+  CHECK(f->frame.header.sender == "n1");
+  CHECK(f->frame.header.counter == 1);
+  CHECK_FALSE(f->worker);
+  CHECK(std::get<Beacon>(f->frame.message).peer_url == "https://n1:2380");
   CHECK(g.counters() == DropCounters{.accepted = 1});
 }
 
@@ -117,4 +118,75 @@ TEST_CASE("replayed frames are dropped and counted; reordering inside the window
   CHECK_FALSE(g.Open(frames[98]));
   CHECK(g.counters().replayed == 4);
   CHECK(g.counters().accepted == 5);
+}
+
+TEST_CASE("the worker secret is hex HMAC-SHA256 of the cluster secret, and only that form is valid", "[formation]") {
+  // Known answer from the openssl command line:
+  // printf 'sprout worker secret v1' | openssl dgst -sha256 -hmac 's3cret-0123456789'
+  CHECK(WorkerSecret("s3cret-0123456789") == "ba880e710a35ca014c6bf8618972d84f9676b0d73bbd0b385e7039437b284b77");
+  CHECK(WorkerSecret(std::string("\0\1binary", 8)) != WorkerSecret(std::string("\0\2binary", 8)));
+  CHECK(ValidWorkerSecret(WorkerSecret("anything at all")));
+  CHECK_FALSE(ValidWorkerSecret("BA880E710A35CA014C6BF8618972D84F9676B0D73BBD0B385E7039437B284B77"));
+  CHECK_FALSE(ValidWorkerSecret("ba880e"));
+  CHECK_FALSE(ValidWorkerSecret(""));
+}
+
+TEST_CASE("the worker key proves a worker and nothing more", "[formation]") {
+  const std::string secret = "s3cret-0123456789";
+  Key cp = MustKey(secret, "edge");
+  Key worker = MustKey(WorkerSecret(secret), "edge");
+  REQUIRE(cp != worker);
+  Gate g(cp, "edge", "n1");
+  g.AdmitWorkers(worker);
+  Sealer w(worker, "edge", "w1", 1);
+
+  SECTION("a worker's beacon is admitted, marked as a worker's") {
+    auto opened = g.Open(w.Seal(Beacon{"https://w1:2380", false}));
+    REQUIRE(opened);
+    CHECK(opened->worker);
+    CHECK(opened->frame.header.sender == "w1");
+  }
+  SECTION("anything else under the worker key is overreach: no votes, proposals, foundings or control-plane claims") {
+    Founding f{"n1", 1, "sprout-x", {{"n1", "https://n1:2380"}}};
+    std::vector<Message> refused = {
+        Beacon{"https://w1:2380", true},
+        VoteRequest{{5, "w1"}, "https://w1:2380"},
+        VoteGrant{{5, "n2"}, true, {5, "n2"}, "https://w1:2380", std::nullopt, std::nullopt},
+        FoundingProposal{{5, "w1"}, f},
+        FoundingAccepted{{5, "n2"}, true, {5, "n2"}},
+        FoundingAnnouncement{f},
+        ClusterAdvertisement{f},
+    };
+    for (const auto& m : refused) CHECK_FALSE(g.Open(w.Seal(m)));
+    CHECK(g.counters() == DropCounters{.overreach = refused.size()});
+    CHECK(g.last_reason().find("only control-plane nodes may send") != std::string::npos);
+  }
+  SECTION("a worker cannot speak under the name of a control-plane node heard under the cluster key") {
+    Sealer n2(cp, "edge", "n2", 1);
+    REQUIRE(g.Open(n2.Seal(Beacon{"https://n2:2380", true})));
+    Sealer impostor(worker, "edge", "n2", 99);
+    CHECK_FALSE(g.Open(impostor.Seal(Beacon{"https://n2:2380", false})));
+    CHECK(g.counters().overreach == 1);
+    CHECK(g.last_reason().find("uses the name of control-plane node n2") != std::string::npos);
+    // Nor did it touch n2's replay window: n2's next frame is still fresh.
+    CHECK(g.Open(n2.Seal(Beacon{"https://n2:2380", true})));
+  }
+  SECTION("a worker's gate opens what control-plane nodes seal for workers, and nothing under the cluster key") {
+    Gate at_worker(worker, "edge", "w1");
+    Sealer n1_for_workers(worker, "edge", "n1", 1);
+    Founding f{"n1", 1, "sprout-x", {{"n1", "https://n1:2380"}}};
+    CHECK(at_worker.Open(n1_for_workers.Seal(ClusterAdvertisement{f})));
+    Sealer n1(cp, "edge", "n1", 1);
+    CHECK_FALSE(at_worker.Open(n1.Seal(ClusterAdvertisement{f})));
+    CHECK(at_worker.counters().forged == 1);
+  }
+  SECTION("without AdmitWorkers a worker's frame is forged") {
+    Gate plain(cp, "edge", "n1");
+    CHECK_FALSE(plain.Open(w.Seal(Beacon{"https://w1:2380", false})));
+    CHECK(plain.counters() == DropCounters{.forged = 1});
+  }
+  CHECK(WorkerMayReceive(ClusterAdvertisement{}));
+  CHECK(WorkerMayReceive(FoundingAnnouncement{}));
+  CHECK_FALSE(WorkerMayReceive(VoteRequest{}));
+  CHECK_FALSE(WorkerMayReceive(Beacon{}));
 }

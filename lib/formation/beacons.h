@@ -58,11 +58,16 @@ std::string CountersText(const DropCounters& c);
 bool SameDrops(const DropCounters& a, const DropCounters& b);
 
 // Beacons is one node's frame I/O: its Sealer, its Gate and the last address of every
-// peer it heard.
+// peer it heard. On a control-plane node it also speaks to workers under the worker key:
+// its gate admits their beacons (Gate::AdmitWorkers), and what a worker needs to find
+// the cluster goes out sealed under both keys.
 class Beacons {
  public:
   // Beacons sends and receives through io, signing with sealer and checking with gate.
   Beacons(std::unique_ptr<Datagrams> io, Sealer sealer, Gate gate);
+  // SealForWorkers makes a control-plane node also seal what WorkerMayReceive allows with
+  // worker_sealer (the worker key), and answer workers under it.
+  void SealForWorkers(Sealer worker_sealer);
 
   // Handler takes one accepted message from sender; false stops the drain.
   using Handler = std::function<bool(const std::string& sender, const Message& message)>;
@@ -72,12 +77,14 @@ class Beacons {
   // does.
   bool Drain(int max, const Handler& handle);
   // Send seals each message and sends it: to the peer's last address when it is
-  // addressed to a peer heard before, else to the group and every static peer.
+  // addressed to a peer heard before, else to the group and every static peer. A
+  // message to a worker goes under the worker key, and only if WorkerMayReceive allows
+  // it; a broadcast that workers may receive goes out under the worker key as well.
   void Send(const std::vector<Outbound>& messages);
   // ReportDrops logs changed drop counters, at most once a second.
   void ReportDrops(std::uint64_t now);
 
-  // Heard names every peer heard this run, sorted.
+  // Heard names every peer heard this run, sorted (workers included).
   std::vector<std::string> Heard() const;
   // counters are the gate's drop counters.
   const DropCounters& counters() const { return gate_.counters(); }
@@ -91,8 +98,10 @@ class Beacons {
  private:
   std::unique_ptr<Datagrams> io_;
   Sealer sealer_;
+  std::optional<Sealer> worker_sealer_;  // control-plane nodes: to reach workers
   Gate gate_;
-  std::map<std::string, sockaddr_in> addresses_;  // peer name -> where it was last heard from
+  std::map<std::string, sockaddr_in> addresses_;         // peer name -> where it was last heard from
+  std::map<std::string, sockaddr_in> worker_addresses_;  // the same for workers heard under the worker key
   std::string last_refused_from_;
   DropCounters reported_drops_;
   std::uint64_t next_drop_log_ = 0;

@@ -90,7 +90,7 @@ TEST_CASE("beacons: frames a peer sealed are handed on, and answers go where it 
   f::Gate gate_b(KeyOf(1), "edge", "b");
   auto opened = gate_b.Open(net->sent[0].first);
   REQUIRE(opened);
-  CHECK(opened->header.sender == "a");
+  CHECK(opened->frame.header.sender == "a");
   CHECK(a.send_failures() == 0);
 }
 
@@ -147,5 +147,53 @@ TEST_CASE("beacons: replays alone are not worth a drop log line", "[formation]")
   CHECK(f::SameDrops(a, b));
   b.forged = 1;
   CHECK_FALSE(f::SameDrops(a, b));
-  CHECK(f::CountersText(b) == "accepted=5 malformed=0 other_cluster=0 forged=1 replayed=9 own=2");
+  CHECK(f::CountersText(b) == "accepted=5 malformed=0 other_cluster=0 forged=1 replayed=9 own=2 overreach=0");
+  b.forged = 0;
+  b.overreach = 1;
+  CHECK_FALSE(f::SameDrops(a, b));
+}
+
+TEST_CASE("beacons: a control-plane node hears workers under the worker key and answers them under it only",
+          "[formation]") {
+  auto net = std::make_shared<Net>();
+  const f::Key cp = KeyOf(1);
+  const f::Key worker = KeyOf(7);
+  f::Gate gate(cp, "edge", "a");
+  gate.AdmitWorkers(worker);
+  f::Beacons a(std::make_unique<FakeDatagrams>(net), f::Sealer(cp, "edge", "a", 1), std::move(gate));
+  a.SealForWorkers(f::Sealer(worker, "edge", "a", 1));
+  f::Sealer w(worker, "edge", "w", 1);
+  net->inbox.push_back({w.Seal(f::Beacon{"https://w:2380", false}), Address("198.18.0.31")});
+  net->inbox.push_back({w.Seal(f::VoteRequest{{9, "w"}, "https://w:2380"}), Address("198.18.0.31")});
+  std::vector<Received> got;
+  REQUIRE(a.Drain(256, [&got](const std::string& sender, const f::Message& m) {
+    got.push_back({sender, m});
+    return true;
+  }));
+  REQUIRE(got.size() == 1);  // the vote request under the worker key never reaches the node
+  CHECK(got[0].sender == "w");
+  CHECK(a.counters().overreach == 1);
+  CHECK(a.Heard() == std::vector<std::string>{"w"});
+
+  f::Founding founding{"a", 1, "sprout-x", {{"a", "https://a:2380"}}};
+  f::Gate at_worker(worker, "edge", "w");
+  f::Gate at_control_plane(cp, "edge", "b");
+  // An answer to the worker goes to where it was heard, under the worker key.
+  a.Send({{"w", f::ClusterAdvertisement{founding}}});
+  REQUIRE(net->sent.size() == 1);
+  CHECK(f::FormatAddress(net->sent[0].second) == "198.18.0.31:7777");
+  CHECK(at_worker.Open(net->sent[0].first));
+  // Election traffic addressed to a worker is not sent at all.
+  a.Send({{"w", f::VoteGrant{}}});
+  CHECK(net->sent.size() == 1);
+  CHECK(net->broadcast.empty());
+  // A broadcast advertisement goes out under both keys; a vote request under the cluster key only.
+  a.Send({{"", f::ClusterAdvertisement{founding}}});
+  REQUIRE(net->broadcast.size() == 2);
+  CHECK(at_control_plane.Open(net->broadcast[0]));
+  CHECK(at_worker.Open(net->broadcast[1]));
+  a.Send({{"", f::VoteRequest{{3, "a"}, "https://a:2380"}}});
+  REQUIRE(net->broadcast.size() == 3);
+  CHECK_FALSE(at_worker.Open(net->broadcast[2]));
+  CHECK(at_control_plane.Open(net->broadcast[2]));
 }

@@ -52,15 +52,15 @@ EtcdConfig EtcdConfigOf(const DaemonOptions& o) {
 // the status reporter.
 class Loop {
  public:
-  Loop(const DaemonOptions& o, Node node, Beacons beacons, Key psk)
+  Loop(const DaemonOptions& o, Node node, Beacons beacons, NodeKeys keys)
       : o_(o),
         node_(std::move(node)),
         beacons_(std::move(beacons)),
-        psk_(psk),
+        keys_(keys),
         etcd_config_(EtcdConfigOf(o)),
         etcd_(o.make_launcher ? o.make_launcher() : std::make_unique<ChildEtcdLauncher>(), o.etcd_data_dir,
               etcd_config_.log_file),
-        membership_(o, psk, etcd_config_),
+        membership_(o, keys.join, etcd_config_),
         status_(o.state_dir, StatusIdentity{o.name, o.listen, o.expected}) {}
 
   int Run(const volatile std::sig_atomic_t* stop) {
@@ -177,7 +177,9 @@ class Loop {
     }
     member_ = MemberInfo{start_.has_value(), args, c};
     etcd_.Start(args, NoteForStart(start_, args.initial_cluster));
-    if (auto s = join_.Serve(o_.listen, o_.port, psk_, c); !s) Journal(LOG_ERR, s.error(), {{"PHASE", "error"}});
+    if (!keys_.serve) return;  // a worker serves nothing (and never gets here)
+    if (auto s = join_.Serve(o_.listen, o_.port, *keys_.serve, c); !s)
+      Journal(LOG_ERR, s.error(), {{"PHASE", "error"}});
   }
 
   // CollectTasks picks up finished membership tasks.
@@ -216,7 +218,7 @@ class Loop {
   const DaemonOptions& o_;
   Node node_;
   Beacons beacons_;
-  Key psk_;
+  NodeKeys keys_;
   EtcdConfig etcd_config_;
   // Declared in this order so that they end in the reverse one: the tasks first (they
   // may still ask the join endpoint's peers), then the join server, then etcd.
@@ -253,6 +255,31 @@ Status SaveFormationState(const std::filesystem::path& dir, const PersistedState
                          std::filesystem::perms(0600));
 }
 
+Result<NodeKeys> DeriveNodeKeys(const DaemonOptions& o) {
+  NodeKeys keys;
+  if (o.control_plane) {
+    if (o.secret.empty()) {
+      return Fail("a control-plane node needs the cluster secret; a worker secret proves only a worker");
+    }
+    auto key = DeriveKey(o.secret, o.cluster_name);
+    if (!key) return Fail(key.error());
+    auto worker = DeriveKey(WorkerSecret(o.secret), o.cluster_name);
+    if (!worker) return Fail(worker.error());
+    keys.formation = *key;
+    keys.worker = *worker;
+    keys.join = JoinKey{JoinAuthority::kControlPlane, JoinPsk(*key)};
+    keys.serve = JoinKeys{JoinPsk(*key), JoinPsk(*worker)};
+    return keys;
+  }
+  std::string worker_secret = o.worker_secret.empty() && !o.secret.empty() ? WorkerSecret(o.secret) : o.worker_secret;
+  if (worker_secret.empty()) return Fail("a worker needs the worker secret (or the cluster secret to derive it from)");
+  auto key = DeriveKey(worker_secret, o.cluster_name);
+  if (!key) return Fail(key.error());
+  keys.formation = *key;
+  keys.join = JoinKey{JoinAuthority::kWorker, JoinPsk(*key)};
+  return keys;
+}
+
 int RunIdle(const std::string& reason, const volatile std::sig_atomic_t* stop) {
   // "ready" leads both lines: the QEMU smoke test looks for it in STATUS and the journal.
   std::string status = "ready; formation disabled: " + reason;
@@ -281,9 +308,9 @@ int RunDaemon(const DaemonOptions& o, const volatile std::sig_atomic_t* stop) {
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
           .count());
   saved->incarnation = std::max(saved->incarnation, wall_ms);
-  auto key = DeriveKey(o.secret, o.cluster_name);
-  if (!key) {
-    Journal(LOG_ERR, key.error(), {{"PHASE", "error"}});
+  auto keys = DeriveNodeKeys(o);
+  if (!keys) {
+    Journal(LOG_ERR, keys.error(), {{"PHASE", "error"}});
     return 1;
   }
   TransportConfig tc;
@@ -304,10 +331,14 @@ int RunDaemon(const DaemonOptions& o, const volatile std::sig_atomic_t* stop) {
   nc.expected_control_plane = o.expected;
   nc.control_plane = o.control_plane;
   Node node(nc, *saved, RandomSeed());
-  Sealer sealer(*key, o.cluster_name, o.name, node.state().incarnation);
-  Gate gate(*key, o.cluster_name, o.name);
+  Sealer sealer(keys->formation, o.cluster_name, o.name, node.state().incarnation);
+  Gate gate(keys->formation, o.cluster_name, o.name);
+  // A control-plane node also hears workers' beacons and tells them the cluster, under
+  // the worker key; a worker's gate knows only that key, so all it hears is that.
+  if (keys->worker) gate.AdmitWorkers(*keys->worker);
   Beacons beacons(std::make_unique<UdpDatagrams>(std::move(*transport)), std::move(sealer), std::move(gate));
-  Loop loop(o, std::move(node), std::move(beacons), JoinPsk(*key));
+  if (keys->worker) beacons.SealForWorkers(Sealer(*keys->worker, o.cluster_name, o.name, node.state().incarnation));
+  Loop loop(o, std::move(node), std::move(beacons), *keys);
   return loop.Run(stop);
 }
 

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,16 +34,17 @@ struct MemberInfo {
 
 // DaemonOptions is everything `sprout-firstboot run` resolved from flags and node config.
 struct DaemonOptions {
-  std::filesystem::path state_dir;                        // formation.state, state.json and etcd.log live here
-  std::string name;                                       // node name, also the etcd member name
-  std::string listen;                                     // node IPv4 address (etcd URLs, multicast interface)
-  std::vector<std::string> peers;                         // static peer addresses (may include this node)
-  int expected = 3;                                       // N: expected control-plane count
-  bool control_plane = true;                              // workers never found
-  std::string secret;                                     // cluster secret; empty disables formation
-  std::string cluster_name = "sprout";                    // cluster identity
-  std::string etcd_bin = "etcd";                          // etcd executable
-  std::filesystem::path etcd_data_dir;                    // etcd --data-dir (default: <state>/etcd)
+  std::filesystem::path state_dir;      // formation.state, state.json and etcd.log live here
+  std::string name;                     // node name, also the etcd member name
+  std::string listen;                   // node IPv4 address (etcd URLs, multicast interface)
+  std::vector<std::string> peers;       // static peer addresses (may include this node)
+  int expected = 3;                     // N: expected control-plane count
+  bool control_plane = true;            // workers never found
+  std::string secret;                   // cluster secret: control-plane nodes need it; a worker never uses it
+  std::string worker_secret;            // WorkerSecret(secret): all a worker needs (derived from secret when empty)
+  std::string cluster_name = "sprout";  // cluster identity
+  std::string etcd_bin = "etcd";        // etcd executable
+  std::filesystem::path etcd_data_dir;  // etcd --data-dir (default: <state>/etcd)
   std::filesystem::path pki_dir = "/etc/kubernetes/pki";  // kubeadm's layout (lib/pki)
   std::uint16_t port = kDefaultPort;  // formation UDP port; the TLS join endpoint is on this TCP port
   std::string group = kDefaultGroup;  // multicast group ("" disables multicast)
@@ -55,6 +57,20 @@ struct DaemonOptions {
 };
 
 // Journal and Field are declared in journal.h, StatusLine in status.h.
+
+// NodeKeys is every key a node derives from the secret it holds.
+struct NodeKeys {
+  Key formation{};                // its frames are sealed and checked under this
+  std::optional<Key> worker;      // control-plane nodes: the worker formation key, to talk to workers
+  JoinKey join;                   // how it authenticates to a join endpoint
+  std::optional<JoinKeys> serve;  // control-plane nodes: what its join endpoint accepts
+};
+
+// DeriveNodeKeys derives the keys of the node of o: a control-plane node from the
+// cluster secret (both PSKs, both formation keys); a worker from the worker secret alone
+// (derived from the cluster secret when only that is given), so it holds no key that
+// proves a control-plane node. Pure.
+Result<NodeKeys> DeriveNodeKeys(const DaemonOptions& o);
 
 // LoadFormationState reads <dir>/formation.state; a missing file is a fresh node.
 Result<PersistedState> LoadFormationState(const std::filesystem::path& dir);

@@ -130,3 +130,48 @@ TEST_CASE("Workers are told the API endpoints of the voting members, not of lear
         std::vector<std::string>{"https://198.18.0.11:6443", "https://198.18.0.13:6443", "https://[fd00::6]:6443"});
   CHECK(f::ApiEndpointsOf({}).empty());
 }
+
+TEST_CASE("node keys: a worker derives only worker keys; a control-plane node both", "[formation]") {
+  const std::string secret = "cluster secret 0123456789";
+  f::DaemonOptions cp;
+  cp.secret = secret;
+  cp.cluster_name = "edge";
+  auto c = f::DeriveNodeKeys(cp);
+  REQUIRE(c);
+  REQUIRE(c->worker);
+  REQUIRE(c->serve);
+  CHECK(c->join.authority == f::JoinAuthority::kControlPlane);
+  CHECK(c->serve->control_plane == c->join.psk);
+
+  f::DaemonOptions w;
+  w.control_plane = false;
+  w.worker_secret = f::WorkerSecret(secret);
+  w.cluster_name = "edge";
+  auto k = f::DeriveNodeKeys(w);
+  REQUIRE(k);
+  CHECK_FALSE(k->worker);
+  CHECK_FALSE(k->serve);
+  CHECK(k->join.authority == f::JoinAuthority::kWorker);
+  CHECK(k->formation == *c->worker);       // what control-plane nodes seal for workers
+  CHECK(k->join.psk == c->serve->worker);  // what their join endpoint accepts as a worker
+  CHECK(k->formation != c->formation);     // and nothing of the control plane's
+  CHECK(k->join.psk != c->serve->control_plane);
+
+  // A worker given the cluster secret derives the same, and holds no control-plane key.
+  f::DaemonOptions given_cluster_secret = w;
+  given_cluster_secret.worker_secret.clear();
+  given_cluster_secret.secret = secret;
+  auto same = f::DeriveNodeKeys(given_cluster_secret);
+  REQUIRE(same);
+  CHECK(same->formation == k->formation);
+  CHECK(same->join.psk == k->join.psk);
+  CHECK_FALSE(same->serve);
+
+  // A control-plane node with only the worker secret has nothing to prove itself with.
+  f::DaemonOptions cp_without = cp;
+  cp_without.secret.clear();
+  cp_without.worker_secret = f::WorkerSecret(secret);
+  auto refused = f::DeriveNodeKeys(cp_without);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().find("needs the cluster secret") != std::string::npos);
+}

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "formation/daemon.h"
 #include "util/fs.h"
@@ -26,6 +27,7 @@ namespace {
 
 constexpr std::string_view kPskLabel = "sprout join psk v1";
 constexpr const char* kPskIdentity = "sprout-join-v1";
+constexpr const char* kWorkerPskIdentity = "sprout-join-worker-v1";
 constexpr std::size_t kMaxResponse = 1 << 20;
 
 bool ValidName(const std::string& n) {
@@ -48,6 +50,10 @@ const char* const kCaFiles[] = {
     "ca.crt", "ca.key", "etcd/ca.crt", "etcd/ca.key", "front-proxy-ca.crt", "front-proxy-ca.key", "sa.key", "sa.pub"};
 
 }  // namespace
+
+const char* JoinAuthorityName(JoinAuthority authority) {
+  return authority == JoinAuthority::kControlPlane ? "control-plane" : "worker";
+}
 
 std::string RenderJoinRequest(const JoinRequest& r) {
   nlohmann::json j{{"version", r.version},
@@ -85,8 +91,14 @@ Result<JoinRequest> ParseJoinRequest(std::string_view text) {
   return r;
 }
 
-JoinResponse AnswerJoin(const JoinRequest& request, const Credentials& served) {
+JoinResponse AnswerJoin(const JoinRequest& request, JoinAuthority authority, const Credentials& served) {
   JoinResponse out;
+  if (request.control_plane && authority != JoinAuthority::kControlPlane) {
+    out.error =
+        "control-plane credentials need the cluster secret, and this joiner proved only the worker secret; a worker "
+        "joins with role worker";
+    return out;
+  }
   out.ok = true;
   out.control_plane = request.control_plane;
   out.bootstrap_token = served.bootstrap_token;
@@ -214,25 +226,46 @@ SSL_SESSION* PskSession(SSL* ssl, const Key& psk) {
   return s;
 }
 
+const char* IdentityOf(JoinAuthority authority) {
+  return authority == JoinAuthority::kControlPlane ? kPskIdentity : kWorkerPskIdentity;
+}
+
 int UsePsk(SSL* ssl, const EVP_MD* md, const unsigned char** id, std::size_t* idlen, SSL_SESSION** sess) {
-  const auto* psk = static_cast<const Key*>(SSL_get_app_data(ssl));
+  const auto* key = static_cast<const JoinKey*>(SSL_get_app_data(ssl));
   if (md != nullptr && md != EVP_sha256()) {
     *sess = nullptr;
     return 1;
   }
-  *sess = PskSession(ssl, *psk);
-  *id = reinterpret_cast<const unsigned char*>(kPskIdentity);
-  *idlen = std::strlen(kPskIdentity);
+  *sess = PskSession(ssl, key->psk);
+  const char* identity = IdentityOf(key->authority);
+  *id = reinterpret_cast<const unsigned char*>(identity);
+  *idlen = std::strlen(identity);
   return *sess != nullptr ? 1 : 0;
 }
 
+// ServerPsk is what one server connection's PSK callback reads (both keys) and writes
+// (which identity it handed a session for).
+struct ServerPsk {
+  const JoinKeys* keys = nullptr;
+  std::optional<JoinAuthority> chosen;
+};
+
 int FindPsk(SSL* ssl, const unsigned char* identity, std::size_t len, SSL_SESSION** sess) {
-  const auto* psk = static_cast<const Key*>(SSL_get_app_data(ssl));
-  if (std::string_view(reinterpret_cast<const char*>(identity), len) != kPskIdentity) {
-    *sess = nullptr;  // unknown identity: the handshake fails (no certificate to fall back to)
+  auto* server = static_cast<ServerPsk*>(SSL_get_app_data(ssl));
+  std::string_view id(reinterpret_cast<const char*>(identity), len);
+  *sess = nullptr;  // an unknown identity: the handshake fails (no certificate to fall back to)
+  if (id == kPskIdentity) {
+    server->chosen = JoinAuthority::kControlPlane;
+    *sess = PskSession(ssl, server->keys->control_plane);
+  } else if (id == kWorkerPskIdentity) {
+    server->chosen = JoinAuthority::kWorker;
+    *sess = PskSession(ssl, server->keys->worker);
+  } else {
     return 1;
   }
-  *sess = PskSession(ssl, *psk);
+  // OpenSSL stops at the first identity it gets a usable session for and checks that
+  // one's binder (a failed binder fails the handshake), so the last identity chosen
+  // here is the PSK the handshake used.
   return *sess != nullptr ? 1 : 0;
 }
 
@@ -320,7 +353,7 @@ std::string PeerText(const sockaddr_storage& ss) {
 
 }  // namespace
 
-Status JoinServer::Start(const std::string& address, std::uint16_t port, const Key& psk) {
+Status JoinServer::Start(const std::string& address, std::uint16_t port, const JoinKeys& keys) {
   if (running()) return Ok{};
   sockaddr_storage ss{};
   socklen_t len = 0;
@@ -340,7 +373,7 @@ Status JoinServer::Start(const std::string& address, std::uint16_t port, const K
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &blen);
   port_ = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
                                             : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  psk_ = psk;
+  keys_ = keys;
   stop_ = false;
   thread_ = std::thread([this] { Serve(); });
   return Ok{};
@@ -434,17 +467,20 @@ void JoinServer::Handle(int fd, const std::string& from) {
   Ctx ctx = NewCtx(true);
   Ssl ssl(ctx ? SSL_new(ctx.get()) : nullptr, SSL_free);
   if (!ssl) return;
-  SSL_set_app_data(ssl.get(), &psk_);
+  ServerPsk psk{&keys_, std::nullopt};
+  SSL_set_app_data(ssl.get(), &psk);
   SSL_set_fd(ssl.get(), fd);
   ERR_clear_error();
-  if (SSL_accept(ssl.get()) != 1 || SSL_session_reused(ssl.get()) != 1) {
+  if (SSL_accept(ssl.get()) != 1 || SSL_session_reused(ssl.get()) != 1 || !psk.chosen) {
     ++refused_;
     Journal(LOG_WARNING,
             "join: refused a connection from " + from +
-                ": TLS handshake failed, the joiner does not hold this cluster's secret (" + SslErrors() + ")",
+                ": TLS handshake failed, the joiner holds neither this cluster's secret nor its worker secret (" +
+                SslErrors() + ")",
             {{"JOIN_REFUSED_FROM", from}, {"JOIN_REFUSED_TOTAL", std::to_string(refused_.load())}});
     return;
   }
+  const JoinAuthority proved = *psk.chosen;
   std::string line;
   JoinResponse response;
   if (!ReadUntil(ssl.get(), line, kMaxJoinRequest, true)) {
@@ -460,21 +496,31 @@ void JoinServer::Handle(int fd, const std::string& from) {
     if (!served) {
       response.error = "this node has no cluster credentials yet; try another member or later";
     } else {
-      response = AnswerJoin(*request, *served);
-      Journal(LOG_INFO,
-              "join: gave " + std::string(request->control_plane ? "control-plane" : "worker") + " credentials to " +
-                  request->name + " (" + request->address + ", connected from " + from + ")",
-              {{"JOIN_NODE", request->name}, {"JOIN_ROLE", request->control_plane ? "control-plane" : "worker"}});
+      response = AnswerJoin(*request, proved, *served);
+      if (response.ok) {
+        Journal(LOG_INFO,
+                "join: gave " + std::string(request->control_plane ? "control-plane" : "worker") + " credentials to " +
+                    request->name + " (" + request->address + ", connected from " + from + ", proved the " +
+                    JoinAuthorityName(proved) + " key)",
+                {{"JOIN_NODE", request->name},
+                 {"JOIN_ROLE", request->control_plane ? "control-plane" : "worker"},
+                 {"JOIN_PROVED", JoinAuthorityName(proved)}});
+      } else {
+        ++overreached_;
+      }
     }
   }
   if (!response.ok) {
-    Journal(LOG_WARNING, "join: refused a request from " + from + ": " + response.error, {{"JOIN_REFUSED_FROM", from}});
+    Journal(LOG_WARNING,
+            "join: refused a request from " + from + " (proved the " + JoinAuthorityName(proved) +
+                " key): " + response.error,
+            {{"JOIN_REFUSED_FROM", from}, {"JOIN_PROVED", JoinAuthorityName(proved)}});
   }
   WriteAll(ssl.get(), RenderJoinResponse(response));
   SSL_shutdown(ssl.get());
 }
 
-Result<JoinResponse> FetchJoin(const std::string& address, std::uint16_t port, const Key& psk,
+Result<JoinResponse> FetchJoin(const std::string& address, std::uint16_t port, const JoinKey& psk,
                                const JoinRequest& request, int timeout_ms) {
   std::string where = address + ":" + std::to_string(port);
   sockaddr_storage ss{};
@@ -500,13 +546,14 @@ Result<JoinResponse> FetchJoin(const std::string& address, std::uint16_t port, c
   Ctx ctx = NewCtx(false);
   Ssl ssl(ctx ? SSL_new(ctx.get()) : nullptr, SSL_free);
   if (!ssl) return Fail("cannot set up TLS: " + SslErrors());
-  Key key = psk;
+  JoinKey key = psk;
   SSL_set_app_data(ssl.get(), &key);
   SSL_set_fd(ssl.get(), fd);
   ERR_clear_error();
   if (SSL_connect(ssl.get()) != 1 || SSL_session_reused(ssl.get()) != 1) {
-    return Fail("join endpoint " + where +
-                " refused the TLS handshake (is the cluster secret the same?): " + SslErrors());
+    return Fail("join endpoint " + where + " refused the TLS handshake (is the " +
+                (psk.authority == JoinAuthority::kControlPlane ? "cluster secret" : "worker secret") +
+                " the same?): " + SslErrors());
   }
   if (!WriteAll(ssl.get(), RenderJoinRequest(request))) return Fail("join endpoint " + where + ": write failed");
   std::string body;

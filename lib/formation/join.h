@@ -1,6 +1,8 @@
 // The join endpoint: a TCP service on every control-plane node that has the cluster's
-// CA material, speaking TLS 1.3 with an external PSK derived from the cluster secret
-// (no certificates: a joiner has none yet). A control-plane joiner receives the CAs,
+// CA material, speaking TLS 1.3 with an external PSK (no certificates: a joiner has
+// none yet): one derived from the cluster secret, which proves a control-plane node,
+// and one derived from the worker secret, which proves only a worker. The PSK a client
+// used decides what it may get, never its request. A control-plane joiner receives the CAs,
 // the service-account key pair and the bootstrap token, and makes its own node
 // certificates; a worker receives the Kubernetes CA certificate, the API endpoints and
 // the bootstrap token, never a key. The request and response parsers are pure; see
@@ -28,6 +30,14 @@ namespace sprout::formation {
 inline constexpr int kJoinVersion = 1;
 // kMaxJoinRequest bounds a request line; longer requests are refused unread.
 inline constexpr std::size_t kMaxJoinRequest = 4096;
+
+// JoinAuthority is what a join client proved in its TLS handshake, by which external PSK
+// it used: the control-plane one (from the cluster secret) or the worker one (from the
+// worker secret). The role a joiner gets follows from it, never from the request text.
+enum class JoinAuthority { kControlPlane, kWorker };
+
+// JoinAuthorityName is "control-plane" or "worker", for logs and errors.
+const char* JoinAuthorityName(JoinAuthority authority);
 
 // JoinRequest is what a joiner asks for.
 struct JoinRequest {
@@ -60,8 +70,10 @@ std::string RenderJoinRequest(const JoinRequest& request);
 // ParseJoinRequest reads a request line; it refuses oversized, malformed or
 // out-of-range input with a reason (it is a fuzzing entry point).
 Result<JoinRequest> ParseJoinRequest(std::string_view text);
-// AnswerJoin decides the response to request from what this node serves.
-JoinResponse AnswerJoin(const JoinRequest& request, const Credentials& served);
+// AnswerJoin decides the response to request from a client that proved authority, from
+// what this node serves. A request for control-plane credentials over the worker PSK is
+// refused: the answer carries an error and no credentials at all.
+JoinResponse AnswerJoin(const JoinRequest& request, JoinAuthority authority, const Credentials& served);
 // RenderJoinResponse and ParseJoinResponse are the response's JSON form.
 std::string RenderJoinResponse(const JoinResponse& response);
 Result<JoinResponse> ParseJoinResponse(std::string_view text);
@@ -78,6 +90,20 @@ bool ValidBootstrapToken(std::string_view token);
 // formation key (itself HKDF of the secret and cluster name) of a fixed label, so the
 // beacon MAC key and the PSK are independent.
 Key JoinPsk(const Key& formation_key);
+
+// JoinKey is a join client's PSK and the authority it proves (which PSK identity it
+// goes under): a control-plane node's is JoinPsk of the formation key, a worker's is
+// JoinPsk of the worker formation key (DeriveKey of WorkerSecret).
+struct JoinKey {
+  JoinAuthority authority = JoinAuthority::kControlPlane;  // the identity used
+  Key psk{};                                               // the PSK under that identity
+};
+
+// JoinKeys is what a join server accepts: both PSKs, each under its own identity.
+struct JoinKeys {
+  Key control_plane{};  // JoinPsk(formation key)
+  Key worker{};         // JoinPsk(worker formation key)
+};
 
 // JoinLimits bound what the join endpoint gives any one client, so that nobody, with or
 // without the secret, can stall it for the nodes that are joining.
@@ -98,8 +124,8 @@ class JoinServer {
   JoinServer& operator=(const JoinServer&) = delete;
   ~JoinServer();
 
-  // Start listens and starts the thread.
-  Status Start(const std::string& address, std::uint16_t port, const Key& psk);
+  // Start listens and starts the thread; clients authenticate with either of keys.
+  Status Start(const std::string& address, std::uint16_t port, const JoinKeys& keys);
   // SetCredentials makes the server answer with credentials.
   void SetCredentials(const Credentials& credentials);
   // Stop ends the threads and closes the sockets.
@@ -110,6 +136,8 @@ class JoinServer {
   std::uint16_t port() const { return port_; }
   // refused counts handshakes that failed (wrong secret or garbage).
   std::uint64_t refused() const { return refused_.load(); }
+  // overreached counts requests for control-plane credentials over the worker PSK.
+  std::uint64_t overreached() const { return overreached_.load(); }
   // turned_away counts connections closed at accept because of the limits.
   std::uint64_t turned_away() const { return turned_away_.load(); }
   // cut_off counts connections closed at their deadline.
@@ -134,9 +162,10 @@ class JoinServer {
   JoinLimits limits_;
   int listen_fd_ = -1;
   std::uint16_t port_ = 0;
-  Key psk_{};
+  JoinKeys keys_{};
   std::atomic<bool> stop_{false};
   std::atomic<std::uint64_t> refused_{0};
+  std::atomic<std::uint64_t> overreached_{0};
   std::atomic<std::uint64_t> turned_away_{0};
   std::atomic<std::uint64_t> cut_off_{0};
   std::mutex mu_;
@@ -145,9 +174,9 @@ class JoinServer {
   std::thread thread_;
 };
 
-// FetchJoin connects to address:port, authenticates with psk and sends request;
+// FetchJoin connects to address:port, authenticates with key and sends request;
 // bounded by timeout_ms for connect and each read or write.
-Result<JoinResponse> FetchJoin(const std::string& address, std::uint16_t port, const Key& psk,
+Result<JoinResponse> FetchJoin(const std::string& address, std::uint16_t port, const JoinKey& key,
                                const JoinRequest& request, int timeout_ms = 3000);
 
 // SaveWorkerCredentials writes a worker's credentials under dir: ca.crt (0644),

@@ -62,8 +62,8 @@ Result<Credentials> MakeFounderCredentials(const Founding& f) {
   return Credentials{*cas, *token, ApiEndpoints(f)};
 }
 
-Status JoinEndpoint::Serve(const std::string& address, std::uint16_t port, const Key& psk, const Credentials& c) {
-  if (auto s = server_.Start(address, port, psk); !s) return s;
+Status JoinEndpoint::Serve(const std::string& address, std::uint16_t port, const JoinKeys& keys, const Credentials& c) {
+  if (auto s = server_.Start(address, port, keys); !s) return s;
   server_.SetCredentials(c);
   served_ = c;
   serving_ = true;

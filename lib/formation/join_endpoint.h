@@ -52,8 +52,8 @@ Result<Credentials> MakeFounderCredentials(const Founding& f);
 // JoinEndpoint is this node's join server and what it serves.
 class JoinEndpoint {
  public:
-  // Serve starts the server on address:port with psk (once) and serves c.
-  Status Serve(const std::string& address, std::uint16_t port, const Key& psk, const Credentials& c);
+  // Serve starts the server on address:port with keys (once) and serves c.
+  Status Serve(const std::string& address, std::uint16_t port, const JoinKeys& keys, const Credentials& c);
   // UpdateApiEndpoints serves endpoints as the API endpoint list and logs it; false
   // (and nothing logged) when endpoints is empty or what is served already.
   bool UpdateApiEndpoints(const std::vector<std::string>& endpoints);

@@ -69,13 +69,17 @@ TEST_CASE("join endpoint: serves its credentials and tells joiners changed API e
   auto made = f::MakeFounderCredentials(TwoMembers());
   REQUIRE(made);
   auto key = f::DeriveKey("right secret 0123456789", "test");
+  auto worker_key = f::DeriveKey(f::WorkerSecret("right secret 0123456789"), "test");
   REQUIRE(key);
+  REQUIRE(worker_key);
   f::JoinEndpoint endpoint;
   CHECK_FALSE(endpoint.serving());
-  REQUIRE(endpoint.Serve("127.0.0.1", 0, f::JoinPsk(*key), *made));
+  f::JoinKeys keys{f::JoinPsk(*key), f::JoinPsk(*worker_key)};
+  f::JoinKey as_worker{f::JoinAuthority::kWorker, f::JoinPsk(*worker_key)};
+  REQUIRE(endpoint.Serve("127.0.0.1", 0, keys, *made));
   CHECK(endpoint.serving());
   f::JoinRequest worker{f::kJoinVersion, false, "w1", "127.0.0.1"};
-  auto first = f::FetchJoin("127.0.0.1", endpoint.port(), f::JoinPsk(*key), worker);
+  auto first = f::FetchJoin("127.0.0.1", endpoint.port(), as_worker, worker);
   REQUIRE(first);
   CHECK(first->api_endpoints == made->api_endpoints);
   CHECK_FALSE(endpoint.UpdateApiEndpoints({}));  // etcd did not answer: keep what is served
@@ -83,7 +87,7 @@ TEST_CASE("join endpoint: serves its credentials and tells joiners changed API e
   std::vector<std::string> now = {"https://127.0.0.1:6443", "https://127.0.0.3:6443"};
   CHECK(endpoint.UpdateApiEndpoints(now));
   CHECK(endpoint.served().api_endpoints == now);
-  auto second = f::FetchJoin("127.0.0.1", endpoint.port(), f::JoinPsk(*key), worker);
+  auto second = f::FetchJoin("127.0.0.1", endpoint.port(), as_worker, worker);
   REQUIRE(second);
   CHECK(second->api_endpoints == now);
   endpoint.Stop();

@@ -10,9 +10,47 @@
 #include <csignal>
 #include <thread>
 
+#include "formation/daemon.h"
 #include "util/fs.h"
 
 using namespace sprout::formation;
+
+namespace {
+
+// WaitFor polls cond every 10 ms for up to seconds.
+template <typename Cond>
+bool WaitFor(Cond cond, int seconds) {
+  for (int i = 0; i < seconds * 100 && !cond(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return cond();
+}
+
+// Keys is what the daemon derives for one cluster secret: what a control-plane node's
+// join endpoint accepts, and how a control-plane node and a worker authenticate to it.
+struct Keys {
+  JoinKeys serve;
+  JoinKey control_plane;
+  JoinKey worker;
+};
+
+// KeysFor derives them as nodes do: the control-plane node from the cluster secret, the
+// worker from the worker secret alone (it never sees the cluster secret).
+Keys KeysFor(const std::string& secret) {
+  DaemonOptions cp;
+  cp.secret = secret;
+  cp.cluster_name = "test";
+  auto c = DeriveNodeKeys(cp);
+  REQUIRE(c);
+  DaemonOptions w;
+  w.control_plane = false;
+  w.worker_secret = WorkerSecret(secret);
+  w.cluster_name = "test";
+  auto k = DeriveNodeKeys(w);
+  REQUIRE(k);
+  REQUIRE(c->serve);
+  return {*c->serve, c->join, k->join};
+}
+
+}  // namespace
 
 TEST_CASE("join request: round trip and refusals name the field") {
   JoinRequest r{kJoinVersion, false, "worker-1", "198.18.0.21"};
@@ -42,14 +80,16 @@ TEST_CASE("join answer: workers get the CA certificate and token but no key; con
   CHECK(ValidBootstrapToken(*token));
   CHECK_FALSE(ValidBootstrapToken("ABCDEF.0123456789abcdef"));
   Credentials served{*cas, *token, {"https://198.18.0.11:6443"}};
-  auto worker = ParseJoinResponse(RenderJoinResponse(AnswerJoin({kJoinVersion, false, "w", "198.18.0.21"}, served)));
+  auto worker = ParseJoinResponse(
+      RenderJoinResponse(AnswerJoin({kJoinVersion, false, "w", "198.18.0.21"}, JoinAuthority::kWorker, served)));
   REQUIRE(worker);
   CHECK(worker->ca_bundle == cas->kubernetes_ca.cert_pem);
   CHECK(worker->ca.empty());
   CHECK(worker->bootstrap_token == *token);
   CHECK(RenderJoinResponse(*worker).find("PRIVATE KEY") == std::string::npos);
   CHECK_FALSE(CredentialsFrom(*worker));
-  auto cp = ParseJoinResponse(RenderJoinResponse(AnswerJoin({kJoinVersion, true, "c", "198.18.0.12"}, served)));
+  auto cp = ParseJoinResponse(
+      RenderJoinResponse(AnswerJoin({kJoinVersion, true, "c", "198.18.0.12"}, JoinAuthority::kControlPlane, served)));
   REQUIRE(cp);
   auto creds = CredentialsFrom(*cp);
   REQUIRE(creds);
@@ -57,25 +97,79 @@ TEST_CASE("join answer: workers get the CA certificate and token but no key; con
   CHECK(creds->api_endpoints == served.api_endpoints);
 }
 
+TEST_CASE("join answer: a request for control-plane credentials that proved only the worker key gets nothing") {
+  auto cas = sprout::pki::MakeClusterCAs();
+  REQUIRE(cas);
+  Credentials served{*cas, "abcdef.0123456789abcdef", {"https://198.18.0.11:6443"}};
+  JoinResponse r = AnswerJoin({kJoinVersion, true, "w", "198.18.0.21"}, JoinAuthority::kWorker, served);
+  CHECK_FALSE(r.ok);
+  CHECK(r.error.find("proved only the worker secret") != std::string::npos);
+  CHECK(r.ca.empty());
+  CHECK(r.ca_bundle.empty());
+  CHECK(r.bootstrap_token.empty());
+  const std::string wire = RenderJoinResponse(r);
+  CHECK(wire.find("PRIVATE KEY") == std::string::npos);
+  CHECK(wire.find(cas->kubernetes_ca.cert_pem.substr(30, 40)) == std::string::npos);
+  // A control-plane node may ask for less: the worker's answer.
+  JoinResponse less = AnswerJoin({kJoinVersion, false, "c", "198.18.0.12"}, JoinAuthority::kControlPlane, served);
+  CHECK(less.ok);
+  CHECK(less.ca.empty());
+}
+
+TEST_CASE("join endpoint: a node holding only worker material joins as a worker and is refused as control plane") {
+  auto cas = sprout::pki::MakeClusterCAs();
+  REQUIRE(cas);
+  auto keys = KeysFor("right secret 0123456789");
+  JoinServer server;
+  REQUIRE(server.Start("127.0.0.1", 0, keys.serve));
+  server.SetCredentials({*cas, "abcdef.0123456789abcdef", {"https://127.0.0.1:6443"}});
+  // keys.worker came from the worker secret alone (KeysFor): what a worker holds.
+  REQUIRE(keys.worker.authority == JoinAuthority::kWorker);
+
+  auto as_worker = FetchJoin("127.0.0.1", server.port(), keys.worker, {kJoinVersion, false, "w1", "127.0.0.1"});
+  REQUIRE(as_worker);
+  CHECK_FALSE(as_worker->control_plane);
+  CHECK(as_worker->ca_bundle == cas->kubernetes_ca.cert_pem);
+  CHECK(as_worker->ca.empty());
+
+  // The request text says control-plane; the PSK says worker; the PSK wins.
+  auto overreach = FetchJoin("127.0.0.1", server.port(), keys.worker, {kJoinVersion, true, "w1", "127.0.0.1"});
+  REQUIRE_FALSE(overreach);
+  CHECK(overreach.error().find("refused: control-plane credentials need the cluster secret") != std::string::npos);
+  CHECK(WaitFor([&] { return server.overreached() == 1; }, 30));
+
+  // The worker's PSK under the control-plane identity does not even complete a handshake.
+  JoinKey posing{JoinAuthority::kControlPlane, keys.worker.psk};
+  auto posed = FetchJoin("127.0.0.1", server.port(), posing, {kJoinVersion, true, "w1", "127.0.0.1"});
+  REQUIRE_FALSE(posed);
+  CHECK(posed.error().find("refused the TLS handshake") != std::string::npos);
+
+  // A control-plane node still gets the CAs with their keys.
+  auto cp = FetchJoin("127.0.0.1", server.port(), keys.control_plane, {kJoinVersion, true, "c2", "127.0.0.1"});
+  REQUIRE(cp);
+  auto creds = CredentialsFrom(*cp);
+  REQUIRE(creds);
+  CHECK(creds->cas.kubernetes_ca.key_pem == cas->kubernetes_ca.key_pem);
+  server.Stop();
+}
+
 TEST_CASE("join endpoint: TLS-PSK over loopback serves the right secret and refuses a wrong one") {
   auto cas = sprout::pki::MakeClusterCAs();
   REQUIRE(cas);
-  auto key = DeriveKey("right secret 0123456789", "test");
-  auto wrong = DeriveKey("wrong secret 0123456789", "test");
-  REQUIRE(key);
-  REQUIRE(wrong);
+  auto keys = KeysFor("right secret 0123456789");
+  auto wrong = KeysFor("wrong secret 0123456789");
   JoinServer server;
-  REQUIRE(server.Start("127.0.0.1", 0, JoinPsk(*key)));
+  REQUIRE(server.Start("127.0.0.1", 0, keys.serve));
   JoinRequest request{kJoinVersion, false, "w1", "127.0.0.1"};
   // No credentials yet: refused with a reason.
-  auto early = FetchJoin("127.0.0.1", server.port(), JoinPsk(*key), request);
+  auto early = FetchJoin("127.0.0.1", server.port(), keys.control_plane, request);
   REQUIRE_FALSE(early);
   CHECK(early.error().find("no cluster credentials yet") != std::string::npos);
   server.SetCredentials({*cas, "abcdef.0123456789abcdef", {"https://127.0.0.1:6443"}});
-  auto got = FetchJoin("127.0.0.1", server.port(), JoinPsk(*key), request);
+  auto got = FetchJoin("127.0.0.1", server.port(), keys.control_plane, request);
   REQUIRE(got);
   CHECK(got->ca_bundle == cas->kubernetes_ca.cert_pem);
-  auto refused = FetchJoin("127.0.0.1", server.port(), JoinPsk(*wrong), request);
+  auto refused = FetchJoin("127.0.0.1", server.port(), wrong.control_plane, request);
   REQUIRE_FALSE(refused);
   CHECK(refused.error().find("refused the TLS handshake") != std::string::npos);
   // The client can see the refusal before the server's thread has counted it (30 s at most: a
@@ -113,16 +207,9 @@ int ConnectFrom(const char* src, std::uint16_t port) {
   return fd;
 }
 
-// WaitFor polls cond every 10 ms for up to seconds.
-template <typename Cond>
-bool WaitFor(Cond cond, int seconds) {
-  for (int i = 0; i < seconds * 100 && !cond(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  return cond();
-}
-
 struct Served {
   sprout::pki::ClusterCAs cas;
-  Key key;
+  Keys keys;
 };
 
 Served ServedFixture() {
@@ -130,9 +217,7 @@ Served ServedFixture() {
   std::signal(SIGPIPE, SIG_IGN);
   auto cas = sprout::pki::MakeClusterCAs();
   REQUIRE(cas);
-  auto key = DeriveKey("right secret 0123456789", "test");
-  REQUIRE(key);
-  return {*cas, *key};
+  return {*cas, KeysFor("right secret 0123456789")};
 }
 
 }  // namespace
@@ -142,7 +227,7 @@ TEST_CASE("join endpoint: clients that stall or dribble do not keep a joiner wai
   JoinLimits limits;
   limits.deadline_ms = 2000;
   JoinServer server(limits);
-  REQUIRE(server.Start("127.0.0.1", 0, JoinPsk(f.key)));
+  REQUIRE(server.Start("127.0.0.1", 0, f.keys.serve));
   server.SetCredentials({f.cas, "abcdef.0123456789abcdef", {"https://127.0.0.1:6443"}});
   // Three clients that connect and say nothing, and one that sends a byte every 200 ms
   // (each read then succeeds within the 3 s I/O timeout: only the deadline stops it; the
@@ -168,7 +253,7 @@ TEST_CASE("join endpoint: clients that stall or dribble do not keep a joiner wai
   });
   // A real joiner, meanwhile, is served at once.
   JoinRequest request{kJoinVersion, false, "w1", "127.0.0.1"};
-  auto got = FetchJoin("127.0.0.1", server.port(), JoinPsk(f.key), request);
+  auto got = FetchJoin("127.0.0.1", server.port(), f.keys.worker, request);
   REQUIRE(got);
   CHECK(got->bootstrap_token == "abcdef.0123456789abcdef");
   // Past the 2 s deadline all four are cut off, the dribbler included.
@@ -184,13 +269,13 @@ TEST_CASE("join endpoint: one address gets at most per_source connections; other
   JoinLimits limits;
   limits.per_source = 2;
   JoinServer server(limits);
-  REQUIRE(server.Start("127.0.0.1", 0, JoinPsk(f.key)));
+  REQUIRE(server.Start("127.0.0.1", 0, f.keys.serve));
   server.SetCredentials({f.cas, "abcdef.0123456789abcdef", {"https://127.0.0.1:6443"}});
   std::vector<int> flood;
   for (int i = 0; i < 5; ++i) flood.push_back(ConnectFrom("127.0.0.7", server.port()));
   CHECK(WaitFor([&] { return server.turned_away() == 3; }, 20));
   JoinRequest request{kJoinVersion, false, "w1", "127.0.0.1"};
-  CHECK(FetchJoin("127.0.0.1", server.port(), JoinPsk(f.key), request));
+  CHECK(FetchJoin("127.0.0.1", server.port(), f.keys.worker, request));
   for (int fd : flood) ::close(fd);
   server.Stop();  // also ends the two connections still being served
   CHECK_FALSE(server.running());

@@ -40,7 +40,7 @@ class Backoff {
 
 // FetchFromMembers asks the founding members' join endpoints in turn (the founder
 // first) until one answers; empty once stopped.
-std::optional<JoinResponse> FetchFromMembers(const DaemonOptions& o, const Key& psk, const Founding& f,
+std::optional<JoinResponse> FetchFromMembers(const DaemonOptions& o, const JoinKey& psk, const Founding& f,
                                              bool control_plane, const std::atomic<bool>& stop) {
   std::vector<std::string> addresses;
   for (const auto& m : f.members) {
@@ -72,7 +72,7 @@ std::optional<JoinResponse> FetchFromMembers(const DaemonOptions& o, const Key& 
 
 // FetchControlPlaneCredentials fetches and checks a control-plane node's credentials
 // for the founding f; empty once stopped or when the answer is unusable (logged).
-std::optional<Credentials> FetchControlPlaneCredentials(const DaemonOptions& o, const Key& psk, const Founding& f,
+std::optional<Credentials> FetchControlPlaneCredentials(const DaemonOptions& o, const JoinKey& psk, const Founding& f,
                                                         const std::atomic<bool>& stop) {
   auto r = FetchFromMembers(o, psk, f, true, stop);
   if (!r) return std::nullopt;
@@ -181,7 +181,7 @@ const EtcdMember* FindByPeerUrl(const std::vector<EtcdMember>& members, const st
   return mine;
 }
 
-Membership::Membership(const DaemonOptions& o, const Key& psk, EtcdConfig etcd)
+Membership::Membership(const DaemonOptions& o, const JoinKey& psk, EtcdConfig etcd)
     : o_(o), psk_(psk), etcd_(std::move(etcd)) {}
 
 Membership::~Membership() {

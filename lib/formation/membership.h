@@ -51,9 +51,10 @@ struct MemberStart {
 // kind runs at a time; starting one while its kind runs replaces the result it waits for.
 class Membership {
  public:
-  // Membership works for the node of o, authenticating to join endpoints with psk;
+  // Membership works for the node of o, authenticating to join endpoints with psk (the
+  // control-plane PSK on a control-plane node, the worker PSK on a worker);
   // etcd is how this node's etcd is set up.
-  Membership(const DaemonOptions& o, const Key& psk, EtcdConfig etcd);
+  Membership(const DaemonOptions& o, const JoinKey& psk, EtcdConfig etcd);
   Membership(const Membership&) = delete;
   Membership& operator=(const Membership&) = delete;
   // ~Membership asks the tasks to stop and waits for them.
@@ -90,7 +91,7 @@ class Membership {
 
  private:
   const DaemonOptions& o_;
-  Key psk_;
+  JoinKey psk_;
   EtcdConfig etcd_;
   std::atomic<bool> stop_{false};  // declared before the futures: they may use it until they end
   std::future<std::optional<MemberStart>> start_;

@@ -78,7 +78,7 @@ TEST_CASE("membership: a worker whose credentials are saved starts no task", "[f
   auto o = OptionsIn(dir.path(), "w1");
   std::filesystem::create_directories(o.state_dir / "worker");
   REQUIRE(sprout::WriteFileAtomic(o.state_dir / "worker" / "bootstrap-token", "abcdef.0123456789abcdef\n"));
-  f::Membership membership(o, f::Key{}, EtcdConfigOf(o));
+  f::Membership membership(o, f::JoinKey{}, EtcdConfigOf(o));
   f::JoinAsWorker w{"sprout-x", f::Founding{"node1", 1, "sprout-x", {{"node1", "https://127.0.0.1:2380"}}}};
   CHECK(membership.StartWorker(w));
   CHECK_FALSE(membership.TakeWorker());
@@ -94,7 +94,7 @@ TEST_CASE("membership: a learner that started before restarts from its data dir 
   REQUIRE(made);
   REQUIRE(f::InstallCredentials(f::CredentialFiles(o), *made));
   std::filesystem::create_directories(o.etcd_data_dir / "member");
-  f::Membership membership(o, f::Key{}, EtcdConfigOf(o));
+  f::Membership membership(o, f::JoinKey{}, EtcdConfigOf(o));
   membership.StartLearner(f::JoinAsLearner{"sprout-x", founding});
   auto started = Eventually([&membership] { return membership.TakeStarted(); });
   REQUIRE(started);
@@ -111,7 +111,7 @@ TEST_CASE("membership: stopping ends a task that is backing off", "[formation]")
       "node1", 1, "sprout-x", {{"node1", "https://127.0.0.1:2380"}, {"node2", "https://127.0.0.2:2380"}}};
   auto begin = std::chrono::steady_clock::now();
   {
-    f::Membership membership(o, f::Key{}, EtcdConfigOf(o));
+    f::Membership membership(o, f::JoinKey{}, EtcdConfigOf(o));
     membership.FetchFoundingCredentials(founding, f::EtcdArgs{});
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     CHECK_FALSE(membership.TakeStarted());  // still retrying: nobody answers

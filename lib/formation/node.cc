@@ -142,7 +142,9 @@ Output Node::OnTick(std::uint64_t now) {
   }
   if (state_.cluster) {
     if (need_act_) Act(out);
-    if (now_ >= next_advert_) {
+    // Only control-plane nodes speak for the cluster: a worker's word proves only the
+    // worker key, which control-plane nodes do not take advertisements under.
+    if (config_.control_plane && now_ >= next_advert_) {
       Broadcast(out, ClusterAdvertisement{*state_.cluster});
       next_advert_ = now_ + config_.timing.advertise_interval;
     }
@@ -316,7 +318,7 @@ Output Node::OnMessage(const std::string& from, const Message& message) {
         if constexpr (std::is_same_v<T, Beacon>) {
           peer.peer_url = m.peer_url;
           peer.control_plane = m.control_plane;
-          if (state_.cluster) Send(out, from, ClusterAdvertisement{*state_.cluster});
+          if (state_.cluster && config_.control_plane) Send(out, from, ClusterAdvertisement{*state_.cluster});
         } else if constexpr (std::is_same_v<T, VoteRequest>) {
           highest_round_seen_ = std::max(highest_round_seen_, m.ballot.round);
           if (state_.cluster) {

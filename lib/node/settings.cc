@@ -2,8 +2,16 @@
 
 #include <set>
 
+#include "formation/auth.h"
+
 namespace sprout::node {
 namespace {
+
+// TrimNewlines drops the line ends a secret file may end with.
+std::string TrimNewlines(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  return s;
+}
 
 // StripPrefix drops a "/24" from an address with prefix length.
 std::string StripPrefix(const std::string& a) { return a.substr(0, a.find('/')); }
@@ -40,12 +48,12 @@ class Resolver {
   Resolved Run() {
     auto& o = out_.settings.formation;
     o.state_dir = flags_.state_dir;
+    Role();
     Secret();
     Listen();
     Name();
     Peers();
     Expected();
-    Role();
     ClusterName();
     EtcdDataDir();
     Port();
@@ -56,8 +64,9 @@ class Resolver {
     // A node without a secret or an address idles rather than failing (they may come
     // with the next boot: fw_cfg, the kernel command line), and with nothing to form it
     // has no use for the other settings, so their errors wait until then. An unreadable
-    // --secret-file is an error even so: the secret was meant to be there.
-    if (!out_.settings.idle_reason.empty() && !secret_unreadable_) out_.errors.clear();
+    // secret file is an error even so (the secret was meant to be there), and so is a
+    // control-plane node given only a worker secret.
+    if (!out_.settings.idle_reason.empty() && !keep_secret_errors_) out_.errors.clear();
     return std::move(out_);
   }
 
@@ -70,27 +79,86 @@ class Resolver {
     if (out_.settings.idle_reason.empty()) out_.settings.idle_reason = reason;
   }
 
+  // Secret gives the daemon the secret the role needs, and no more: a control-plane
+  // node the cluster secret (it derives the worker secret), a worker the worker secret
+  // alone (given, or derived here from a cluster secret it was given, which then goes
+  // no further). A control-plane node given only a worker secret is an error: that
+  // secret cannot prove a control-plane node.
   void Secret() {
     std::string secret;
+    std::string secret_source;
     if (!flags_.secret_file.empty()) {
+      secret_source = "--secret-file " + flags_.secret_file;
       if (!facts_.secret_file_error.empty() || !facts_.secret_file_text) {
-        Error("secret", "--secret-file " + flags_.secret_file,
+        Error("secret", secret_source,
               facts_.secret_file_error.empty() ? "the file was not read" : facts_.secret_file_error,
               "fix the path, or leave --secret-file out to use sprout.cluster-secret");
-        secret_unreadable_ = true;
+        keep_secret_errors_ = true;
         return;
       }
-      secret = *facts_.secret_file_text;
-      while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
+      secret = TrimNewlines(*facts_.secret_file_text);
       Origin("secret", "flag");
     } else if (config_.cluster_secret) {
       secret = *config_.cluster_secret;
+      secret_source = FromConfig(config_, "cluster-secret");
       Origin("secret", ConfigOrigin(config_, "cluster-secret"));
     } else {
       Origin("secret", "default");
     }
-    if (secret.empty()) Idle("no cluster secret configured");
-    out_.settings.formation.secret = secret;
+    std::string worker;
+    std::string worker_source;
+    if (!flags_.worker_secret_file.empty()) {
+      worker_source = "--worker-secret-file " + flags_.worker_secret_file;
+      if (!facts_.worker_secret_file_error.empty() || !facts_.worker_secret_file_text) {
+        Error("worker secret", worker_source,
+              facts_.worker_secret_file_error.empty() ? "the file was not read" : facts_.worker_secret_file_error,
+              "fix the path, or leave --worker-secret-file out to use sprout.worker-secret");
+        keep_secret_errors_ = true;
+        return;
+      }
+      worker = TrimNewlines(*facts_.worker_secret_file_text);
+      Origin("worker secret", "flag");
+      if (!formation::ValidWorkerSecret(worker)) {
+        Error("worker secret", worker_source, "is not 64 lower-case hex digits",
+              "write the output of `sprout worker-secret --cluster-secret FILE` into it");
+        keep_secret_errors_ = true;
+        return;
+      }
+    } else if (config_.worker_secret) {
+      worker = *config_.worker_secret;
+      worker_source = FromConfig(config_, "worker-secret");
+      Origin("worker secret", ConfigOrigin(config_, "worker-secret"));
+    }
+    if (!secret.empty() && !worker.empty() && formation::WorkerSecret(secret) != worker) {
+      Error("worker secret", worker_source,
+            "is not the worker secret of the cluster secret (from " + secret_source + ")",
+            "give one of them, or both of the same cluster");
+    }
+    auto& o = out_.settings.formation;
+    if (o.control_plane) {
+      if (secret.empty() && !worker.empty()) {
+        Error("secret", worker_source,
+              "a control-plane node needs the cluster secret, and it was given only a worker secret, which proves "
+              "a worker and nothing more",
+              "give it the cluster secret (sprout.cluster-secret or --secret-file), or set sprout.role=worker");
+        keep_secret_errors_ = true;  // an error even though the node would otherwise idle
+        return;
+      }
+      if (secret.empty()) Idle("no cluster secret configured");
+      o.secret = secret;
+      if (!secret.empty()) {
+        o.worker_secret = formation::WorkerSecret(secret);
+        Origin("worker secret", "derived from the cluster secret (" + out_.settings.origin["secret"] + ")");
+      }
+      return;
+    }
+    if (worker.empty() && !secret.empty()) {
+      worker = formation::WorkerSecret(secret);
+      Origin("worker secret", "derived from the cluster secret (" + out_.settings.origin["secret"] + ")");
+    }
+    if (worker.empty()) Idle("no worker secret configured");
+    o.secret.clear();  // a worker's daemon never holds the cluster secret
+    o.worker_secret = worker;
   }
 
   void Listen() {
@@ -243,7 +311,7 @@ class Resolver {
   const ClusterRecord& record_;
   const HostFacts& facts_;
   Resolved out_;
-  bool secret_unreadable_ = false;
+  bool keep_secret_errors_ = false;
 };
 
 }  // namespace
@@ -253,6 +321,24 @@ std::string Describe(const SettingError& e) {
   if (!e.source.empty()) line += " (from " + e.source + ")";
   if (!e.fix.empty()) line += "; " + e.fix;
   return line;
+}
+
+Result<NodeConfig> SecretsForRole(NodeConfig config) {
+  const bool worker = config.role && *config.role == "worker";
+  if (worker && config.cluster_secret) {
+    config.worker_secret = formation::WorkerSecret(*config.cluster_secret);
+    config.cluster_secret.reset();
+    config.origin.erase("cluster-secret");
+  } else if (!worker && config.cluster_secret) {
+    config.worker_secret.reset();
+    config.origin.erase("worker-secret");
+  } else if (!worker && config.worker_secret) {
+    return Fail(std::string("a control-plane node (role ") +
+                (config.role ? *config.role : "control-plane, the default") +
+                ") needs the cluster secret, and this one would have only a worker secret; give --cluster-secret, or "
+                "--role worker");
+  }
+  return config;
 }
 
 Resolved ResolveSettings(const RunFlags& flags, const NodeConfig& config, const ClusterRecord& record,

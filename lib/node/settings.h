@@ -29,6 +29,7 @@ struct RunFlags {
   std::string peers;  // comma-separated addresses, a "/24" suffix allowed
   int expected = 0;
   std::string secret_file;
+  std::string worker_secret_file;  // a worker's secret (WorkerSecret of the cluster secret)
   std::string cluster_name;
   std::filesystem::path cluster_file = "/usr/share/sprout/cluster.json";
   std::string etcd_launch = "auto";  // auto | process | static-pod
@@ -46,10 +47,12 @@ struct RunFlags {
 // HostFacts are what the edge read from the host before resolving, so that
 // resolution itself reads nothing.
 struct HostFacts {
-  std::string host_name;                        // gethostname()
-  std::optional<std::string> secret_file_text;  // the bytes of flags.secret_file, when it was read
-  std::string secret_file_error;                // why flags.secret_file could not be read
-  bool etcd_template = false;                   // kStaticPodTemplates/etcd.yaml exists
+  std::string host_name;                               // gethostname()
+  std::optional<std::string> secret_file_text;         // the bytes of flags.secret_file, when it was read
+  std::string secret_file_error;                       // why flags.secret_file could not be read
+  std::optional<std::string> worker_secret_file_text;  // the bytes of flags.worker_secret_file, when it was read
+  std::string worker_secret_file_error;                // why flags.worker_secret_file could not be read
+  bool etcd_template = false;                          // kStaticPodTemplates/etcd.yaml exists
 };
 
 // EtcdLaunch is how etcd runs: a child process, or a static pod (podman-kube@).
@@ -83,6 +86,13 @@ struct [[nodiscard]] Resolved {
   std::vector<SettingError> errors;
   bool ok() const { return errors.empty(); }
 };
+
+// SecretsForRole keeps in config only the secret its role needs, for an image's config
+// area: a worker's cluster secret is replaced by the worker secret derived from it (so a
+// worker's personalization holds no control-plane secret), and a control-plane node's
+// worker secret is dropped (it derives its own). A control-plane role (also by default)
+// with only a worker secret is an error that names the fix. Pure.
+Result<NodeConfig> SecretsForRole(NodeConfig config);
 
 // ResolveSettings merges the flags, the node config and the cluster record by
 // precedence and validates the result. A missing secret or address is not an error:

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <functional>
 
+#include "formation/auth.h"
 #include "util/text.h"
 
 namespace sprout::node {
@@ -30,6 +31,7 @@ Inputs Make(const Setup& setup) {
 std::string Value(const NodeSettings& s, const std::string& setting) {
   const auto& o = s.formation;
   if (setting == "secret") return o.secret;
+  if (setting == "worker secret") return o.worker_secret;
   if (setting == "listen") return o.listen;
   if (setting == "name") return o.name;
   if (setting == "peers") return Join(o.peers, ",");
@@ -76,6 +78,39 @@ TEST_CASE("ResolveSettings precedence table: flag > node config > cluster record
        },
        "secret", "from-config", "node config (kernel command line)"},
       {"secret: none by default", [](Inputs&) {}, "secret", "", "default"},
+      // worker secret
+      {"worker secret: a control-plane node derives it from the cluster secret",
+       [](Inputs& in) { SecretFile(in, "s3cret-0123456789\n"); }, "worker secret",
+       "ba880e710a35ca014c6bf8618972d84f9676b0d73bbd0b385e7039437b284b77", "derived from the cluster secret (flag)"},
+      {"worker secret: the flag's file beats the node config",
+       [](Inputs& in) {
+         in.flags.role = "worker";
+         in.flags.worker_secret_file = "/run/worker";
+         in.facts.worker_secret_file_text = std::string(64, 'a') + "\n";
+         in.config.worker_secret = std::string(64, 'b');
+       },
+       "worker secret", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "flag"},
+      {"worker secret: the node config when no flag",
+       [](Inputs& in) {
+         in.config.role = "worker";
+         in.config.worker_secret = std::string(64, 'b');
+         FromCmdline(in, "worker-secret");
+       },
+       "worker secret", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
+       "node config (kernel command line)"},
+      {"worker secret: a worker given the cluster secret derives it",
+       [](Inputs& in) {
+         in.flags.role = "worker";
+         SecretFile(in, "s3cret-0123456789");
+       },
+       "worker secret", "ba880e710a35ca014c6bf8618972d84f9676b0d73bbd0b385e7039437b284b77",
+       "derived from the cluster secret (flag)"},
+      {"secret: a worker's daemon never gets the cluster secret, even when the node was given it",
+       [](Inputs& in) {
+         in.flags.role = "worker";
+         SecretFile(in, "s3cret-0123456789");
+       },
+       "secret", "", "flag"},
       // listen
       {"listen: the flag beats the node config's address",
        [](Inputs& in) {
@@ -205,11 +240,45 @@ TEST_CASE("ResolveSettings precedence table: flag > node config > cluster record
   }
 }
 
+TEST_CASE("SecretsForRole: a worker's config area holds the worker secret, never the cluster secret",
+          "[node][settings]") {
+  NodeConfig worker;
+  worker.role = "worker";
+  worker.cluster_secret = "s3cret-0123456789";
+  worker.origin["cluster-secret"] = "option";
+  auto w = SecretsForRole(worker);
+  REQUIRE(w);
+  CHECK_FALSE(w->cluster_secret);
+  CHECK(w->origin.count("cluster-secret") == 0);
+  CHECK(*w->worker_secret == "ba880e710a35ca014c6bf8618972d84f9676b0d73bbd0b385e7039437b284b77");
+  CHECK(RenderNodeConfig(*w).find(Base64Encode("s3cret-0123456789")) == std::string::npos);
+
+  NodeConfig cp = *w;
+  cp.role = "control-plane";
+  cp.cluster_secret = "s3cret-0123456789";
+  auto c = SecretsForRole(cp);
+  REQUIRE(c);
+  CHECK(c->cluster_secret);
+  CHECK_FALSE(c->worker_secret);  // it derives its own
+
+  NodeConfig cp_without = *w;
+  cp_without.role.reset();  // control-plane by default
+  auto refused = SecretsForRole(cp_without);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error() ==
+        "a control-plane node (role control-plane, the default) needs the cluster secret, and this one would have "
+        "only a worker secret; give --cluster-secret, or --role worker");
+}
+
 TEST_CASE("ResolveSettings idles without a secret or an address, and fills the rest", "[node][settings]") {
   auto none = Make([](Inputs&) {});
   auto r = ResolveSettings(none.flags, none.config, none.record, none.facts);
   REQUIRE(r.ok());
   CHECK(r.settings.idle_reason == "no cluster secret configured");
+  auto worker_none = Make([](Inputs& in) { in.flags.role = "worker"; });
+  r = ResolveSettings(worker_none.flags, worker_none.config, worker_none.record, worker_none.facts);
+  REQUIRE(r.ok());
+  CHECK(r.settings.idle_reason == "no worker secret configured");
   auto no_address = Make([](Inputs& in) { SecretFile(in, "s"); });
   r = ResolveSettings(no_address.flags, no_address.config, no_address.record, no_address.facts);
   REQUIRE(r.ok());
@@ -302,9 +371,35 @@ TEST_CASE("ResolveSettings validation table: every bad setting is named with its
          in.facts.secret_file_error = "cannot read /run/secret: No such file or directory";
          in.flags.role = "boss";
        },
-       {"secret: cannot read /run/secret: No such file or directory (from --secret-file /run/secret); fix the "
-        "path, or leave --secret-file out to use sprout.cluster-secret",
-        "role: 'boss' is neither 'control-plane' nor 'worker' (from --role); set it to control-plane or worker"}},
+       {"role: 'boss' is neither 'control-plane' nor 'worker' (from --role); set it to control-plane or worker",
+        "secret: cannot read /run/secret: No such file or directory (from --secret-file /run/secret); fix the "
+        "path, or leave --secret-file out to use sprout.cluster-secret"}},
+      {"a control-plane node given only a worker secret, an error even though the node would idle",
+       [](Inputs& in) {
+         in.config.worker_secret = sprout::formation::WorkerSecret("s");
+         FromCmdline(in, "worker-secret");
+       },
+       {"secret: a control-plane node needs the cluster secret, and it was given only a worker secret, which "
+        "proves a worker and nothing more (from sprout.worker-secret (kernel command line)); give it the cluster "
+        "secret (sprout.cluster-secret or --secret-file), or set sprout.role=worker"}},
+      {"a worker secret that is not the cluster secret's",
+       [](Inputs& in) {
+         Ready(in);
+         in.flags.role = "worker";
+         in.config.worker_secret = sprout::formation::WorkerSecret("another cluster");
+         FromCmdline(in, "worker-secret");
+       },
+       {"worker secret: is not the worker secret of the cluster secret (from --secret-file /run/secret) (from "
+        "sprout.worker-secret (kernel command line)); give one of them, or both of the same cluster"}},
+      {"a worker secret file that is not one",
+       [](Inputs& in) {
+         in.flags.listen = "198.18.0.1";
+         in.flags.role = "worker";
+         in.flags.worker_secret_file = "/run/worker";
+         in.facts.worker_secret_file_text = "the cluster secret by mistake\n";
+       },
+       {"worker secret: is not 64 lower-case hex digits (from --worker-secret-file /run/worker); write the output "
+        "of `sprout worker-secret --cluster-secret FILE` into it"}},
       {"every error is reported at once",
        [](Inputs& in) {
          Ready(in);

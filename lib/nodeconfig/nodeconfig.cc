@@ -9,8 +9,8 @@
 namespace sprout {
 
 const std::vector<std::string>& NodeConfigKeys() {
-  static const std::vector<std::string> kKeys{"hostname", "role",           "address",           "gateway",
-                                              "peers",    "cluster-secret", "ssh-authorized-key"};
+  static const std::vector<std::string> kKeys{"hostname", "role",           "address",       "gateway",
+                                              "peers",    "cluster-secret", "worker-secret", "ssh-authorized-key"};
   return kKeys;
 }
 
@@ -74,6 +74,16 @@ std::string Set(NodeConfig& c, const std::string& key, const std::string& value,
     auto raw = Base64Decode(value);
     if (!raw || raw->size() < 16) return "cluster-secret must be base64 of at least 16 bytes";
     c.cluster_secret = *raw;
+  } else if (key == "worker-secret") {
+    // The form formation::WorkerSecret gives (nodeconfig does not depend on formation).
+    bool hex = value.size() == 64 && std::all_of(value.begin(), value.end(), [](char ch) {
+                 return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f');
+               });
+    if (!hex) {
+      return "worker-secret must be the 64 lower-case hex digits that `sprout worker-secret` prints; got " +
+             std::to_string(value.size()) + " characters";
+    }
+    c.worker_secret = value;
   } else if (key == "ssh-authorized-key") {
     if (!value.starts_with("ssh-") && !value.starts_with("ecdsa-")) {
       return "ssh-authorized-key must be one public key line, such as 'ssh-ed25519 AAAA... me@laptop'";
@@ -135,6 +145,7 @@ NodeConfig MergeNodeConfig(const std::vector<NodeConfig>& lowest_first) {
   NodeConfig out;
   for (const auto& c : lowest_first) {
     if (c.cluster_secret) out.cluster_secret = c.cluster_secret;
+    if (c.worker_secret) out.worker_secret = c.worker_secret;
     if (c.hostname) out.hostname = c.hostname;
     if (c.role) out.role = c.role;
     if (c.address) out.address = c.address;
@@ -154,6 +165,7 @@ std::string RenderNodeConfig(const NodeConfig& c) {
   if (c.gateway) out += "gateway=" + *c.gateway + "\n";
   if (c.peers) out += "peers=" + Join(*c.peers, ",") + "\n";
   if (c.cluster_secret) out += "cluster-secret=" + Base64Encode(*c.cluster_secret) + "\n";
+  if (c.worker_secret) out += "worker-secret=" + *c.worker_secret + "\n";
   if (c.ssh_authorized_key) out += "ssh-authorized-key=" + *c.ssh_authorized_key + "\n";
   return out;
 }

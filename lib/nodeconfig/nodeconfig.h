@@ -17,6 +17,7 @@ namespace sprout {
 // NodeConfig is the merged view; unset fields fall back to the image's defaults.
 struct NodeConfig {
   std::optional<std::string> cluster_secret;  // raw bytes
+  std::optional<std::string> worker_secret;   // 64 lower-case hex digits: a worker's only secret
   std::optional<std::string> hostname;
   std::optional<std::string> role;     // "control-plane" or "worker"
   std::optional<std::string> address;  // IPv4/IPv6 address with prefix, "198.18.0.10/24"

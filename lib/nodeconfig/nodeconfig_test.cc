@@ -76,3 +76,21 @@ TEST_CASE("Base64 round-trips every length", "[nodeconfig]") {
   }
   CHECK_FALSE(Base64Decode("abc"));
 }
+
+TEST_CASE("A worker secret is 64 lower-case hex digits, from any source, and round-trips", "[nodeconfig]") {
+  const std::string ws = "ba880e710a35ca014c6bf8618972d84f9676b0d73bbd0b385e7039437b284b77";
+  auto cmdline = ParseCmdline("quiet sprout.role=worker sprout.worker-secret=" + ws);
+  REQUIRE(cmdline.ok());
+  CHECK(*cmdline->worker_secret == ws);
+  CHECK(cmdline->origin.at("worker-secret") == "kernel command line");
+  auto back = ParseNodeConfig(RenderNodeConfig(*cmdline), "config area");
+  REQUIRE(back.ok());
+  CHECK(*back->worker_secret == ws);
+  CHECK_FALSE(back->cluster_secret);
+  CHECK(MergeNodeConfig({NodeConfig{}, *back}).worker_secret == ws);
+  auto bad = ParseNodeConfig("worker-secret=BA880E\n", "fw_cfg");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error() ==
+        "fw_cfg:1: worker-secret must be the 64 lower-case hex digits that `sprout worker-secret` prints; got 6 "
+        "characters");
+}
