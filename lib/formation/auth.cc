@@ -146,6 +146,12 @@ std::optional<Opened> Gate::Open(std::span<const std::uint8_t> bytes) {
     last_reason_ = "own frame";
     return std::nullopt;
   }
+  if (worker && WorkerMayReceive(frame->message)) {
+    // Control-plane nodes send their advertisements under both keys; this node has the
+    // other copy. A worker's forgery of one is dropped here just the same.
+    ++counters_.for_workers;
+    return std::nullopt;
+  }
   if (worker && (!WorkerMaySend(frame->message) || windows_.count(h.sender) != 0)) {
     // The worker key proves a worker and nothing more: such a frame must not vote,
     // propose, advertise a cluster or speak as a control-plane node.

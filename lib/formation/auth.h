@@ -65,6 +65,7 @@ struct DropCounters {
   std::uint64_t replayed = 0;       // authentic, but outside or already seen in the window
   std::uint64_t own = 0;            // our own frame looped back by multicast
   std::uint64_t overreach = 0;      // authentic under the worker key, but not a worker's beacon
+  std::uint64_t for_workers = 0;    // the worker-key copy of a control-plane node's advertisement
 
   // operator== compares every counter.
   bool operator==(const DropCounters&) const = default;
@@ -88,8 +89,10 @@ class Gate {
   Gate(Key key, std::string_view cluster_name, std::string self);
   // AdmitWorkers makes a control-plane node's gate also admit frames sealed under
   // worker_key, but only what WorkerMaySend allows and only under names no frame under
-  // the main key used; they have their own replay windows, so a worker cannot mute a
-  // control-plane node by replaying or pre-empting its counters.
+  // the main key used (what WorkerMayReceive allows is the copy another control-plane
+  // node sealed for workers: dropped quietly, as for_workers). Worker frames have their
+  // own replay windows, so a worker cannot mute a control-plane node by replaying or
+  // pre-empting its counters.
   void AdmitWorkers(Key worker_key);
   // Open returns the authenticated frame, or nothing (and counts why) when refused.
   std::optional<Opened> Open(std::span<const std::uint8_t> bytes);

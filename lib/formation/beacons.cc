@@ -19,7 +19,7 @@ std::string CountersText(const DropCounters& c) {
   return "accepted=" + std::to_string(c.accepted) + " malformed=" + std::to_string(c.malformed) +
          " other_cluster=" + std::to_string(c.other_cluster) + " forged=" + std::to_string(c.forged) +
          " replayed=" + std::to_string(c.replayed) + " own=" + std::to_string(c.own) +
-         " overreach=" + std::to_string(c.overreach);
+         " overreach=" + std::to_string(c.overreach) + " for_workers=" + std::to_string(c.for_workers);
 }
 
 bool SameDrops(const DropCounters& a, const DropCounters& b) {
