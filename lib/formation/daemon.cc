@@ -302,6 +302,10 @@ int RunDaemon(const DaemonOptions& o, const volatile std::sig_atomic_t* stop) {
   nc.peer_url = PeerUrl(o.listen);
   nc.cluster_name = o.cluster_name;
   nc.expected_control_plane = o.expected;
+  nc.electorate = o.electorate;
+  // A static peer list is the electorate: only the listed addresses vote, and a node
+  // that is not on its own list is a spare that joins the cluster the others found.
+  for (const auto& p : o.peers) nc.voters.push_back(PeerUrl(p));
   nc.control_plane = o.control_plane;
   Node node(nc, *saved, RandomSeed());
   Sealer sealer(*key, o.cluster_name, o.name, node.state().incarnation);

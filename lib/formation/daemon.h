@@ -38,6 +38,7 @@ struct DaemonOptions {
   std::string listen;                                     // node IPv4 address (etcd URLs, multicast interface)
   std::vector<std::string> peers;                         // static peer addresses (may include this node)
   int expected = 3;                                       // N: expected control-plane count
+  int electorate = 0;                                     // M: most control-plane nodes voting at once (0: N)
   bool control_plane = true;                              // workers never found
   std::string secret;                                     // cluster secret; empty disables formation
   std::string cluster_name = "sprout";                    // cluster identity

@@ -28,6 +28,7 @@ struct RunFlags {
   std::string listen;
   std::string peers;  // comma-separated addresses, a "/24" suffix allowed
   int expected = 0;
+  int electorate = 0;  // --max-control-planes
   std::string secret_file;
   std::string cluster_name;
   std::filesystem::path cluster_file = "/usr/share/sprout/cluster.json";
