@@ -55,6 +55,16 @@ LoadedConfig LoadNodeConfig(const SystemPaths& paths) {
   }
   auto from_cmdline = ParseCmdline(cmdline);
   if (from_cmdline) {
+    // /proc/cmdline is readable by every process on the node and inside every
+    // container, and PXE sends it in clear: a secret there would be no secret.
+    if (from_cmdline->cluster_secret) {
+      from_cmdline->cluster_secret.reset();
+      from_cmdline->origin.erase("cluster-secret");
+      out.problems.push_back(
+          "kernel command line: sprout.cluster-secret is ignored: /proc/cmdline is readable by every process and "
+          "container on the node (and PXE sends it in clear); give the secret through the config area (sprout "
+          "personalize) or QEMU's fw_cfg");
+    }
     layers.push_back(*from_cmdline);
   } else {
     out.problems.push_back(from_cmdline.error());
