@@ -6,10 +6,13 @@ set -euo pipefail
 out=${1:?usage: build.sh OUT.tar}
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
+umask 022
+chmod 755 "$root"
 mkdir -p "$root/boot" "$root/usr/lib/systemd/boot/efi" "$root/etc" "$root/var/lib/dpkg"
-yes 'fake kernel' | head -c 300000 > "$root/boot/vmlinuz-6.1.0-99-amd64"
-yes 'fake initrd' | head -c 200001 > "$root/boot/initrd.img-6.1.0-99-amd64"
-yes 'fake systemd-boot' | head -c 50000 > "$root/usr/lib/systemd/boot/efi/systemd-bootx64.efi"
+# (head reads from a process substitution: `yes | head` fails under pipefail.)
+head -c 300000 < <(yes 'fake kernel') > "$root/boot/vmlinuz-6.1.0-99-amd64"
+head -c 200001 < <(yes 'fake initrd') > "$root/boot/initrd.img-6.1.0-99-amd64"
+head -c 50000 < <(yes 'fake systemd-boot') > "$root/usr/lib/systemd/boot/efi/systemd-bootx64.efi"
 echo 'ID=debian' > "$root/etc/os-release"
 cat > "$root/var/lib/dpkg/status" <<'STATUS'
 Package: base-files
