@@ -135,8 +135,9 @@ int Base(const fs::path& what, const fs::path& cache_dir, bool force) {
   }
   const bool tty = ::isatty(2) != 0;
   Progress progress(tty, 1);
-  progress.Begin("build base OS with mmdebstrap (log: " + (cache_dir / "base" / (*key + ".log")).string() + ")");
-  progress.Note("this takes minutes (70 s on a quiet 2-core machine, more under load); phases follow");
+  progress.Begin("build base OS");
+  progress.Note("mmdebstrap takes minutes (70 s on a quiet 2-core machine, more under load); its log: " +
+                (cache_dir / "base" / (*key + ".log")).string());
   BasePhases phases(progress, tty);
   auto built = BuildBase(recipe, cache_dir, *key, [&phases](const std::string& phase) { phases.Heard(phase); });
   phases.Heard("");  // closes the last phase's time

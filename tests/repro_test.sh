@@ -79,8 +79,8 @@ compare "checkout's absolute path ($how at $clone)" clone identical
 
 PROFILE=$(realpath --relative-to="$work/cwd-ref" "$src/$profile") build relative
 compare "profile path relative ($(realpath --relative-to="$work/cwd-ref" "$src/$profile"))" relative identical
-CWD=$src/tests/repro PROFILE=profile.yaml build relative-here
-compare "profile path relative from its own folder (profile.yaml)" relative-here identical
+# (Relative from the profile's own folder, "cd tests/repro && sprout build profile.yaml",
+# is the working-directory and relative factors together; cut to keep the run short.)
 mkdir -p "$work/links"
 ln -s "$src/$profile" "$work/links/my-profile.yaml"
 PROFILE=$work/links/my-profile.yaml build symlink
