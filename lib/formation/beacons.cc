@@ -24,22 +24,78 @@ bool SameDrops(const DropCounters& a, const DropCounters& b) {
   return a.malformed == b.malformed && a.other_cluster == b.other_cluster && a.forged == b.forged;
 }
 
-Beacons::Beacons(std::unique_ptr<Datagrams> io, Sealer sealer, Gate gate)
-    : io_(std::move(io)), sealer_(std::move(sealer)), gate_(std::move(gate)) {}
+Beacons::Beacons(std::unique_ptr<Datagrams> io, const Key& key, const std::string& cluster_name,
+                 const std::string& self, std::uint64_t incarnation, std::function<Nonce()> nonces,
+                 LivenessOptions liveness)
+    : io_(std::move(io)),
+      key_(key),
+      tag_(TagFor(cluster_name)),
+      self_(self),
+      sealer_(key, cluster_name, self, incarnation),
+      gate_(key, cluster_name, self),
+      liveness_(std::move(nonces), liveness) {}
 
-bool Beacons::Drain(int max, const Handler& handle) {
+bool Beacons::Drain(int max, const Handler& handle, std::uint64_t now) {
+  for (const auto& s : liveness_.Expire(now)) LogStale(s);
   for (int i = 0; i < max; ++i) {
     auto d = io_->Receive();
     if (!d) break;
-    auto frame = gate_.Open(d->bytes);
+    auto frame = Authenticate(key_, tag_, self_, d->bytes);
     if (!frame) {
+      gate_.Open(d->bytes);  // refused: the gate counts why
       last_refused_from_ = FormatAddress(d->from);
       continue;
     }
-    addresses_[frame->header.sender] = d->from;
-    if (!handle(frame->header.sender, frame->message)) return false;
+    const std::string& sender = frame->header.sender;
+    if (const auto* probe = std::get_if<LivenessProbe>(&frame->message)) {
+      // Answering needs no state, so a replayed probe costs one echo; spaced per sender
+      // so that a replayed burst is not reflected at full rate.
+      auto& last = last_echo_[sender];
+      if (last == 0 || now >= last + 20) {
+        last = now;
+        send_failures_ += io_->SendTo(sealer_.Seal(LivenessEcho{probe->nonce}), d->from) ? 0 : 1;
+      }
+      if (last_echo_.size() > 1024) last_echo_.clear();
+      continue;
+    }
+    if (const auto* echo = std::get_if<LivenessEcho>(&frame->message)) {
+      auto echoed = liveness_.OnEcho(sender, frame->header.incarnation, echo->nonce);
+      for (const auto& s : echoed.stale) LogStale(s);
+      for (const auto& held : echoed.release) {
+        if (!Deliver(held, handle)) return false;
+      }
+      continue;
+    }
+    auto step = liveness_.OnFrame(sender, frame->header.incarnation, MessageName(frame->message), *d, now);
+    if (step.probe) send_failures_ += io_->SendTo(sealer_.Seal(LivenessProbe{*step.probe}), d->from) ? 0 : 1;
+    if (step.verdict == Liveness::Verdict::kDeliver && !Deliver(*d, handle)) return false;
   }
   return true;
+}
+
+bool Beacons::Deliver(const Datagram& d, const Handler& handle) {
+  auto frame = gate_.Open(d.bytes);
+  if (!frame) {
+    last_refused_from_ = FormatAddress(d.from);
+    return true;
+  }
+  addresses_[frame->header.sender] = d.from;
+  return handle(frame->header.sender, frame->message);
+}
+
+void Beacons::LogStale(const StaleIncarnation& s) {
+  std::string what;
+  for (const auto& m : s.messages) what += (what.empty() ? "" : ", ") + m;
+  Journal(LOG_WARNING,
+          "dropped " + std::to_string(s.frames) + " stale formation frame(s) from " + s.sender + " (incarnation " +
+              std::to_string(s.incarnation) + ": " + what +
+              "): that incarnation did not answer a liveness probe, so they were replayed or are left over from an "
+              "earlier boot or install",
+          {{"STALE_FROM", s.sender},
+           {"STALE_INCARNATION", std::to_string(s.incarnation)},
+           {"STALE_FRAMES", std::to_string(s.frames)},
+           {"STALE_MESSAGES", what},
+           {"DROP_STALE", std::to_string(liveness_.stale_frames())}});
 }
 
 void Beacons::Send(const std::vector<Outbound>& messages) {

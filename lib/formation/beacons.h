@@ -1,7 +1,9 @@
 // Beacon I/O of the formation daemon: sealing the pure Node's messages into frames and
-// sending them, reading frames through the Gate (which refuses malformed, foreign,
-// forged and replayed ones), remembering where each peer was last heard from, and
-// logging the drop counters. The protocol itself stays in node.*; frames reach the
+// sending them, reading frames through the liveness check (liveness.h: a sender's
+// incarnation must answer a fresh nonce before its frames count, so captured frames
+// of earlier boots and installs are dropped as stale) and the Gate (which refuses
+// malformed, foreign, forged and replayed ones), remembering where each peer was last
+// heard from, and logging the drop counters. The protocol itself stays in node.*; frames reach the
 // network through Datagrams, so tests run this with an in-memory fake.
 #pragma once
 
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "formation/auth.h"
+#include "formation/liveness.h"
 #include "formation/node.h"
 #include "formation/transport.h"
 
@@ -57,20 +60,24 @@ std::string CountersText(const DropCounters& c);
 // "replayed"; those totals ride along as fields of the next line that is logged.
 bool SameDrops(const DropCounters& a, const DropCounters& b);
 
-// Beacons is one node's frame I/O: its Sealer, its Gate and the last address of every
-// peer it heard.
+// Beacons is one node's frame I/O: its Sealer, its liveness check, its Gate and the
+// last address of every peer it heard.
 class Beacons {
  public:
-  // Beacons sends and receives through io, signing with sealer and checking with gate.
-  Beacons(std::unique_ptr<Datagrams> io, Sealer sealer, Gate gate);
+  // Beacons sends and receives through io as self of cluster_name under key, signing in
+  // incarnation; nonces feed the liveness probes (random in the daemon).
+  Beacons(std::unique_ptr<Datagrams> io, const Key& key, const std::string& cluster_name, const std::string& self,
+          std::uint64_t incarnation, std::function<Nonce()> nonces, LivenessOptions liveness = {});
 
   // Handler takes one accepted message from sender; false stops the drain.
   using Handler = std::function<bool(const std::string& sender, const Message& message)>;
   // Drain reads at most max waiting datagrams (bounded, so a flood cannot starve the
-  // timers) and hands each frame the gate accepts to handle, remembering where its
-  // sender is. Refused frames are counted and skipped. Returns false as soon as handle
-  // does.
-  bool Drain(int max, const Handler& handle);
+  // timers) at time now (ms, monotonic). It answers liveness probes, probes the
+  // sender incarnations it has not heard answer yet and holds their frames, and hands
+  // each frame of an answered incarnation that the gate accepts to handle, remembering
+  // where its sender is. Refused and stale frames are counted and skipped; stale ones
+  // are logged. Returns false as soon as handle does.
+  bool Drain(int max, const Handler& handle, std::uint64_t now);
   // Send seals each message and sends it: to the peer's last address when it is
   // addressed to a peer heard before, else to the group and every static peer.
   void Send(const std::vector<Outbound>& messages);
@@ -81,6 +88,8 @@ class Beacons {
   std::vector<std::string> Heard() const;
   // counters are the gate's drop counters.
   const DropCounters& counters() const { return gate_.counters(); }
+  // stale counts frames dropped because their incarnation never answered a probe.
+  std::uint64_t stale() const { return liveness_.stale_frames(); }
   // last_refused_from is the address of the last refused frame ("a.b.c.d:port").
   const std::string& last_refused_from() const { return last_refused_from_; }
   // send_failures counts sends the kernel refused.
@@ -89,10 +98,20 @@ class Beacons {
   int fd() const { return io_->fd(); }
 
  private:
+  // Deliver passes a datagram of an answered incarnation through the gate to handle.
+  bool Deliver(const Datagram& d, const Handler& handle);
+  // LogStale logs the frames of an incarnation that never answered.
+  void LogStale(const StaleIncarnation& s);
+
   std::unique_ptr<Datagrams> io_;
+  Key key_;
+  ClusterTag tag_;
+  std::string self_;
   Sealer sealer_;
   Gate gate_;
-  std::map<std::string, sockaddr_in> addresses_;  // peer name -> where it was last heard from
+  Liveness liveness_;
+  std::map<std::string, std::uint64_t> last_echo_;  // sender -> when we last answered its probe
+  std::map<std::string, sockaddr_in> addresses_;    // peer name -> where it was last heard from
   std::string last_refused_from_;
   DropCounters reported_drops_;
   std::uint64_t next_drop_log_ = 0;

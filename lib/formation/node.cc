@@ -405,10 +405,9 @@ Output Node::OnMessage(const std::string& from, const Message& message) {
             Learn(chosen, out);
             Broadcast(out, FoundingAnnouncement{chosen});
           }
-        } else {
-          static_assert(std::is_same_v<T, FoundingAnnouncement> || std::is_same_v<T, ClusterAdvertisement>);
+        } else if constexpr (std::is_same_v<T, FoundingAnnouncement> || std::is_same_v<T, ClusterAdvertisement>) {
           Learn(m.founding, out);
-        }
+        }  // liveness probes and echoes end in beacons.cc
       },
       message);
   return Finish(std::move(out));
