@@ -1,6 +1,6 @@
 #!/bin/bash
 # Spare control-plane nodes with real etcd over mTLS in network namespaces
-# (198.18.6.0/24, a bridge with no uplink): more control-plane nodes than the expected
+# (198.18.8.0/24, a bridge with no uplink): more control-plane nodes than the expected
 # N=3 start at the same instant, with no static peer list (multicast discovery only),
 # again and again, and every run must end with exactly one etcd cluster ID across all
 # nodes (docs/formation.md, "Spare nodes: the electorate"). Configurations:
@@ -27,7 +27,7 @@ if [ ! -x "${SPROUT_FIRSTBOOT:-}" ]; then
 fi
 FIRSTBOOT=$(readlink -f "$SPROUT_FIRSTBOOT")
 export ETCDCTL_API=3
-NP=sprt-s SUBNET=198.18.6 CLUSTER=sprt-spares NB_MAX=7
+NP=sprt-s SUBNET=198.18.8 CLUSTER=sprt-spares NB_MAX=7
 WORK=$(mktemp -d /tmp/sprt-spares.XXXXXX)
 SECRET=$WORK/secret
 # shellcheck source=tests/formation/netns.sh
