@@ -5,6 +5,9 @@
 
 #include <cstdio>
 #include <iostream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "builder/commands.h"
 #include "builder/pipeline.h"
@@ -37,13 +40,69 @@ void ReportBuilt(const fs::path& out_dir, const BuildPlan& plan, const RawDisk& 
   std::fprintf(stderr, "boot it: sprout boot %s --snapshot\n", raw_out.c_str());
 }
 
+// BasePhases shows a base build's phases with the time since it began: on a terminal one
+// line redrawn twice a second; otherwise a line per phase, and one every 30 s within a
+// long phase, so a CI log shows it is alive. It keeps each phase's time for a table.
+class BasePhases {
+ public:
+  BasePhases(Progress& progress, bool tty) : progress_(progress), tty_(tty) {}
+
+  void Heard(const std::string& phase) {
+    const double now = progress_.Seconds();
+    // A package name after the phase changes often; the table keeps phases alone.
+    const std::string name = phase.substr(0, phase.find(": "));
+    if (!phase.empty() && (times_.empty() || times_.back().first != name)) {
+      if (!times_.empty()) times_.back().second = now - started_;
+      times_.emplace_back(name, 0);
+      started_ = now;
+    } else if (phase.empty() && !times_.empty() && times_.back().second == 0) {
+      times_.back().second = now - started_;
+      return;
+    }
+    if (phase.empty()) return;
+    const std::string text = Clock(now) + " " + phase;
+    if (tty_) {
+      progress_.Status(text);
+    } else if (name != shown_ || now - shown_at_ >= 30) {
+      progress_.Status(text);
+      shown_ = name;
+      shown_at_ = now;
+    }
+  }
+
+  std::string Table() const {
+    std::string out;
+    for (const auto& [name, seconds] : times_) {
+      char line[256];
+      std::snprintf(line, sizeof line, "  %6.1f s  %s\n", seconds, name.c_str());
+      out += line;
+    }
+    return out;
+  }
+
+ private:
+  static std::string Clock(double seconds) {
+    char buf[16];
+    const int s = static_cast<int>(seconds);
+    std::snprintf(buf, sizeof buf, "%d:%02d", s / 60, s % 60);
+    return buf;
+  }
+
+  Progress& progress_;
+  bool tty_;
+  std::vector<std::pair<std::string, double>> times_;
+  double started_ = 0;
+  std::string shown_;
+  double shown_at_ = 0;
+};
+
 }  // namespace
 
 int Validate(const fs::path& path, bool print) {
   auto p = LoadAndReport(path);
   if (!p) return 1;
   if (print) {
-    std::cout << ProfileToJson(*p, fs::current_path()) << "\n";
+    std::cout << ProfileToJson(*p) << "\n";
   } else {
     std::cout << path.string() << ": ok (name " << p->name << ", role " << RoleName(p->role);
     for (std::size_t i = p->chain.size() - 1; i-- > 0;) std::cout << ", extends " << p->chain[i].filename().string();
@@ -74,14 +133,21 @@ int Base(const fs::path& what, const fs::path& cache_dir, bool force) {
     std::cout << "base is cached: " << cached.string() << "\n";
     return 0;
   }
-  Progress progress(::isatty(2) != 0, 1);
-  progress.Begin("build base OS with mmdebstrap (log: " + (cache_dir / "base" / (*key + ".log")).string() + ")");
-  auto built = BuildBase(recipe, cache_dir, *key);
+  const bool tty = ::isatty(2) != 0;
+  Progress progress(tty, 1);
+  progress.Begin("build base OS");
+  progress.Note("mmdebstrap takes minutes (70 s on a quiet 2-core machine, more under load); its log: " +
+                (cache_dir / "base" / (*key + ".log")).string());
+  BasePhases phases(progress, tty);
+  auto built = BuildBase(recipe, cache_dir, *key, [&phases](const std::string& phase) { phases.Heard(phase); });
+  phases.Heard("");  // closes the last phase's time
   if (!built) {
     progress.Note("sprout: " + built.error());
+    progress.Note("phases:\n" + phases.Table());
     return 1;
   }
   progress.End(HumanSize(fs::file_size(*built, ec)));
+  std::fprintf(stderr, "phases:\n%s", phases.Table().c_str());
   std::cout << "base: " << built->string() << "\n";
   return 0;
 }
@@ -100,7 +166,9 @@ int Build(const BuildOptions& options) {
   if (!in) return fail(in.error());
   auto base = steps.Run(kPrepareBase, ResolveBase, in->profile.base, options.cache_dir, options.build_base);
   if (!base) return fail(base.error());
-  BuildPlan plan = PlanBuild(std::move(*in), std::move(*base));
+  auto planned = PlanBuild(std::move(*in), std::move(*base));
+  if (!planned) return fail(planned.error());
+  BuildPlan plan = std::move(*planned);
   // Everything is made in a work directory inside -o DIR and published at the end, so a
   // failed build leaves no half-written image behind.
   auto workspace = OpenWorkspace(options.out_dir, options.sign_key);

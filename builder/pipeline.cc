@@ -13,6 +13,7 @@
 #include "image/disk.h"
 #include "image/fsimages.h"
 #include "image/gpt.h"
+#include "image/inputs.h"
 #include "image/manifest.h"
 #include "image/sbom.h"
 #include "nodeconfig/nodeconfig.h"
@@ -89,13 +90,16 @@ Result<BuildInputs> ResolveProfile(Profile profile, const BuildOptions& options)
   return BuildInputs{std::move(profile), std::move(formats), *firstboot};
 }
 
-BuildPlan PlanBuild(BuildInputs in, BaseRef base) {
+Result<BuildPlan> PlanBuild(BuildInputs in, BaseRef base) {
   BuildPlan plan;
   plan.epoch = SourceDateEpoch(in.profile);
   Profile recorded = in.profile;
   recorded.source_date_epoch = plan.epoch;
-  plan.profile_json = ProfileToJson(recorded, in.profile.file.parent_path());
-  plan.seed = SeedOf(plan.profile_json, base.id);
+  plan.profile_json = ProfileToJson(recorded);
+  auto inputs = InputsJson(in.profile, plan.epoch, base.id, ContentDigest);
+  if (!inputs) return Fail(inputs.error());
+  plan.inputs_json = std::move(*inputs);
+  plan.seed = SeedOf(plan.inputs_json);
   plan.disk = PlanDisk(in.profile, plan.seed);
   plan.in = std::move(in);
   plan.base = std::move(base);
@@ -123,8 +127,7 @@ Result<std::vector<RootEntry>> RootAdditions(const BuildPlan& plan) {
                  {},
                  0777});
   add.push_back({RootEntry::Kind::kFile, "etc/fstab", plan.disk.fstab, {}, 0644});
-  add.push_back(
-      {RootEntry::Kind::kFile, "etc/sprout/profile.json", ProfileToJson(p, p.file.parent_path()) + "\n", {}, 0644});
+  add.push_back({RootEntry::Kind::kFile, "etc/sprout/profile.json", plan.profile_json + "\n", {}, 0644});
   // "localhost" tells the initrd to make a per-node hostname at first boot.
   add.push_back(
       {RootEntry::Kind::kFile, "etc/hostname", (p.hostname.empty() ? "localhost" : p.hostname) + "\n", {}, 0644});
@@ -291,9 +294,12 @@ Result<Manifest> WriteManifest(const BuildPlan& plan, const BuildOptions& option
   std::string sbom = SpdxJson(packages, p.name, SbomNamespace(p.name, plan.seed), plan.epoch);
   if (auto w = WriteFileAtomic(work / "sbom.spdx.json", sbom); !w) return Fail(w.error());
 
-  ManifestInputs m{
-      plan.profile_json, plan.base.id,    boot.kernel_version, plan.seed, &plan.disk, oci::ImagesJson(contents.images),
-      "sbom.spdx.json",  packages.size(), Sha256Hex(sbom),     {}};
+  ManifestInputs m{plan.profile_json,   plan.base.id,
+                   boot.kernel_version, plan.seed,
+                   &plan.disk,          oci::ImagesJson(contents.images),
+                   "sbom.spdx.json",    packages.size(),
+                   Sha256Hex(sbom),     {},
+                   plan.inputs_json};
   std::vector<SumLine> sums;
   for (const auto& name : outputs) {
     auto digest = Sha256File(work / name);

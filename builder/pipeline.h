@@ -36,8 +36,9 @@ struct BuildPlan {
   BuildInputs in;
   BaseRef base;
   std::int64_t epoch = 0;      // SOURCE_DATE_EPOCH, else the profile's
-  std::string profile_json;    // the resolved profile as recorded (with that epoch)
-  std::string seed;            // digest of the inputs; every identifier derives from it
+  std::string profile_json;    // the resolved profile as recorded (with that epoch), paths relative to its folder
+  std::string inputs_json;     // the inputs by content (image/inputs.h)
+  std::string seed;            // digest of inputs_json; every identifier derives from it
   DiskPlan disk;               // completed with the root hash after the verity step
   std::filesystem::path work;  // the work directory, once the workspace is open
 };
@@ -100,8 +101,9 @@ std::optional<Profile> LoadAndReport(const std::filesystem::path& path);
 // ResolveProfile fetches the profile's files and finds sprout-firstboot.
 Result<BuildInputs> ResolveProfile(Profile profile, const BuildOptions& options);
 
-// PlanBuild fixes the epoch, the recorded profile, the seed and the disk plan.
-BuildPlan PlanBuild(BuildInputs in, BaseRef base);
+// PlanBuild fixes the epoch, the recorded profile, the inputs by content, the seed and
+// the disk plan. It reads every input the profile names, to digest it.
+Result<BuildPlan> PlanBuild(BuildInputs in, BaseRef base);
 
 // RootAdditions lists everything sprout puts on top of the base but the images.
 Result<std::vector<RootEntry>> RootAdditions(const BuildPlan& plan);

@@ -102,8 +102,15 @@ int Main(int argc, char** argv) {
       "command", "run | status", cxxopts::value<std::string>()->default_value("run"))(
       "name", "node name (default: configured hostname, else the host name)", cxxopts::value<std::string>())(
       "listen", "this node's IPv4 address (default: sprout.address)", cxxopts::value<std::string>())(
-      "peers", "static peer addresses, comma-separated (default: sprout.peers)", cxxopts::value<std::string>())(
-      "expected", "expected control-plane count (default: number of peers incl. this node, else 3)",
+      "peers",
+      "static peer addresses, comma-separated (default: sprout.peers); the list is the electorate: only listed "
+      "nodes vote, a node not on it is a spare and joins as a learner",
+      cxxopts::value<std::string>())("expected",
+                                     "expected control-plane count (default: number of peers incl. this node, else 3)",
+                                     cxxopts::value<int>()->default_value("0"))(
+      "max-control-planes",
+      "without --peers: the most control-plane nodes that may power on at once (default: the Shoot's maximum, "
+      "else --expected); a founding needs a majority of it",
       cxxopts::value<int>()->default_value("0"))(
       "secret-file", "file holding the cluster secret (default: sprout.cluster-secret)", cxxopts::value<std::string>())(
       "worker-secret-file", "worker: file holding the worker secret (default: sprout.worker-secret)",
@@ -153,6 +160,7 @@ int Main(int argc, char** argv) {
   s.listen = str("listen");
   s.peers = str("peers");
   s.expected = args["expected"].as<int>();
+  s.electorate = args["max-control-planes"].as<int>();
   s.secret_file = str("secret-file");
   s.worker_secret_file = str("worker-secret-file");
   s.cluster_name = str("cluster-name");

@@ -130,6 +130,9 @@ for boot in 1 2; do
   fi
   check "boot $boot: SSH server running (debug access)" "$(smoke_value "$log" ssh)" '^active$'
   check "boot $boot: SSH authorized key from the config area" "$(same "$(smoke_value "$log" ssh-authorized)" "$(cat "$work/id.pub")")" '^same$'
+  check "boot $boot: the config area (it holds the secret) is readable by root only" \
+    "$(smoke_value "$log" config-area-mode)" '^600 root$'
+  check "boot $boot: the fw_cfg settings are readable by root only" "$(smoke_value "$log" fwcfg-mode)" '^[46]00 root$'
   check "boot $boot: static address from the config area" "$(smoke_value "$log" address)" '^198\.18\.0\.10/24$'
   check "boot $boot: every setting and its source in the journal" "$(smoke_value "$log" config)" "^${sources}\$"
 done

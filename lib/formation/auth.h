@@ -43,6 +43,14 @@ bool WorkerMaySend(const Message& message);
 // worker needs to find the cluster (its founding), never the election's traffic.
 bool WorkerMayReceive(const Message& message);
 
+// FrameKeys are the formation keys of one node. A control-plane node holds both: its
+// frames go under formation, and it talks to workers under worker. A worker holds only
+// the worker formation key, as formation, and no worker key beside it.
+struct FrameKeys {
+  Key formation{};            // its own frames are sealed and checked under this
+  std::optional<Key> worker;  // control-plane nodes: the worker formation key, to talk to workers
+};
+
 // Sealer turns a node's outgoing messages into authenticated frames.
 class Sealer {
  public:

@@ -2,17 +2,21 @@
 # Checks lib/formation/election.pml with spin: the election model must have no
 # assertion violation (3 nodes, up to T candidacies, exhaustive), and the amnesia
 # variant (-DFORGET: a node loses its saved vote) must be caught, or the model
-# proves nothing. Usage: check_election.sh [T] (default 3; T=4 needs far more than 3 GB).
+# proves nothing. Then the spare-node case: 4 nodes powered on with a quorum of 3 (a
+# majority of M=4 or 5) must be safe, and the same 4 nodes with a quorum of 2 (a majority
+# of only the expected 3, the old rule) must be caught founding twice.
+# Usage: check_election.sh [T] [T_SPARE] (defaults 3 and 2; T=4 needs far more than 3 GB).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 t=${1:-3}
+t_spare=${2:-2}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cp "$here/election.pml" "$work/"
 cd "$work"
 
-run() {  # run <extra spin defines...>: prints pan's summary
-  spin "$@" -DT="$t" -a election.pml >/dev/null
+run() {  # run <extra spin defines...>: prints pan's summary (T from $t)
+  spin -DT="$t" "$@" -a election.pml >/dev/null
   gcc -O2 -DSAFETY -DCOLLAPSE -DMEMLIM=3000 -w -o pan pan.c
   ./pan -m100000 | grep -v '^Depth='
 }
@@ -28,3 +32,16 @@ if ! echo "$bad" | grep -q 'assertion violated'; then
   exit 1
 fi
 echo "ok: election safe for 3 nodes and up to $t candidacies; amnesia variant caught"
+
+t=$t_spare
+out=$(run -DN=4 -DQ=3)
+echo "spare node (4 powered on, quorum 3):"
+echo "$out" | grep -E 'errors:|states, stored|elapsed time'
+if ! echo "$out" | grep -q 'errors: 0'; then echo "FAIL: a spare node breaks the election under quorum 3" >&2; exit 1; fi
+if echo "$out" | grep -q 'Search not completed'; then echo "FAIL: search not completed (memory limit)" >&2; exit 1; fi
+bad=$(run -DN=4 -DQ=2)
+if ! echo "$bad" | grep -q 'assertion violated'; then
+  echo "FAIL: 4 nodes under a quorum of 2 were not caught founding twice; the spare model checks nothing" >&2
+  exit 1
+fi
+echo "ok: one spare node is safe under a quorum of 3 (up to $t candidacies); quorum 2 (the old rule) caught"

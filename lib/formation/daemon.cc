@@ -16,6 +16,7 @@
 #include "formation/join_endpoint.h"
 #include "formation/membership.h"
 #include "formation/status.h"
+#include "pki/pki.h"
 #include "util/fs.h"
 #include "util/text.h"
 
@@ -33,6 +34,18 @@ std::uint64_t RandomSeed() {
   std::uint64_t seed = 0;
   if (::getrandom(&seed, sizeof seed, 0) != static_cast<ssize_t>(sizeof seed)) seed = NowMs() ^ ::getpid();
   return seed;
+}
+
+// RandomNonce is a liveness nonce from the kernel's random source: an earlier install
+// must not be able to have answered it.
+Nonce RandomNonce() {
+  Nonce n{};
+  std::size_t got = 0;
+  while (got < n.size()) {
+    ssize_t r = ::getrandom(n.data() + got, n.size() - got, 0);
+    if (r > 0) got += static_cast<std::size_t>(r);
+  }
+  return n;
 }
 
 EtcdConfig EtcdConfigOf(const DaemonOptions& o) {
@@ -72,7 +85,7 @@ class Loop {
       auto on_frame = [this](const std::string& sender, const Message& m) {
         return Handle(node_.OnMessage(sender, m));
       };
-      if (!beacons_.Drain(256, on_frame)) return 1;
+      if (!beacons_.Drain(256, on_frame, now)) return 1;
       CollectTasks();
       etcd_.Supervise(now);
       if ((start_ || join_done_) && etcd_.started()) BecameMember();
@@ -132,32 +145,68 @@ class Loop {
   }
 
   // Found starts a founding member: the founder makes the PKI (once), the others
-  // fetch it from the founder's join endpoint in the background first. A founder whose
-  // PKI from an earlier run is there but unusable never makes a second one: it says so
-  // loudly and fetches the PKI from the other founding members, as they did from it.
+  // fetch it from the founder's join endpoint in the background first. A founder never
+  // makes a second PKI (DecideFounderPki): one whose PKI from an earlier run is there but
+  // unusable says so loudly, names the file and the fix, and fetches the PKI from the
+  // other founding members, as they did from it; with nobody to ask it waits for a
+  // person. A lost bootstrap token alone is fetched back, or made anew when no other
+  // member holds it; the CAs stay.
   void Found(const StartEtcdNew& s) {
     EtcdArgs args = EtcdNewArgs(etcd_config_, s);
     auto files = CredentialFiles(o_);
     auto local = LoadLocalCredentials(files, s.founding);
-    if (local) return Serve(*local, args);
-    if (s.founding.founder != o_.name) return membership_.FetchFoundingCredentials(s.founding, args);
-    if (auto traces = TracesOfEarlierFounding(files, etcd_config_.data_dir); !traces.empty()) {
-      Journal(LOG_ERR,
-              "founder: this node founded " + s.founding.token + " before (" + Join(traces, ", ") +
-                  ") but cannot use its PKI: " + local.error() +
-                  "; not making a second PKI, which would split it from the other members; fetching the PKI "
-                  "from them instead (restore the file from a backup or another control-plane node if no "
-                  "member answers)",
-              {{"PHASE", "error"}});
-      return membership_.FetchFoundingCredentials(s.founding, args);
+    auto cas = pki::LoadCAs(files.pki_dir);
+    auto traces = TracesOfEarlierFounding(files, etcd_config_.data_dir);
+    FounderPkiInput in;
+    in.founder = s.founding.founder == o_.name;
+    in.local_loads = local.ok();
+    in.cas_load = cas.ok();
+    in.traces = !traces.empty();
+    in.other_members = std::any_of(s.founding.members.begin(), s.founding.members.end(),
+                                   [this](const Member& m) { return m.name != o_.name; });
+    std::string why = local ? "" : local.error();
+    switch (DecideFounderPki(in)) {
+      case FounderPki::kUseLocal:
+        return Serve(*local, args);
+      case FounderPki::kFetch:
+        if (in.founder) {
+          Journal(LOG_ERR,
+                  "founder: this node made the PKI of " + s.founding.token + " before (" + Join(traces, ", ") +
+                      ") but cannot use it: " + why +
+                      "; not making a second PKI, which would split it from the other members; fetching the PKI "
+                      "from them instead (if no member answers, restore that file from a backup or another "
+                      "control-plane node)",
+                  {{"PHASE", "error"}, {"PKI_PROBLEM", why}});
+        }
+        return membership_.FetchFoundingCredentials(s.founding, args);
+      case FounderPki::kNewToken: {
+        auto token = MakeBootstrapToken();
+        if (!token) return Journal(LOG_ERR, "cannot make a bootstrap token: " + token.error(), {{"PHASE", "error"}});
+        Journal(LOG_WARNING,
+                "founder: " + why + "; keeping the CAs under " + o_.pki_dir.string() +
+                    " and making a new bootstrap token, since no other founding member holds the old one",
+                {{"PHASE", "founding"}, {"PKI_PROBLEM", why}});
+        return Serve(Credentials{*cas, *token, ApiEndpoints(s.founding)}, args);
+      }
+      case FounderPki::kRefuse: {
+        std::string message = "founder: this node made or held a PKI before (" + Join(traces, ", ") +
+                              ") but cannot use it: " + why +
+                              "; not making a second PKI and not starting etcd; no other founding member to fetch "
+                              "it from: restore that file from a backup, then restart sprout-firstboot";
+        Journal(LOG_ERR, message, {{"PHASE", "error"}, {"PKI_PROBLEM", why}});
+        sd_notifyf(0, "STATUS=error: %s", message.c_str());
+        return;
+      }
+      case FounderPki::kMake:
+        break;
     }
     auto made = MakeFounderCredentials(s.founding);
     if (!made) {
       Journal(LOG_ERR, "cannot make the cluster PKI: " + made.error(), {{"PHASE", "error"}});
       return;
     }
-    // Installed, then marked, then served: a crash before the mark leaves a PKI nobody
-    // has seen, which the next run may replace; after it, the PKI is never replaced.
+    // Installed, then marked, then served. Every CA file counts as a trace, so even a
+    // crash before the mark never leads to a second PKI.
     auto installed = InstallCredentials(files, *made);
     if (installed) installed = WriteFileAtomic(files.founded, s.founding.token + "\n");
     if (!installed) {
@@ -265,8 +314,8 @@ Result<NodeKeys> DeriveNodeKeys(const DaemonOptions& o) {
     if (!key) return Fail(key.error());
     auto worker = DeriveKey(WorkerSecret(o.secret), o.cluster_name);
     if (!worker) return Fail(worker.error());
-    keys.formation = *key;
-    keys.worker = *worker;
+    keys.frames.formation = *key;
+    keys.frames.worker = *worker;
     keys.join = JoinKey{JoinAuthority::kControlPlane, JoinPsk(*key)};
     keys.serve = JoinKeys{JoinPsk(*key), JoinPsk(*worker)};
     return keys;
@@ -275,7 +324,7 @@ Result<NodeKeys> DeriveNodeKeys(const DaemonOptions& o) {
   if (worker_secret.empty()) return Fail("a worker needs the worker secret (or the cluster secret to derive it from)");
   auto key = DeriveKey(worker_secret, o.cluster_name);
   if (!key) return Fail(key.error());
-  keys.formation = *key;
+  keys.frames.formation = *key;
   keys.join = JoinKey{JoinAuthority::kWorker, JoinPsk(*key)};
   return keys;
 }
@@ -329,15 +378,17 @@ int RunDaemon(const DaemonOptions& o, const volatile std::sig_atomic_t* stop) {
   nc.peer_url = PeerUrl(o.listen);
   nc.cluster_name = o.cluster_name;
   nc.expected_control_plane = o.expected;
+  nc.electorate = o.electorate;
+  // A static peer list is the electorate: only the listed addresses vote, and a node
+  // that is not on its own list is a spare that joins the cluster the others found.
+  for (const auto& p : o.peers) nc.voters.push_back(PeerUrl(p));
   nc.control_plane = o.control_plane;
   Node node(nc, *saved, RandomSeed());
-  Sealer sealer(keys->formation, o.cluster_name, o.name, node.state().incarnation);
-  Gate gate(keys->formation, o.cluster_name, o.name);
   // A control-plane node also hears workers' beacons and tells them the cluster, under
-  // the worker key; a worker's gate knows only that key, so all it hears is that.
-  if (keys->worker) gate.AdmitWorkers(*keys->worker);
-  Beacons beacons(std::make_unique<UdpDatagrams>(std::move(*transport)), std::move(sealer), std::move(gate));
-  if (keys->worker) beacons.SealForWorkers(Sealer(*keys->worker, o.cluster_name, o.name, node.state().incarnation));
+  // the worker key; a worker knows only that key, so all it hears is that. Under either
+  // key, a sender's frames count only once its incarnation answered a fresh nonce.
+  Beacons beacons(std::make_unique<UdpDatagrams>(std::move(*transport)), keys->frames, o.cluster_name, o.name,
+                  node.state().incarnation, RandomNonce);
   Loop loop(o, std::move(node), std::move(beacons), *keys);
   return loop.Run(stop);
 }

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "formation/auth.h"
 #include "formation/etcd.h"
 #include "formation/join.h"
 #include "formation/journal.h"
@@ -39,6 +40,7 @@ struct DaemonOptions {
   std::string listen;                   // node IPv4 address (etcd URLs, multicast interface)
   std::vector<std::string> peers;       // static peer addresses (may include this node)
   int expected = 3;                     // N: expected control-plane count
+  int electorate = 0;                   // M: most control-plane nodes voting at once (0: N)
   bool control_plane = true;            // workers never found
   std::string secret;                   // cluster secret: control-plane nodes need it; a worker never uses it
   std::string worker_secret;            // WorkerSecret(secret): all a worker needs (derived from secret when empty)
@@ -60,8 +62,7 @@ struct DaemonOptions {
 
 // NodeKeys is every key a node derives from the secret it holds.
 struct NodeKeys {
-  Key formation{};                // its frames are sealed and checked under this
-  std::optional<Key> worker;      // control-plane nodes: the worker formation key, to talk to workers
+  FrameKeys frames;               // its formation keys (beacons.h seals and checks frames under them)
   JoinKey join;                   // how it authenticates to a join endpoint
   std::optional<JoinKeys> serve;  // control-plane nodes: what its join endpoint accepts
 };

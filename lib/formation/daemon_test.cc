@@ -138,7 +138,7 @@ TEST_CASE("node keys: a worker derives only worker keys; a control-plane node bo
   cp.cluster_name = "edge";
   auto c = f::DeriveNodeKeys(cp);
   REQUIRE(c);
-  REQUIRE(c->worker);
+  REQUIRE(c->frames.worker);
   REQUIRE(c->serve);
   CHECK(c->join.authority == f::JoinAuthority::kControlPlane);
   CHECK(c->serve->control_plane == c->join.psk);
@@ -149,12 +149,12 @@ TEST_CASE("node keys: a worker derives only worker keys; a control-plane node bo
   w.cluster_name = "edge";
   auto k = f::DeriveNodeKeys(w);
   REQUIRE(k);
-  CHECK_FALSE(k->worker);
+  CHECK_FALSE(k->frames.worker);
   CHECK_FALSE(k->serve);
   CHECK(k->join.authority == f::JoinAuthority::kWorker);
-  CHECK(k->formation == *c->worker);       // what control-plane nodes seal for workers
-  CHECK(k->join.psk == c->serve->worker);  // what their join endpoint accepts as a worker
-  CHECK(k->formation != c->formation);     // and nothing of the control plane's
+  CHECK(k->frames.formation == *c->frames.worker);    // what control-plane nodes seal for workers
+  CHECK(k->join.psk == c->serve->worker);             // what their join endpoint accepts as a worker
+  CHECK(k->frames.formation != c->frames.formation);  // and nothing of the control plane's
   CHECK(k->join.psk != c->serve->control_plane);
 
   // A worker given the cluster secret derives the same, and holds no control-plane key.
@@ -163,7 +163,7 @@ TEST_CASE("node keys: a worker derives only worker keys; a control-plane node bo
   given_cluster_secret.secret = secret;
   auto same = f::DeriveNodeKeys(given_cluster_secret);
   REQUIRE(same);
-  CHECK(same->formation == k->formation);
+  CHECK(same->frames.formation == k->frames.formation);
   CHECK(same->join.psk == k->join.psk);
   CHECK_FALSE(same->serve);
 

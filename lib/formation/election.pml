@@ -7,8 +7,14 @@
  * Acceptor state is never lost (it is persisted), unless FORGET is defined, which
  * lets one acceptor lose its state once: spin must then find a double founding.
  *
- * Safety: at most one value is ever accepted by a majority under any ballot, and
+ * Safety: at most one value is ever accepted by a quorum under any ballot, and
  * every proposer that learns its value was chosen learns that same value.
+ *
+ * N is the number of control-plane nodes powered on; Q the quorum each one uses. The
+ * rule of docs/formation.md makes Q a majority of M >= N (the Shoot's maximum, or the
+ * static list), so N=4 with Q=3 is a site with one spare node beyond N=3 under M=4 or
+ * M=5; N=4 with Q=2 is the old rule (a majority of the expected 3), which spin must
+ * catch founding twice.
  */
 #ifndef N
 #define N 3
@@ -19,7 +25,9 @@
 #ifndef T
 #define T 4          /* candidacies in all, across all candidates: bounds the search */
 #endif
-#define MAJ (N / 2 + 1)
+#ifndef Q
+#define Q (N / 2 + 1)  /* votes and acceptances a founding needs */
+#endif
 #define B (R * N + N) /* ballots are round * N + id, so 0 < N <= ballot < B */
 
 #define BIT(x, j) (((x) >> (j)) & 1)
@@ -38,7 +46,7 @@ byte tries;         /* candidacies started so far */
 inline observe_accept(bb, v, m) {
   accmask[bb] = accmask[bb] | (1 << j);
   if
-  :: CNT(accmask[bb]) >= MAJ ->
+  :: CNT(accmask[bb]) >= Q ->
      if
      :: chosen_v == 0 -> chosen_v = v; chosen_m = m
      :: else -> assert(chosen_v == v && chosen_m == m)
@@ -76,7 +84,7 @@ proctype Candidate(byte id) {
           fi;
           j = 0   /* scratch: reset so it does not split states */
         }
-     :: CNT(g) >= MAJ -> break
+     :: CNT(g) >= Q -> break
      :: goto retry   /* timed out, denied, or crashed */
      od;
      /* Phase 2: carry forward the highest accepted founding, else found with the voters. */
@@ -95,7 +103,7 @@ proctype Candidate(byte id) {
           fi;
           j = 0
         }
-     :: CNT(a) >= MAJ -> break
+     :: CNT(a) >= Q -> break
      :: goto retry
      od;
      /* Chosen: this candidate announces it; members start etcd with it. */

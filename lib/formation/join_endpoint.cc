@@ -29,6 +29,7 @@ std::vector<std::string> TracesOfEarlierFounding(const NodeCredentialFiles& file
                                                  const std::filesystem::path& etcd_data_dir) {
   std::vector<std::filesystem::path> candidates{files.founded};
   if (!etcd_data_dir.empty()) candidates.push_back(etcd_data_dir / "member");
+  for (const auto& f : pki::CAFiles(pki::ClusterCAs{})) candidates.push_back(files.pki_dir / f.path);
   std::vector<std::string> found;
   for (const auto& c : candidates) {
     std::error_code ec;
@@ -37,8 +38,35 @@ std::vector<std::string> TracesOfEarlierFounding(const NodeCredentialFiles& file
   return found;
 }
 
+FounderPki DecideFounderPki(const FounderPkiInput& in) {
+  if (in.local_loads) return FounderPki::kUseLocal;
+  if (!in.founder) return FounderPki::kFetch;
+  // The token alone is missing: the CAs stay. The other members got the token from this
+  // founder, so fetching it back keeps one token; only with nobody to ask is a new one
+  // made (a bootstrap token is a join credential, not part of the PKI).
+  if (in.cas_load) return in.other_members ? FounderPki::kFetch : FounderPki::kNewToken;
+  if (!in.traces) return FounderPki::kMake;
+  return in.other_members ? FounderPki::kFetch : FounderPki::kRefuse;
+}
+
 Status InstallCredentials(const NodeCredentialFiles& files, const Credentials& c) {
-  if (auto s = pki::WritePkiFiles(files.pki_dir, pki::CAFiles(c.cas)); !s) return s;
+  auto cas = pki::CAFiles(c.cas);
+  for (const auto& f : cas) {
+    if (!f.path.ends_with(".crt") && !f.path.ends_with(".pub")) continue;
+    auto path = files.pki_dir / f.path;
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) continue;
+    auto old = ReadFile(path);
+    if (!old) return Fail(old.error() + "; not replacing a CA that cannot be read");
+    if (*old != f.content) {
+      return Fail(path.string() +
+                  " holds another CA than the cluster's; not replacing it (this node's PKI belongs to another "
+                  "cluster or founding); restore the cluster's file from a backup or another control-plane node, "
+                  "or move " +
+                  files.pki_dir.string() + " away if this node is to leave its old cluster");
+    }
+  }
+  if (auto s = pki::WritePkiFiles(files.pki_dir, cas); !s) return s;
   if (auto s = WriteFileAtomic(files.token_file, c.bootstrap_token + "\n", std::filesystem::perms(0600)); !s) {
     return s;
   }

@@ -32,17 +32,44 @@ std::vector<std::string> ApiEndpoints(const Founding& f);
 // API endpoints are those of the founding f.
 Result<Credentials> LoadLocalCredentials(const NodeCredentialFiles& files, const Founding& f);
 
-// TracesOfEarlierFounding lists what says that this node made a cluster's PKI before:
-// the founder's marker (written once the PKI is installed, before anything is served)
-// and etcd's member directory. A founder that finds either must not make a new PKI: a
-// second set of CAs would cut its etcd off from the members that hold the first. With
-// neither, stray PKI files are from a founding that crashed before serving anyone, and
-// a new PKI is safe.
+// TracesOfEarlierFounding lists what says that this node may have made or held a
+// cluster's PKI before: the founder's marker (written once the PKI is installed, before
+// anything is served), etcd's member directory and every CA file under the PKI dir
+// (ca.*, etcd/ca.*, front-proxy-ca.*, sa.*). A founder that finds any of them must not
+// make a new PKI: a second set of CAs would cut its etcd off from the members that hold
+// the first. Only a node with none of them may make one.
 std::vector<std::string> TracesOfEarlierFounding(const NodeCredentialFiles& files,
                                                  const std::filesystem::path& etcd_data_dir);
 
+// FounderPki is what a founding member does about its PKI when its founding starts.
+enum class FounderPki {
+  kUseLocal,  // everything loads: use it
+  kMake,      // the founder, with no trace of any PKI: make the cluster's CAs
+  kFetch,     // fetch the cluster's PKI from the other founding members (a non-founder
+              // always; a founder whose own PKI is there but does not load)
+  kNewToken,  // the CAs load but the bootstrap token does not, and nobody else holds
+              // it: keep the CAs, make a new token
+  kRefuse,    // a founder with traces of a PKI it cannot load and nobody to fetch it
+              // from: make nothing, say which file and the fix, wait for a person
+};
+
+// FounderPkiInput is what DecideFounderPki looks at.
+struct FounderPkiInput {
+  bool founder = false;        // this node created the founding
+  bool local_loads = false;    // LoadLocalCredentials succeeded
+  bool cas_load = false;       // the CAs alone load (the token may not)
+  bool traces = false;         // TracesOfEarlierFounding found something
+  bool other_members = false;  // the founding has members besides this node
+};
+
+// DecideFounderPki is the rule that keeps one PKI per cluster; pure, so the table in
+// join_endpoint_test.cc holds every case.
+FounderPki DecideFounderPki(const FounderPkiInput& in);
+
 // InstallCredentials writes the CAs and the token, and this node's etcd certificates
-// unless valid ones (issued by this etcd CA) are there already.
+// unless valid ones (issued by this etcd CA) are there already. It never replaces a CA:
+// when a CA certificate or sa.pub is there with other contents it writes nothing and
+// fails, naming the file (a key whose certificate is the same may be restored).
 Status InstallCredentials(const NodeCredentialFiles& files, const Credentials& c);
 
 // MakeFounderCredentials makes a new cluster's CAs and bootstrap token, naming the

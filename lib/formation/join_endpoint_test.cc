@@ -47,22 +47,87 @@ TEST_CASE("join endpoint: credentials installed by one run are what the next run
   CHECK(broken.error() == files.token_file.string() + " does not hold a bootstrap token");
 }
 
-TEST_CASE("join endpoint: a founder's marker or etcd's member directory are traces of an earlier founding",
+TEST_CASE("join endpoint: a founder's marker, etcd's member directory and any CA file are traces of a PKI",
           "[formation]") {
   sprout::TempDir dir(std::filesystem::temp_directory_path(), "founding-traces-test");
   f::NodeCredentialFiles files{dir.path() / "pki", dir.path() / "bootstrap-token", dir.path() / "founded-pki", "node1",
                                "127.0.0.1"};
   auto etcd = dir.path() / "etcd";
-  // A PKI installed by a founding that crashed before its mark is no trace: nobody saw it.
-  auto made = f::MakeFounderCredentials(TwoMembers());
-  REQUIRE(made);
-  REQUIRE(f::InstallCredentials(files, *made));
   CHECK(f::TracesOfEarlierFounding(files, etcd).empty());
   REQUIRE(sprout::WriteFileAtomic(files.founded, "sprout-x\n"));
   CHECK(f::TracesOfEarlierFounding(files, etcd) == std::vector<std::string>{files.founded.string()});
   std::filesystem::remove(files.founded);
   std::filesystem::create_directories(etcd / "member");
   CHECK(f::TracesOfEarlierFounding(files, etcd) == std::vector<std::string>{(etcd / "member").string()});
+  std::filesystem::remove_all(etcd);
+  // A PKI installed by a founding that crashed before its mark is a trace too: the node
+  // cannot know that nobody saw it, and a second CA is what must never happen.
+  auto made = f::MakeFounderCredentials(TwoMembers());
+  REQUIRE(made);
+  REQUIRE(f::InstallCredentials(files, *made));
+  CHECK(f::TracesOfEarlierFounding(files, etcd).size() == 8);
+  // One CA file alone (the rest lost) still counts.
+  for (const char* gone :
+       {"ca.crt", "ca.key", "etcd/ca.crt", "front-proxy-ca.crt", "front-proxy-ca.key", "sa.key", "sa.pub"}) {
+    std::filesystem::remove(files.pki_dir / gone);
+  }
+  CHECK(f::TracesOfEarlierFounding(files, etcd) == std::vector<std::string>{(files.pki_dir / "etcd/ca.key").string()});
+}
+
+TEST_CASE("join endpoint: a founder never makes a second PKI", "[formation]") {
+  using P = f::FounderPki;
+  struct Row {
+    bool founder, local, cas, traces, others;
+    P want;
+  };
+  const Row rows[] = {
+      // Everything loads: use it, founder or not.
+      {true, true, true, true, true, P::kUseLocal},
+      {false, true, true, true, false, P::kUseLocal},
+      // A member that is not the founder fetches what it lacks.
+      {false, false, false, false, true, P::kFetch},
+      {false, false, true, true, true, P::kFetch},
+      // A fresh founder makes the PKI.
+      {true, false, false, false, true, P::kMake},
+      {true, false, false, false, false, P::kMake},
+      // Its token is lost, the CAs load: fetch the token back, or make one if nobody has it.
+      {true, false, true, true, true, P::kFetch},
+      {true, false, true, true, false, P::kNewToken},
+      // Traces of a PKI it cannot load: fetch it from the members, or refuse.
+      {true, false, false, true, true, P::kFetch},
+      {true, false, false, true, false, P::kRefuse},
+  };
+  for (const auto& r : rows) {
+    INFO("founder=" << r.founder << " local=" << r.local << " cas=" << r.cas << " traces=" << r.traces
+                    << " others=" << r.others);
+    CHECK(f::DecideFounderPki({r.founder, r.local, r.cas, r.traces, r.others}) == r.want);
+  }
+}
+
+TEST_CASE("join endpoint: installing never replaces a CA, but restores a lost key of the same CA", "[formation]") {
+  sprout::TempDir dir(std::filesystem::temp_directory_path(), "join-endpoint-ca-test");
+  f::NodeCredentialFiles files{dir.path() / "pki", dir.path() / "bootstrap-token", dir.path() / "founded-pki", "node1",
+                               "127.0.0.1"};
+  auto first = f::MakeFounderCredentials(TwoMembers());
+  auto second = f::MakeFounderCredentials(TwoMembers());
+  REQUIRE(first);
+  REQUIRE(second);
+  REQUIRE(f::InstallCredentials(files, *first));
+  auto ca = sprout::ReadFile(files.pki_dir / "etcd/ca.crt");
+  REQUIRE(ca);
+  auto refused = f::InstallCredentials(files, *second);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().find((files.pki_dir / "ca.crt").string() + " holds another CA than the cluster's") == 0);
+  CHECK(sprout::ReadFile(files.pki_dir / "etcd/ca.crt").value() == *ca);
+  CHECK(f::LoadLocalCredentials(files, TwoMembers())->cas.kubernetes_ca.key_pem == first->cas.kubernetes_ca.key_pem);
+  // A lost or damaged key is restored from the same cluster's credentials.
+  REQUIRE(sprout::WriteFileAtomic(files.pki_dir / "etcd/ca.key", "damaged\n"));
+  auto damaged = f::LoadLocalCredentials(files, TwoMembers());
+  REQUIRE_FALSE(damaged);
+  CHECK(damaged.error() ==
+        (files.pki_dir / "etcd/ca.key").string() + " does not match " + (files.pki_dir / "etcd/ca.crt").string());
+  REQUIRE(f::InstallCredentials(files, *first));
+  CHECK(f::LoadLocalCredentials(files, TwoMembers()));
 }
 
 TEST_CASE("join endpoint: serves its credentials and tells joiners changed API endpoints", "[formation]") {

@@ -108,8 +108,16 @@ void Node::ScheduleElection() {
 }
 
 bool Node::IsVoter(const std::string& name) const {
-  return config_.voters.empty() ||
-         std::find(config_.voters.begin(), config_.voters.end(), name) != config_.voters.end();
+  if (config_.voters.empty()) return true;
+  // The list holds addresses (peer URLs), which a site knows before the nodes have
+  // names; a peer's URL is what its beacons, requests and grants said.
+  std::string url = config_.peer_url;
+  if (name != config_.name) {
+    auto it = peers_.find(name);
+    if (it == peers_.end() || it->second.peer_url.empty()) return false;
+    url = it->second.peer_url;
+  }
+  return std::find(config_.voters.begin(), config_.voters.end(), url) != config_.voters.end();
 }
 
 int Node::UpPeers() const {
@@ -117,6 +125,16 @@ int Node::UpPeers() const {
   for (const auto& [name, p] : peers_)
     if (p.control_plane && IsVoter(name) && now_ - p.last_seen <= config_.timing.peer_timeout) ++n;
   return n;
+}
+
+int Node::Electorate() const {
+  // Safety needs every two quorums to share a node, so a quorum must be a majority of
+  // every node that could vote. A static list bounds that set by itself; otherwise the
+  // bound is M (the Shoot's maximum), raised to the nodes actually up, so that more
+  // spare nodes than M, when they can hear each other, still need a majority of all.
+  const int n = config_.expected_control_plane;
+  if (!config_.voters.empty()) return std::max(n, static_cast<int>(config_.voters.size()));
+  return std::max({n, config_.electorate, UpPeers() + 1});
 }
 
 void Node::Broadcast(Output& out, Message m) { out.messages.push_back({"", std::move(m)}); }
@@ -154,14 +172,18 @@ Output Node::OnTick(std::uint64_t now) {
     Broadcast(out, Beacon{config_.peer_url, config_.control_plane});
     next_beacon_ = now_ + config_.timing.beacon_interval;
   }
-  if (!config_.control_plane || !IsVoter(config_.name)) return Finish(std::move(out));
+  if (!Votes()) return Finish(std::move(out));
   const Timing& t = config_.timing;
   switch (phase_) {
     case Phase::kCandidate:
       if (now_ - phase_started_ >= PhaseTimeout()) {
         GiveUp(0);
-      } else if (majority_at_ && (static_cast<int>(grants_.size()) >= config_.expected_control_plane ||
-                                  now_ - *majority_at_ >= t.founding_grace)) {
+      } else if (const int grants = static_cast<int>(grants_.size());
+                 majority_at_ && grants >= Quorum() &&
+                 (grants >= std::max(config_.expected_control_plane, UpPeers() + 1) ||
+                  now_ - *majority_at_ >= t.founding_grace)) {
+        // A quorum that grew (more nodes came up) since the majority was reached must
+        // be met again: the grants must still be a majority of every node that may vote.
         Propose(out);
       } else if (now_ - last_send_ >= t.resend) {
         // Requests are idempotent, so repeating them to everyone covers lost ones.
@@ -178,7 +200,7 @@ Output Node::OnTick(std::uint64_t now) {
       }
       break;
     case Phase::kDiscovering:
-      if (now_ >= election_at_ && UpPeers() + 1 >= Majority()) StartCandidacy(out);
+      if (now_ >= election_at_ && UpPeers() + 1 >= Quorum()) StartCandidacy(out);
       break;
     default:
       break;
@@ -212,7 +234,7 @@ void Node::StartCandidacy(Output& out) {
   grants_.clear();
   grants_[config_.name] = GrantFor(ballot_, true);
   majority_at_.reset();
-  if (Majority() <= 1) majority_at_ = now_;
+  if (Quorum() <= 1) majority_at_ = now_;
   accepts_.clear();
   phase_ = Phase::kCandidate;
   phase_started_ = now_;
@@ -243,7 +265,7 @@ void Node::Propose(Output& out) {
   phase_started_ = now_;
   last_send_ = now_;
   Broadcast(out, FoundingProposal{ballot_, proposal_});
-  if (static_cast<int>(accepts_.size()) >= Majority()) {
+  if (static_cast<int>(accepts_.size()) >= Quorum()) {
     Learn(proposal_, out);
     Broadcast(out, FoundingAnnouncement{proposal_});
   }
@@ -326,8 +348,7 @@ Output Node::OnMessage(const std::string& from, const Message& message) {
             return;
           }
           // A candidate asks only for itself; anything else is a confused or buggy peer.
-          if (!config_.control_plane || !IsVoter(config_.name) || m.ballot.candidate != from || m.ballot.round == 0)
-            return;
+          if (!Votes() || m.ballot.candidate != from || m.ballot.round == 0) return;
           peer.peer_url = m.peer_url;
           if (state_.promised < m.ballot) {
             state_.promised = m.ballot;
@@ -341,7 +362,9 @@ Output Node::OnMessage(const std::string& from, const Message& message) {
           highest_round_seen_ = std::max(highest_round_seen_, m.promised.round);
           // Votes of nodes outside a configured voter list would let two disjoint
           // "majorities" exist, so they do not count.
-          if (phase_ != Phase::kCandidate || !(m.ballot == ballot_) || !IsVoter(from)) return;
+          if (phase_ != Phase::kCandidate || !(m.ballot == ballot_)) return;
+          if (!m.peer_url.empty()) peer.peer_url = m.peer_url;
+          if (!IsVoter(from)) return;
           if (!m.granted) {
             GiveUp(m.promised.round);  // someone holds a higher ballot: retry above it later
             return;
@@ -349,15 +372,14 @@ Output Node::OnMessage(const std::string& from, const Message& message) {
           // Only a voter's own, consistent report may be counted.
           if (m.accepted.has_value() != m.accepted_ballot.has_value()) return;
           grants_[from] = m;
-          if (!majority_at_ && static_cast<int>(grants_.size()) >= Majority()) majority_at_ = now_;
+          if (!majority_at_ && static_cast<int>(grants_.size()) >= Quorum()) majority_at_ = now_;
         } else if constexpr (std::is_same_v<T, FoundingProposal>) {
           highest_round_seen_ = std::max(highest_round_seen_, m.ballot.round);
           if (state_.cluster) {
             Send(out, from, ClusterAdvertisement{*state_.cluster});
             return;
           }
-          if (!config_.control_plane || !IsVoter(config_.name) || m.ballot.candidate != from || m.ballot.round == 0)
-            return;
+          if (!Votes() || m.ballot.candidate != from || m.ballot.round == 0) return;
           if (m.ballot < state_.promised) {
             Send(out, from, FoundingAccepted{m.ballot, false, state_.promised});
             return;
@@ -379,16 +401,15 @@ Output Node::OnMessage(const std::string& from, const Message& message) {
             return;
           }
           accepts_.insert(from);
-          if (static_cast<int>(accepts_.size()) >= Majority()) {
+          if (static_cast<int>(accepts_.size()) >= Quorum()) {
             // A majority accepted: the founding is chosen and can never change.
             Founding chosen = proposal_;
             Learn(chosen, out);
             Broadcast(out, FoundingAnnouncement{chosen});
           }
-        } else {
-          static_assert(std::is_same_v<T, FoundingAnnouncement> || std::is_same_v<T, ClusterAdvertisement>);
+        } else if constexpr (std::is_same_v<T, FoundingAnnouncement> || std::is_same_v<T, ClusterAdvertisement>) {
           Learn(m.founding, out);
-        }
+        }  // liveness probes and echoes end in beacons.cc
       },
       message);
   return Finish(std::move(out));

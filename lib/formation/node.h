@@ -35,8 +35,11 @@ struct NodeConfig {
   std::string peer_url;             // its etcd peer URL
   std::string cluster_name;         // the cluster identity it belongs to
   int expected_control_plane = 3;   // N: the profile's control-plane count
+  int electorate = 0;               // M: the most control-plane nodes that may take part at once
+                                    // (the Shoot's maximum); 0 means N. Quorums are majorities of M.
   bool control_plane = true;        // workers never vote and never found
-  std::vector<std::string> voters;  // if set, the only names whose votes count (static peer list)
+  std::vector<std::string> voters;  // if set, the peer URLs of the only nodes that vote (a static
+                                    // peer list); a node not on it never votes or runs
   Timing timing;                    // timer lengths
 };
 
@@ -122,6 +125,15 @@ class Node {
   const NodeConfig& config() const { return config_; }
   // UpPeers counts control-plane peers heard within the peer timeout, not counting itself.
   int UpPeers() const;
+  // Electorate is how many control-plane nodes may vote as far as this node must assume:
+  // the static list's size, else the largest of N, M and the nodes up now.
+  int Electorate() const;
+  // Quorum is the number of votes (and acceptances) a founding needs: a strict majority
+  // of the electorate, so that any two quorums share a node.
+  int Quorum() const { return Electorate() / 2 + 1; }
+  // Votes says whether this node takes part in the election (a control-plane node on
+  // the static list, or any control-plane node when there is none).
+  bool Votes() const { return config_.control_plane && IsVoter(config_.name); }
   // conflicts counts advertisements of a different founding (never expected; logged).
   std::uint64_t conflicts() const { return conflicts_; }
 
@@ -132,7 +144,6 @@ class Node {
     bool control_plane = true;
   };
 
-  int Majority() const { return config_.expected_control_plane / 2 + 1; }
   bool IsVoter(const std::string& name) const;
   std::uint64_t Random(std::uint64_t lo, std::uint64_t hi);
   void ScheduleElection();

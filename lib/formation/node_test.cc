@@ -244,7 +244,7 @@ TEST_CASE("persisted state round-trips and corrupt state is refused", "[formatio
 
 TEST_CASE("with a static voter list, votes of unlisted nodes do not count", "[formation]") {
   NodeConfig c = Config("n1");
-  c.voters = {"n1", "n2", "n3"};
+  c.voters = {"https://n1:2380", "https://n2:2380", "https://n3:2380"};
   Node a(c, {}, 1);
   std::uint64_t t = 0;
   Ballot b;
@@ -267,4 +267,52 @@ TEST_CASE("with a static voter list, votes of unlisted nodes do not count", "[fo
   for (int i = 0; i < 10 && props.empty(); ++i) props = MessagesOf<FoundingProposal>(a.OnTick(t += 50));
   REQUIRE(props.size() == 1);
   CHECK_FALSE(props[0].founding.HasMember("x9"));
+}
+
+TEST_CASE("the quorum is a majority of M, or of every node up when more are up", "[formation]") {
+  NodeConfig c = Config("n1");
+  c.electorate = 5;  // the Shoot's maximum
+  Node a(c, {}, 1);
+  a.OnTick(0);
+  CHECK(a.Electorate() == 5);
+  CHECK(a.Quorum() == 3);
+  // Two peers up: 3 of M=5 are up, which is a quorum.
+  a.OnMessage("n2", Beacon{"https://n2:2380", true});
+  a.OnMessage("n3", Beacon{"https://n3:2380", true});
+  CHECK(a.Quorum() == 3);
+  // Six more peers: eight are up, more than M, so a founding needs five of them.
+  for (int i = 4; i <= 8; ++i) {
+    std::string n = "n" + std::to_string(i);
+    a.OnMessage(n, Beacon{"https://" + n + ":2380", true});
+  }
+  CHECK(a.Electorate() == 8);
+  CHECK(a.Quorum() == 5);
+  // Workers never count.
+  a.OnMessage("w1", Beacon{"https://w1:2380", false});
+  CHECK(a.Quorum() == 5);
+}
+
+TEST_CASE("a node that is not on the static list never runs, and joins as a learner", "[formation]") {
+  NodeConfig c = Config("spare");
+  c.voters = {"https://n1:2380", "https://n2:2380", "https://n3:2380"};
+  Node s(c, {}, 7);
+  CHECK_FALSE(s.Votes());
+  std::uint64_t t = 0;
+  for (; t < 10000; t += 50) {
+    for (const char* n : {"n1", "n2", "n3"}) s.OnMessage(n, Beacon{std::string("https://") + n + ":2380", true});
+    auto out = s.OnTick(t);
+    CHECK(MessagesOf<VoteRequest>(out).empty());
+  }
+  // It does not vote for anyone either.
+  auto out = s.OnMessage("n1", VoteRequest{Ballot{1, "n1"}, "https://n1:2380"});
+  CHECK(MessagesOf<VoteGrant>(out).empty());
+  // It learns the founding from an advertisement and joins it as a learner.
+  Founding f;
+  f.founder = "n1";
+  f.round = 1;
+  f.token = MakeToken("edge", Ballot{1, "n1"});
+  f.members = {{"n1", "https://n1:2380"}, {"n2", "https://n2:2380"}};
+  out = s.OnMessage("n1", ClusterAdvertisement{f});
+  CHECK(ActionsOf<JoinAsLearner>(out).size() == 1);
+  CHECK(s.phase() == Phase::kLearner);
 }

@@ -66,7 +66,17 @@ std::string Describe(const Founding& f) {
 
 class Sim {
  public:
-  explicit Sim(const SimOptions& o) : opt_(o), rng_(o.seed), n_(o.nodes), majority_(o.nodes / 2 + 1) {
+  explicit Sim(const SimOptions& o) : opt_(o), rng_(o.seed), n_(o.nodes) {
+    // The checker calls a founding chosen once the smallest quorum any node may use
+    // accepted it; the schedule keeps the largest quorum any node may need up at the end.
+    const int n_lo = std::min(Expected(0), Expected(1)), n_hi = std::max(Expected(0), Expected(1));
+    if (o.listed > 0) {
+      majority_ = std::max(n_lo, o.listed) / 2 + 1;
+      live_quorum_ = std::max(n_hi, o.listed) / 2 + 1;
+    } else {
+      majority_ = std::max(n_lo, Electorate()) / 2 + 1;
+      live_quorum_ = std::max({n_hi, Electorate(), n_}) / 2 + 1;
+    }
     res_.seed = o.seed;
     res_.nodes = o.nodes;
     nodes_.resize(static_cast<std::size_t>(n_));
@@ -110,6 +120,15 @@ class Sim {
 
  private:
   static std::size_t Idx(int i) { return static_cast<std::size_t>(i); }
+
+  // Expected is the N node i is given; Electorate the M every node is given.
+  int Expected(int i) const {
+    int n = opt_.expected > 0 ? opt_.expected : opt_.nodes;
+    return opt_.expected_alt > 0 && i % 2 == 1 ? opt_.expected_alt : n;
+  }
+  int Electorate() const { return opt_.electorate; }
+  // Voters counts the nodes that may vote: the static list, or every node.
+  int Voters() const { return opt_.listed > 0 ? opt_.listed : n_; }
 
   void Mix(std::uint64_t v) {
     // FNV-1a over the event stream: equal digests mean the replay took the same path.
@@ -165,18 +184,23 @@ class Sim {
         if (heal < settle_at_) Push(Event{.time = heal, .kind = Kind::kHeal});
       }
     }
-    // From settle_at_ on, a majority stays up and connected; the rest may stay away.
-    if (rng_.Chance(0.4)) {
-      int away = static_cast<int>(rng_.Range(1, static_cast<std::uint64_t>(n_ - majority_)));
-      std::vector<int> order(Idx(n_));
-      for (int i = 0; i < n_; ++i) order[Idx(i)] = i;
-      for (int i = n_ - 1; i > 0; --i) std::swap(order[Idx(i)], order[rng_.Range(0, static_cast<std::uint64_t>(i))]);
+    // From settle_at_ on, a quorum of the voters stays up and connected; the rest of the
+    // voters may stay away (spares outside a static list always stay).
+    if (Voters() > live_quorum_ && rng_.Chance(0.4)) {
+      int away = static_cast<int>(rng_.Range(1, static_cast<std::uint64_t>(Voters() - live_quorum_)));
+      std::vector<int> order(Idx(Voters()));
+      for (int i = 0; i < Voters(); ++i) order[Idx(i)] = i;
+      for (int i = Voters() - 1; i > 0; --i)
+        std::swap(order[Idx(i)], order[rng_.Range(0, static_cast<std::uint64_t>(i))]);
       for (int i = 0; i < away; ++i) stable_[Idx(order[Idx(i)])] = false;
     }
     Push(Event{.time = settle_at_, .kind = Kind::kSettle});
     std::ostringstream s;
-    s << "nodes=" << n_ << " loss=" << loss_ << " dup=" << dup_ << " max_delay=" << max_delay_
-      << "ms stagger=" << stagger << "ms faults=" << faults << " settle_at=" << settle_at_ << "ms away=";
+    s << "nodes=" << n_ << " N=" << Expected(0);
+    if (opt_.expected_alt > 0) s << "/" << Expected(1);
+    s << " M=" << Electorate() << " listed=" << opt_.listed << " loss=" << loss_ << " dup=" << dup_
+      << " max_delay=" << max_delay_ << "ms stagger=" << stagger << "ms faults=" << faults
+      << " settle_at=" << settle_at_ << "ms away=";
     for (int i = 0; i < n_; ++i)
       if (!stable_[Idx(i)]) s << Name(i) << ",";
     res_.schedule = s.str();
@@ -232,7 +256,9 @@ class Sim {
     c.name = Name(i);
     c.peer_url = "https://" + c.name + ":2380";
     c.cluster_name = "sim";
-    c.expected_control_plane = n_;
+    c.expected_control_plane = Expected(i);
+    c.electorate = Electorate();
+    for (int v = 0; v < opt_.listed; ++v) c.voters.push_back("https://" + Name(v) + ":2380");
     PersistedState s = opt_.forget_on_restart ? PersistedState{} : persisted_[Idx(i)];
     ++life_[Idx(i)];
     nodes_[Idx(i)] = std::make_unique<Node>(c, s, rng_.Next());
@@ -334,7 +360,8 @@ class Sim {
   SimOptions opt_;
   Rng rng_;
   int n_;
-  int majority_;
+  int majority_ = 0;     // smallest quorum any node may use: the checker's "chosen"
+  int live_quorum_ = 0;  // largest quorum any node may need once the network settled
   SimResult res_;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<PersistedState> persisted_;

@@ -11,11 +11,17 @@ namespace sprout::formation {
 
 // SimOptions chooses one schedule: everything else is derived from the seed.
 struct SimOptions {
-  int nodes = 3;                   // control-plane nodes, all expected
+  int nodes = 3;                   // control-plane nodes powered on
   std::uint64_t seed = 1;          // the whole schedule follows from this
   bool trace = false;              // record a readable trace of every event
   bool forget_on_restart = false;  // fault injection for the checker's own test: restart
                                    // nodes with empty state, which must be caught
+  int expected = 0;                // N each node is given; 0 means `nodes`
+  int expected_alt = 0;            // if set, every second node is given this N instead (a
+                                   // misconfigured site)
+  int electorate = 0;              // M each node is given (the Shoot's maximum); 0 means N
+  int listed = 0;                  // if set, nodes 1..listed form a static voter list that
+                                   // every node is given; the rest are spares
 };
 
 // SimResult is what one schedule did and what the checker found.

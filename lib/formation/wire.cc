@@ -18,6 +18,8 @@ enum class Type : std::uint8_t {
   kFoundingAccepted = 5,
   kFoundingAnnouncement = 6,
   kClusterAdvertisement = 7,
+  kLivenessProbe = 8,
+  kLivenessEcho = 9,
 };
 
 Type TypeOf(const Message& m) {
@@ -53,6 +55,8 @@ void EncodeBody(Writer& w, const Message& m) {
           w.BallotField(b.ballot);
           w.U8(b.accepted ? 1 : 0);
           w.BallotField(b.promised);
+        } else if constexpr (std::is_same_v<T, LivenessProbe> || std::is_same_v<T, LivenessEcho>) {
+          w.Bytes(b.nonce);
         } else {
           static_assert(std::is_same_v<T, FoundingAnnouncement> || std::is_same_v<T, ClusterAdvertisement>);
           w.FoundingField(b.founding);
@@ -104,6 +108,16 @@ std::optional<Message> DecodeBody(Reader& r, Type type) {
       return FoundingAnnouncement{r.FoundingField()};
     case Type::kClusterAdvertisement:
       return ClusterAdvertisement{r.FoundingField()};
+    case Type::kLivenessProbe: {
+      LivenessProbe b;
+      for (auto& x : b.nonce) x = r.U8();
+      return b;
+    }
+    case Type::kLivenessEcho: {
+      LivenessEcho b;
+      for (auto& x : b.nonce) x = r.U8();
+      return b;
+    }
   }
   return std::nullopt;
 }
@@ -130,7 +144,9 @@ const char* MessageName(const Message& m) {
                                        "founding-proposal",
                                        "founding-accepted",
                                        "founding-announcement",
-                                       "cluster-advertisement"};
+                                       "cluster-advertisement",
+                                       "liveness-probe",
+                                       "liveness-echo"};
   return kNames[m.index()];
 }
 

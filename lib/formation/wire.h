@@ -136,9 +136,30 @@ struct ClusterAdvertisement {
   bool operator==(const ClusterAdvertisement&) const = default;
 };
 
+// Nonce is a random challenge of the liveness check; 128 bits, so never reused.
+using Nonce = std::array<std::uint8_t, 16>;
+
+// LivenessProbe asks the sender of a frame to prove that its incarnation is alive now
+// (beacons.h); it never reaches the protocol.
+struct LivenessProbe {
+  Nonce nonce{};  // fresh from the prober's random source
+
+  // operator== compares every field.
+  bool operator==(const LivenessProbe&) const = default;
+};
+
+// LivenessEcho answers a LivenessProbe with its nonce, sealed under the answerer's
+// current incarnation: a frame no capture can hold.
+struct LivenessEcho {
+  Nonce nonce{};  // the probe's nonce
+
+  // operator== compares every field.
+  bool operator==(const LivenessEcho&) const = default;
+};
+
 // Message is any protocol message body.
 using Message = std::variant<Beacon, VoteRequest, VoteGrant, FoundingProposal, FoundingAccepted, FoundingAnnouncement,
-                             ClusterAdvertisement>;
+                             ClusterAdvertisement, LivenessProbe, LivenessEcho>;
 
 // MessageName names a message type for logs ("beacon", "vote-request", ...).
 const char* MessageName(const Message& m);

@@ -25,6 +25,8 @@ std::vector<Message> AllKinds() {
       FoundingAccepted{{4, "n2"}, true, {4, "n2"}},
       FoundingAnnouncement{SampleFounding()},
       ClusterAdvertisement{SampleFounding()},
+      LivenessProbe{{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}},
+      LivenessEcho{{0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x80}},
   };
 }
 

@@ -3,11 +3,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "util/fs.h"
 #include "util/process.h"
 #include "util/sha256.h"
+#include "util/text.h"
 
 namespace sprout {
 
@@ -55,7 +60,86 @@ fs::path CachedBasePath(const fs::path& cache_dir, const std::string& key) {
   return cache_dir / "base" / (key + ".tar");
 }
 
-Result<fs::path> BuildBase(const fs::path& recipe, const fs::path& cache_dir, const std::string& key) {
+std::string BasePhase(std::string_view log) {
+  std::string phase;
+  std::string package;
+  std::size_t pos = 0;
+  while (pos < log.size()) {
+    std::size_t end = log.find('\n', pos);
+    if (end == std::string_view::npos) end = log.size();
+    std::string_view line = log.substr(pos, end - pos);
+    pos = end + 1;
+    if (line.starts_with("I: ")) {
+      line.remove_prefix(3);
+      // "running --customize-hook in shell: sh -c '...'": the command adds nothing.
+      if (auto shell = line.find(" in shell: "); shell != std::string_view::npos) line = line.substr(0, shell);
+      while (line.ends_with('.') || line.ends_with(' ')) line.remove_suffix(1);
+      phase = std::string(line);
+      package.clear();
+      continue;
+    }
+    for (std::string_view verb : {"Unpacking ", "Setting up "}) {
+      if (!line.starts_with(verb)) continue;
+      line.remove_prefix(verb.size());
+      package = std::string(line.substr(0, line.find_first_of(" :")));
+    }
+  }
+  if (phase.empty() || package.empty()) return phase;
+  return phase + ": " + package;
+}
+
+std::string LogTail(std::string_view log, std::size_t lines) {
+  while (log.ends_with('\n')) log.remove_suffix(1);
+  std::size_t pos = log.size();
+  for (std::size_t n = 0; n < lines; ++n) {
+    std::size_t nl = log.rfind('\n', pos == 0 ? 0 : pos - 1);
+    if (nl == std::string_view::npos || pos == 0) return std::string(log);
+    pos = nl;
+  }
+  return std::string(log.substr(pos + 1));
+}
+
+namespace {
+
+// PhaseWatcher reads a log twice a second on its own thread and tells watch its phase,
+// until it is destroyed.
+class PhaseWatcher {
+ public:
+  PhaseWatcher(fs::path log, PhaseFn watch) : log_(std::move(log)), watch_(std::move(watch)) {
+    if (watch_) thread_ = std::thread([this] { Loop(); });
+  }
+  ~PhaseWatcher() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  PhaseWatcher(const PhaseWatcher&) = delete;
+  PhaseWatcher& operator=(const PhaseWatcher&) = delete;
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!cv_.wait_for(lock, std::chrono::milliseconds(500), [this] { return done_; })) {
+      auto text = ReadFile(log_);
+      watch_(text ? BasePhase(*text) : "");
+    }
+  }
+
+  fs::path log_;
+  PhaseFn watch_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+}  // namespace
+
+Result<fs::path> BuildBase(const fs::path& recipe, const fs::path& cache_dir, const std::string& key,
+                           const PhaseFn& watch) {
   fs::path out = CachedBasePath(cache_dir, key);
   fs::create_directories(out.parent_path());
   // mmdebstrap picks its output format from the file name, so the temporary keeps ".tar".
@@ -65,15 +149,24 @@ Result<fs::path> BuildBase(const fs::path& recipe, const fs::path& cache_dir, co
               {{"SPROUT_APT_SOURCES", DefaultAptSources().string()}}};
   cmd.stdout_file = log.string();
   cmd.stderr_to_stdout_file = true;
-  auto r = Run(cmd);
+  Result<RunResult> r = Fail("");
+  {
+    PhaseWatcher watcher(log, watch);
+    r = Run(cmd);
+  }
   std::error_code ec;
   if (!r || r->exit_code != 0) {
     fs::remove(tmp, ec);
-    std::string why = r ? "" : r.error() + "\n";
-    auto tail = ReadFile(log);
-    if (tail) why += tail->substr(tail->size() > 3000 ? tail->size() - 3000 : 0);
-    return Fail("building the base from " + recipe.string() + " failed; the log is " + log.string() + "\n" + why +
-                (::geteuid() != 0 ? "\nhint: mmdebstrap needs root or working user namespaces; try it as root" : ""));
+    auto text = ReadFile(log);
+    std::string phase = text ? BasePhase(*text) : "";
+    std::string why = "building the base from " + recipe.string() + " failed" +
+                      (r ? " (exit " + std::to_string(r->exit_code) + ")" : ": " + r.error()) +
+                      (phase.empty() ? "" : " while " + phase) + "; the last lines of its log, " + log.string() + ":\n";
+    if (text) {
+      for (const auto& line : Split(LogTail(*text, 25), '\n')) why += "  | " + line + "\n";
+    }
+    return Fail(why +
+                (::geteuid() != 0 ? "hint: mmdebstrap needs root or working user namespaces; try it as root" : ""));
   }
   fs::rename(tmp, out, ec);
   if (ec) return Fail("cannot move the base into the cache: " + ec.message());
@@ -96,7 +189,12 @@ Result<BaseRef> ResolveBase(const fs::path& base, const fs::path& cache_dir, boo
     if (!built) return Fail(built.error());
     return BaseRef{*built, "recipe:" + *key};
   }
-  if (fs::is_directory(base, ec)) return BaseRef{base, "dir:" + fs::absolute(base).string()};
+  if (fs::is_directory(base, ec)) {
+    // A folder is known by its tree, not by where it sits.
+    auto digest = ContentDigest(base);
+    if (!digest) return Fail(digest.error());
+    return BaseRef{base, "dir:" + *digest};
+  }
   if (fs::is_regular_file(base, ec)) {
     auto digest = Sha256File(base);
     if (!digest) return Fail(digest.error());

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <string>
+#include <string_view>
 
 #include "util/result.h"
 
@@ -12,7 +14,7 @@ namespace sprout {
 // BaseRef is a base ready to read, with a stable identity for seeds and manifests.
 struct BaseRef {
   std::filesystem::path root;  // a tarball or a directory
-  std::string id;              // "recipe:<key>", "sha256:<digest>" or "dir:<path>"
+  std::string id;              // "recipe:<key>", "sha256:<digest>" or "dir:sha256:<tree digest>"
 };
 
 // IsRecipe says whether path is a base recipe directory (it holds build.sh).
@@ -28,10 +30,23 @@ std::filesystem::path DefaultAptSources();
 // CachedBasePath is where a recipe's tarball lives in the cache.
 std::filesystem::path CachedBasePath(const std::filesystem::path& cache_dir, const std::string& key);
 
+// BasePhase is what a base build's log says it is doing now: mmdebstrap's last "I: "
+// line without its "I: ", shortened (a hook's shell command is left out), and the package
+// dpkg works on after it, if any ("installing essential packages: libc6"). "" before
+// the first such line.
+std::string BasePhase(std::string_view log);
+
+// LogTail is the last lines of a log (all of it when shorter).
+std::string LogTail(std::string_view log, std::size_t lines);
+
+// PhaseFn hears the base build's phase (BasePhase) about twice a second while it runs.
+using PhaseFn = std::function<void(const std::string& phase)>;
+
 // BuildBase runs the recipe into the cache (atomically: a failed run leaves nothing),
-// logging to <cache>/base/<key>.log. It returns the tarball's path.
+// logging to <cache>/base/<key>.log, telling watch its phase while it runs. It returns
+// the tarball's path; its error ends with the log's last lines.
 Result<std::filesystem::path> BuildBase(const std::filesystem::path& recipe, const std::filesystem::path& cache_dir,
-                                        const std::string& key);
+                                        const std::string& key, const PhaseFn& watch = {});
 
 // ResolveBase turns a profile's base into a BaseRef. A recipe must already be built
 // unless build is true.

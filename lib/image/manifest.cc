@@ -27,6 +27,7 @@ std::string ManifestJson(const ManifestInputs& in) {
   manifest["base"] = in.base_id;
   manifest["kernel"] = in.kernel_version;
   manifest["seed"] = in.seed;
+  if (!in.inputs_json.empty()) manifest["inputs"] = nlohmann::json::parse(in.inputs_json);
   manifest["rootHash"] = in.plan->root_hash;
   manifest["disk"] = {{"diskGuid", in.plan->disk_guid.ToString()},
                       {"rootPartUuid", in.plan->root_uuid.ToString()},

@@ -38,6 +38,7 @@ struct ManifestInputs {
   std::size_t sbom_packages = 0;
   std::string sbom_sha256;
   std::vector<OutputFile> outputs;  // the media, in the order they were made
+  std::string inputs_json;          // the inputs by content (image/inputs.h), which the seed digests
 };
 
 // ManifestJson renders manifest.json.

@@ -5,14 +5,12 @@
 
 namespace sprout {
 
-std::string SeedOf(const std::string& profile_json, const std::string& base_id) {
+std::string SeedOf(const std::string& inputs_json) {
   Sha256 h;
-  h.Update("sprout-seed-v1\n");
+  h.Update("sprout-seed-v2\n");
   h.Update(SPROUT_VERSION);
   h.Update("\n");
-  h.Update(base_id);
-  h.Update("\n");
-  h.Update(profile_json);
+  h.Update(inputs_json);
   return h.HexDigest();
 }
 

@@ -52,9 +52,9 @@ enum PartitionIndex {
   kStateIndex
 };
 
-// SeedOf digests everything that identifies a build's inputs: the resolved profile
-// (as JSON), the base's identity and the sprout version.
-std::string SeedOf(const std::string& profile_json, const std::string& base_id);
+// SeedOf digests everything that identifies a build's inputs: their content
+// (image/inputs.h's InputsJson, which holds the base's identity) and the sprout version.
+std::string SeedOf(const std::string& inputs_json);
 
 // PlanDisk derives the seed-based identifiers, the verity salt and the fstab.
 DiskPlan PlanDisk(const Profile& profile, const std::string& seed);

@@ -10,7 +10,10 @@ Result<ClusterRecord> ParseClusterRecord(const std::string& json) {
     auto j = nlohmann::json::parse(json);
     if (!j.is_object()) return Fail("cluster.json is not a JSON object");
     if (j.contains("name")) r.name = j["name"].get<std::string>();
-    if (j.contains("controlPlane")) r.expected_control_planes = j["controlPlane"].value("minimum", 0);
+    if (j.contains("controlPlane")) {
+      r.expected_control_planes = j["controlPlane"].value("minimum", 0);
+      r.max_control_planes = j["controlPlane"].value("maximum", 0);
+    }
     r.kubernetes_version = j.value("kubernetesVersion", "");
     if (j.contains("networking") && j["networking"].is_object()) {
       r.pods_cidr = j["networking"].value("pods", "");

@@ -14,6 +14,7 @@ namespace sprout {
 struct ClusterRecord {
   std::string name;                           // "" when the image has no Shoot
   int expected_control_planes = 0;            // 0 when the image has no Shoot
+  int max_control_planes = 0;                 // the control-plane pool's maximum (0: none)
   std::string kubernetes_version;             // the Shoot's spec.kubernetes.version ("" without a Shoot)
   std::string pods_cidr;                      // the Shoot's networking.pods
   std::string services_cidr;                  // the Shoot's networking.services

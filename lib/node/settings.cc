@@ -54,6 +54,7 @@ class Resolver {
     Name();
     Peers();
     Expected();
+    Electorate();
     ClusterName();
     EtcdDataDir();
     Port();
@@ -219,6 +220,28 @@ class Resolver {
       Origin("expected", "cluster record");
     } else {
       Origin("expected", "default");
+    }
+  }
+
+  // Electorate: the flag, else the Shoot's control-plane maximum, else N. Only without a
+  // static peer list does it matter: the list is the electorate when there is one.
+  void Electorate() {
+    auto& o = out_.settings.formation;
+    if (flags_.electorate > 0) {
+      o.electorate = flags_.electorate;
+      Origin("max control planes", "flag");
+    } else if (record_.max_control_planes > 0) {
+      o.electorate = record_.max_control_planes;
+      Origin("max control planes", "cluster record");
+    } else {
+      o.electorate = o.expected;
+      Origin("max control planes", "default");
+    }
+    // A static list is the electorate, so M only has to cover N without one.
+    if (o.peers.empty() && o.electorate < o.expected) {
+      Error("max control planes", flags_.electorate > 0 ? "--max-control-planes" : "cluster record",
+            std::to_string(o.electorate) + " is below the expected control-plane count " + std::to_string(o.expected),
+            "give at least " + std::to_string(o.expected) + ", or lower --expected");
     }
   }
 

@@ -28,6 +28,7 @@ struct RunFlags {
   std::string listen;
   std::string peers;  // comma-separated addresses, a "/24" suffix allowed
   int expected = 0;
+  int electorate = 0;  // --max-control-planes
   std::string secret_file;
   std::string worker_secret_file;  // a worker's secret (WorkerSecret of the cluster secret)
   std::string cluster_name;

@@ -36,6 +36,7 @@ std::string Value(const NodeSettings& s, const std::string& setting) {
   if (setting == "name") return o.name;
   if (setting == "peers") return Join(o.peers, ",");
   if (setting == "expected") return std::to_string(o.expected);
+  if (setting == "max control planes") return std::to_string(o.electorate);
   if (setting == "role") return s.role + (o.control_plane ? " (control plane)" : " (no control plane)");
   if (setting == "cluster name") return o.cluster_name;
   if (setting == "etcd data dir") return o.etcd_data_dir.string();
@@ -154,6 +155,22 @@ TEST_CASE("ResolveSettings precedence table: flag > node config > cluster record
        "peers", "198.18.0.8,198.18.0.9", "node config (kernel command line)"},
       {"peers: none by default", [](Inputs&) {}, "peers", "", "default"},
       // expected
+      // max control planes (the electorate without a static list)
+      {"max control planes: the flag beats the Shoot's maximum",
+       [](Inputs& in) {
+         in.flags.electorate = 7;
+         in.record.expected_control_planes = 3;
+         in.record.max_control_planes = 5;
+       },
+       "max control planes", "7", "flag"},
+      {"max control planes: the Shoot's maximum from the cluster record",
+       [](Inputs& in) {
+         in.record.expected_control_planes = 3;
+         in.record.max_control_planes = 5;
+       },
+       "max control planes", "5", "cluster record"},
+      {"max control planes: N when nothing says more", [](Inputs& in) { in.record.expected_control_planes = 3; },
+       "max control planes", "3", "default"},
       {"expected: the flag beats the peers and the cluster record",
        [](Inputs& in) {
          in.flags.expected = 5;
@@ -329,6 +346,14 @@ TEST_CASE("ResolveSettings validation table: every bad setting is named with its
        },
        {"role: 'master' is neither 'control-plane' nor 'worker' (from sprout.role (fw_cfg)); set it to "
         "control-plane or worker"}},
+      {"max control planes below the expected count, without a static list",
+       [](Inputs& in) {
+         Ready(in);
+         in.flags.expected = 5;
+         in.flags.electorate = 3;
+       },
+       {"max control planes: 3 is below the expected control-plane count 5 (from --max-control-planes); give at "
+        "least 5, or lower --expected"}},
       {"port 0",
        [](Inputs& in) {
          Ready(in);

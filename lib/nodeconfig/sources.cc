@@ -55,6 +55,21 @@ LoadedConfig LoadNodeConfig(const SystemPaths& paths) {
   }
   auto from_cmdline = ParseCmdline(cmdline);
   if (from_cmdline) {
+    // /proc/cmdline is readable by every process on the node and inside every
+    // container, and PXE sends it in clear: a secret there would be no secret.
+    // The worker secret too: with it a pod could pose as a worker and fetch the
+    // cluster's bootstrap token.
+    auto refuse = [&](std::optional<std::string>& secret, const std::string& key) {
+      if (!secret) return;
+      secret.reset();
+      from_cmdline->origin.erase(key);
+      out.problems.push_back(
+          "kernel command line: sprout." + key +
+          " is ignored: /proc/cmdline is readable by every process and container on the node (and PXE sends it in "
+          "clear); give the secret through the config area (sprout personalize) or QEMU's fw_cfg");
+    };
+    refuse(from_cmdline->cluster_secret, "cluster-secret");
+    refuse(from_cmdline->worker_secret, "worker-secret");
     layers.push_back(*from_cmdline);
   } else {
     out.problems.push_back(from_cmdline.error());

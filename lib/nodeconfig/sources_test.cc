@@ -26,6 +26,26 @@ TEST_CASE("LoadNodeConfig merges config area, fw_cfg and command line, and repor
   CHECK(*loaded.config.role == "worker");
   CHECK(loaded.config.origin["role"] == "config area");
 
+  // A secret on the kernel command line is refused, named, and the others still count.
+  std::ofstream(p.cmdline) << "ro sprout.config=PARTUUID=abc sprout.cluster-secret=" << std::string(24, 'A') << "\n";
+  auto leaked = LoadNodeConfig(p);
+  CHECK_FALSE(leaked.config.cluster_secret.has_value());
+  REQUIRE(leaked.problems.size() == 1);
+  CHECK(
+      leaked.problems[0].starts_with("kernel command line: sprout.cluster-secret is ignored: /proc/cmdline is "
+                                     "readable by every process"));
+  CHECK(*leaked.config.role == "worker");
+  // So is a worker secret: it is a secret as well.
+  std::ofstream(p.cmdline) << "ro sprout.config=PARTUUID=abc sprout.worker-secret=" << std::string(64, 'a') << "\n";
+  auto leaked_worker = LoadNodeConfig(p);
+  CHECK_FALSE(leaked_worker.config.worker_secret.has_value());
+  REQUIRE(leaked_worker.problems.size() == 1);
+  CHECK(
+      leaked_worker.problems[0].starts_with("kernel command line: sprout.worker-secret is ignored: /proc/cmdline "
+                                            "is readable by every process"));
+  CHECK(*leaked_worker.config.role == "worker");
+
+  std::ofstream(p.cmdline) << "ro sprout.config=PARTUUID=abc sprout.hostname=cmd-host\n";
   std::ofstream(p.fw_cfg) << "role=boss\n";
   auto bad = LoadNodeConfig(p);
   REQUIRE(bad.problems.size() == 1);

@@ -260,10 +260,14 @@ Result<ClusterCAs> LoadCAs(const std::filesystem::path& dir) {
     if (!text) return Fail(text.error());
     *s.into = *text;
   }
-  for (const auto* ck : {&out.kubernetes_ca, &out.etcd_ca, &out.front_proxy_ca}) {
+  // Named, because the fix is to restore that file (from a backup or another
+  // control-plane node), never to make a new CA: the cluster trusts the old one.
+  const std::pair<const char*, const CertKey*> pairs[] = {
+      {"ca", &out.kubernetes_ca}, {"etcd/ca", &out.etcd_ca}, {"front-proxy-ca", &out.front_proxy_ca}};
+  for (const auto& [base, ck] : pairs) {
     if (!KeyMatches(ck->cert_pem, ck->key_pem)) {
-      return Fail("a CA key under " + dir.string() +
-                  " does not match its certificate; remove the PKI dir to start over");
+      return Fail((dir / (std::string(base) + ".key")).string() + " does not match " +
+                  (dir / (std::string(base) + ".crt")).string());
     }
   }
   return out;

@@ -82,7 +82,9 @@ const char* KindName(const YAML::Node& n) {
 // LayerParser turns one file's YAML into a Layer, recording every problem.
 class LayerParser {
  public:
-  LayerParser(fs::path file, Diagnostics& diags) : file_(std::move(file)), dir_(file_.parent_path()), diags_(diags) {}
+  // file is the name messages show; dir is the absolute folder relative paths start at.
+  LayerParser(fs::path file, fs::path dir, Diagnostics& diags)
+      : file_(std::move(file)), dir_(std::move(dir)), diags_(diags) {}
 
   Layer Parse(const YAML::Node& root) {
     Layer layer;
@@ -623,11 +625,19 @@ class LayerParser {
   Diagnostics& diags_;
 };
 
+// RealProfilePath is a profile's absolute path with symlinks resolved: relative paths in
+// a profile start at the folder the file really sits in, however it was reached.
+fs::path RealProfilePath(const fs::path& path) {
+  std::error_code ec;
+  fs::path real = fs::weakly_canonical(fs::absolute(path), ec);
+  return ec ? fs::absolute(path).lexically_normal() : real;
+}
+
 // LoadLayers reads path and its ancestors, root first.
 std::vector<Layer> LoadLayers(const fs::path& path, Diagnostics& diags) {
   std::vector<Layer> layers;
   std::vector<fs::path> seen;
-  fs::path current = fs::absolute(path).lexically_normal();
+  fs::path current = RealProfilePath(path);
   Location from;  // the `extends:` that led here
   for (;;) {
     if (std::find(seen.begin(), seen.end(), current) != seen.end()) {
@@ -661,14 +671,14 @@ std::vector<Layer> LoadLayers(const fs::path& path, Diagnostics& diags) {
       diags.Error({shown.string(), 0, 0}, std::string("cannot read the profile: ") + e.what(), "");
       break;
     }
-    LayerParser parser(shown, diags);
+    LayerParser parser(shown, current.parent_path(), diags);
     Layer layer = parser.Parse(root);
     layer.file = current;
     auto next = layer.extends;
     from = layer.extends_where;
     layers.push_back(std::move(layer));
     if (!next) break;
-    current = *next;
+    current = RealProfilePath(*next);
   }
   std::reverse(layers.begin(), layers.end());
   return layers;
@@ -680,7 +690,7 @@ std::optional<Profile> LoadProfile(const fs::path& path, Diagnostics& diags) {
   int errors_before = diags.error_count();
   std::vector<Layer> layers = LoadLayers(path, diags);
   Profile p;
-  p.file = fs::absolute(path).lexically_normal();
+  p.file = RealProfilePath(path);
   Location shoot_where;
   bool have_name = false, have_base = false;
   for (auto& l : layers) {
@@ -751,11 +761,18 @@ std::optional<Profile> LoadProfile(const fs::path& path, Diagnostics& diags) {
   return p;
 }
 
-std::string ProfileToJson(const Profile& p, const fs::path& base_dir) {
-  auto rel = [&](const fs::path& x) {
-    fs::path r = x.lexically_relative(base_dir);
-    return (r.empty() || r.string().starts_with("..")) ? x.string() : r.string();
-  };
+std::string RecordedPath(const fs::path& path, const fs::path& dir) {
+  if (path.empty()) return "";
+  fs::path r = path.lexically_normal().lexically_relative(dir.lexically_normal());
+  // Only a path that is not absolute while dir is (a caller's slip) has no relative form;
+  // it is recorded by name alone rather than by where it sits on the host.
+  if (r.empty()) return path.filename().string();
+  return r.string();
+}
+
+std::string ProfileToJson(const Profile& p) {
+  const fs::path base_dir = p.file.parent_path();
+  auto rel = [&](const fs::path& x) { return RecordedPath(x, base_dir); };
   nlohmann::ordered_json j;
   j["name"] = p.name;
   j["description"] = p.description;

@@ -64,7 +64,7 @@ struct ProfileImage {
 
 // Profile is a fully resolved profile: every `extends:` merged, every path absolute.
 struct Profile {
-  std::filesystem::path file;                // the profile that was asked for
+  std::filesystem::path file;                // the profile that was asked for (absolute, symlinks resolved)
   std::vector<std::filesystem::path> chain;  // that file and its ancestors, root first
   std::string name;
   std::string description;
@@ -94,8 +94,13 @@ struct Profile {
 // no errors.
 std::optional<Profile> LoadProfile(const std::filesystem::path& path, Diagnostics& diags);
 
-// ProfileToJson renders the resolved profile, with paths relative to base_dir where
-// they lie below it, for the image's record and `sprout validate --print`.
-std::string ProfileToJson(const Profile& profile, const std::filesystem::path& base_dir);
+// RecordedPath is how a record names path: relative to dir (the profile's own folder),
+// climbing out of it with ".." where needed, so the record says where an input sits
+// relative to the profile and never where the checkout sits on the host.
+std::string RecordedPath(const std::filesystem::path& path, const std::filesystem::path& dir);
+
+// ProfileToJson renders the resolved profile, every path relative to the profile's own
+// folder (RecordedPath), for the image's record and `sprout validate --print`.
+std::string ProfileToJson(const Profile& profile);
 
 }  // namespace sprout

@@ -194,3 +194,58 @@ TEST_CASE("A profile without name or base says what to add", "[profile]") {
   CHECK_THAT(out, Catch::Contains("error: the profile has no 'name'"));
   CHECK_THAT(out, Catch::Contains("hint: add 'base: ../images/base'"));
 }
+
+TEST_CASE("RecordedPath names a path relative to the profile's folder, never absolutely", "[profile]") {
+  CHECK(RecordedPath("/src/sprout/profiles/overlay", "/src/sprout/profiles") == "overlay");
+  CHECK(RecordedPath("/src/sprout/images/base", "/src/sprout/profiles") == "../images/base");
+  CHECK(RecordedPath("/src/sprout/profiles/./a/../b", "/src/sprout/profiles") == "b");
+  CHECK(RecordedPath("/src/sprout/profiles", "/src/sprout/profiles") == ".");
+  CHECK(RecordedPath("/other/tree/file", "/src/sprout/profiles") == "../../../other/tree/file");
+  CHECK(RecordedPath("", "/src/sprout/profiles").empty());
+  // A checkout moved elsewhere records the same text.
+  CHECK(RecordedPath("/tmp/x/clone/images/etcd", "/tmp/x/clone/profiles") ==
+        RecordedPath("/work/sprout/images/etcd", "/work/sprout/profiles"));
+}
+
+TEST_CASE("The recorded profile is the same from any working directory and through a symlink", "[profile]") {
+  Files f;
+  f.Write("tree/profiles/p.yaml",
+          "name: p\nbase: ../images/base\noverlays: [overlay]\nshoot: shoot.yaml\n"
+          "files:\n  - {path: /etc/motd, source: overlay/motd}\n"
+          "images:\n  - {ref: localhost/sprout/etcd:3.4, source: 'recipe:../images/etcd'}\n");
+  f.Write("tree/profiles/shoot.yaml", std::string(R"(apiVersion: core.gardener.cloud/v1beta1
+kind: Shoot
+metadata: {name: edge, namespace: garden}
+spec:
+  kubernetes: {version: "1.20.2"}
+  networking: {pods: 10.244.0.0/16, services: 10.96.0.0/12, nodes: 198.18.0.0/24}
+  provider:
+    workers:
+      - {name: cp, controlPlane: {}, minimum: 1, maximum: 1}
+)"));
+  f.Write("tree/profiles/overlay/motd", "hi\n");
+  fs::create_directories(f.dir.path() / "tree/images/base");
+  fs::create_directories(f.dir.path() / "tree/images/etcd");
+  fs::create_directories(f.dir.path() / "elsewhere");
+  fs::create_symlink(f.dir.path() / "tree/profiles/p.yaml", f.dir.path() / "elsewhere/link.yaml");
+
+  const fs::path before = fs::current_path();
+  auto load = [&](const fs::path& cwd, const fs::path& profile) {
+    fs::current_path(cwd);
+    Diagnostics d;
+    auto p = LoadProfile(profile, d);
+    fs::current_path(before);
+    INFO(d.Render());
+    REQUIRE(p);
+    return ProfileToJson(*p);
+  };
+  const std::string reference = load(f.dir.path() / "tree", "profiles/p.yaml");
+  CHECK(reference.find(f.dir.path().string()) == std::string::npos);
+  CHECK(reference.find("\"base\": \"../images/base\"") != std::string::npos);
+  CHECK(reference.find("\"source\": \"recipe:../images/etcd\"") != std::string::npos);
+  CHECK(reference.find("\"shoot\": \"shoot.yaml\"") != std::string::npos);
+  CHECK(load(f.dir.path() / "tree/profiles", "p.yaml") == reference);
+  CHECK(load(f.dir.path() / "elsewhere", f.dir.path() / "tree/profiles/p.yaml") == reference);
+  CHECK(load(f.dir.path() / "elsewhere", "link.yaml") == reference);
+  CHECK(load("/", f.dir.path() / "elsewhere/link.yaml") == reference);
+}

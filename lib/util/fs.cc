@@ -4,12 +4,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
+
+#include "util/sha256.h"
 
 namespace sprout {
 
@@ -19,6 +23,53 @@ Result<std::string> ReadFile(const fs::path& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+Result<std::string> ContentDigest(const fs::path& path) {
+  std::error_code ec;
+  auto status = fs::symlink_status(path, ec);
+  if (ec) return Fail("cannot read " + path.string() + ": " + ec.message());
+  Sha256 h;
+  // One entry: its kind, whether its owner may run it, and its content. Other mode bits
+  // are left out: they follow the umask of whoever checked the tree out, and sprout gives
+  // what it copies fixed modes (0755 folders, 0644 or 0755 files).
+  auto entry = [&h](const fs::path& p, const std::string& name, const fs::file_status& st) -> Status {
+    const bool exec = (st.permissions() & fs::perms::owner_exec) != fs::perms::none;
+    std::string content;
+    std::string kind = "d";
+    if (fs::is_symlink(st)) {
+      std::error_code e;
+      content = fs::read_symlink(p, e).string();
+      if (e) return Fail("cannot read the symlink " + p.string() + ": " + e.message());
+      kind = "l";
+    } else if (fs::is_regular_file(st)) {
+      auto data = ReadFile(p);
+      if (!data) return Fail(data.error());
+      content = Sha256Hex(*data);
+      kind = exec ? "x" : "f";
+    } else if (!fs::is_directory(st)) {
+      return Fail(p.string() + " is neither a file, a folder nor a symlink");
+    }
+    h.Update(name + "\n" + kind + " " + content + "\n");
+    return Ok{};
+  };
+  if (!fs::is_directory(status)) {
+    if (auto s = entry(path, "", status); !s) return Fail(s.error());
+    return "sha256:" + h.HexDigest();
+  }
+  std::vector<std::pair<std::string, fs::path>> entries;
+  for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    entries.emplace_back(it->path().lexically_relative(path).string(), it->path());
+  }
+  if (ec) return Fail("cannot list " + path.string() + ": " + ec.message());
+  std::sort(entries.begin(), entries.end());
+  for (const auto& [name, p] : entries) {
+    auto st = fs::symlink_status(p, ec);
+    if (ec) return Fail("cannot read " + p.string() + ": " + ec.message());
+    if (auto s = entry(p, name, st); !s) return Fail(s.error());
+  }
+  return "sha256:" + h.HexDigest();
 }
 
 Status SyncPath(const fs::path& path) {

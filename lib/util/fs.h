@@ -40,6 +40,12 @@ class TempDir {
   bool keep_ = false;
 };
 
+// ContentDigest is "sha256:HEX" of what path holds, whatever its name or place: a
+// file's bytes, a symlink's target, or a folder's tree (every entry's name relative to
+// the folder, its kind, whether its owner may run it, and its content, in name order).
+// Other mode bits are left out, as sprout's copies of trees leave them out.
+Result<std::string> ContentDigest(const fs::path& path);
+
 // UserCacheDir is $XDG_CACHE_HOME/sprout or ~/.cache/sprout.
 fs::path UserCacheDir();
 

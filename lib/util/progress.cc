@@ -56,6 +56,17 @@ void Progress::End(const std::string& detail) {
   std::fflush(out_);
 }
 
+void Progress::Status(const std::string& text) {
+  if (tty_) {
+    std::fprintf(out_, "\r\033[K[%d/%d] %s %s", index_, total_, name_.c_str(), text.c_str());
+  } else {
+    std::fprintf(out_, "[%d/%d] %s: %s\n", index_, total_, name_.c_str(), text.c_str());
+  }
+  std::fflush(out_);
+}
+
+double Progress::Seconds() const { return std::chrono::duration<double>(Clock::now() - started_).count(); }
+
 void Progress::Note(const std::string& line) {
   if (tty_) std::fprintf(out_, "\r\033[K");
   std::fprintf(out_, "%s\n", line.c_str());

@@ -24,6 +24,11 @@ class Progress {
   void Update(std::uint64_t done, std::uint64_t total);
   // End finishes the current step with a short result, such as a size.
   void End(const std::string& detail = {});
+  // Status shows what the current step is doing now, for a step with no measurable
+  // progress: on a terminal it replaces the bar; otherwise it is a line of its own.
+  void Status(const std::string& text);
+  // Seconds is the time since the current step began.
+  double Seconds() const;
   // Note prints a line without disturbing the bar.
   void Note(const std::string& line);
 

@@ -1,0 +1,80 @@
+#!/bin/bash
+# The initrd's state-partition step (images/initrd/local-bottom: check_state,
+# mount_state) on real ext4 images with the real e2fsck and resize2fs; only mount and
+# the console are stand-ins (a function that records the options, a log file):
+#   1. a file system smaller than its partition is grown at the next boot with no
+#      marker left by the step that grew the partition (a power cut between the two);
+#   2. errors that e2fsck -p refuses to fix are repaired with e2fsck -fy, loudly;
+#   3. a file system that cannot be repaired is mounted read-only, never read-write,
+#      and the console says why and what to do.
+set -u
+name=initrd_state_test
+for tool in mke2fs e2fsck resize2fs debugfs dumpe2fs; do
+  if ! command -v "$tool" >/dev/null; then
+    echo "$name: skipped: '$tool' not found (Debian's e2fsprogs)"
+    exit 0
+  fi
+done
+src=${SPROUT_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+work=$(mktemp -d /tmp/sprout-initrd-state.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+passed=0 failed=0
+ok() { echo "ok: $*"; passed=$((passed + 1)); }
+bad() { echo "FAIL: $*"; failed=$((failed + 1)); }
+
+export SPROUT_KMSG=$work/kmsg
+log_failure_msg() { echo "failure: $*"; }
+log_warning_msg() { echo "warning: $*"; }
+mount() { echo "$*" >>"$work/mounts"; }  # records "-t ext4 -o OPTIONS DEV DIR"
+SPROUT_INITRD_TEST=1
+# shellcheck source=images/initrd/local-bottom
+. "$src/images/initrd/local-bottom"
+
+blocks() { dumpe2fs -h "$1" 2>/dev/null | sed -n 's/^Block count: *//p'; }
+
+# 1. Grown partition, file system not yet grown, and no /run marker: grown now.
+img=$work/state.img
+truncate -s 64M "$img" && mke2fs -q -t ext4 -b 4096 "$img" && truncate -s 128M "$img"
+: >"$work/mounts"
+mount_state "$img" "$work/var" 2>"$work/console" >/dev/null
+if [ "$(blocks "$img")" = 32768 ] && grep -q ' rw,noatime ' "$work/mounts"; then
+  ok "a file system left smaller than its partition is grown at the next boot (8192 -> $(blocks "$img") blocks), mounted rw"
+else
+  bad "not grown or not mounted rw: $(blocks "$img") blocks, mounts: $(cat "$work/mounts")"
+fi
+: >"$SPROUT_KMSG"
+mount_state "$img" "$work/var" 2>/dev/null >/dev/null
+if [ "$(blocks "$img")" = 32768 ] && ! grep -q grew "$SPROUT_KMSG"; then
+  ok "the next boot grows nothing more (resize2fs has nothing to do)"
+else
+  bad "the next boot grew again: $(blocks "$img") blocks; $(cat "$SPROUT_KMSG")"
+fi
+
+# 2. The root directory's inode cleared: e2fsck -p stops ("UNEXPECTED INCONSISTENCY"),
+#    e2fsck -fy repairs it; the console says so; mounted rw.
+truncate -s 64M "$work/b.img" && mke2fs -q -t ext4 "$work/b.img"
+debugfs -w -R "clri <2>" "$work/b.img" >/dev/null 2>&1
+debugfs -w -R "ssv state 2" "$work/b.img" >/dev/null 2>&1  # marked as having errors, so e2fsck -p checks it
+: >"$work/mounts"; : >"$SPROUT_KMSG"
+mount_state "$work/b.img" "$work/var" 2>"$work/console" >/dev/null
+if grep -q 'e2fsck -p found errors' "$work/console" && grep -q 'repairing' "$SPROUT_KMSG" &&
+  e2fsck -fn "$work/b.img" >/dev/null 2>&1 && grep -q ' rw,noatime ' "$work/mounts"; then
+  ok "errors e2fsck -p will not fix are repaired with e2fsck -fy and reported: $(grep -m1 'e2fsck -p' "$work/console")"
+else
+  bad "repair case: console: $(cat "$work/console"); mounts: $(cat "$work/mounts")"
+fi
+
+# 3. No superblock at all (every copy overwritten): read-only, loudly, with the fix.
+truncate -s 64M "$work/c.img" && mke2fs -q -t ext4 "$work/c.img"
+dd if=/dev/zero of="$work/c.img" bs=1M count=64 conv=notrunc status=none
+: >"$work/mounts"; : >"$SPROUT_KMSG"
+mount_state "$work/c.img" "$work/var" 2>"$work/console" >/dev/null
+if grep -q ' ro,noatime ' "$work/mounts" && ! grep -q ' rw,' "$work/mounts" &&
+  grep -q "mounting the state partition .* read-only.*e2fsck -f" "$SPROUT_KMSG"; then
+  ok "an unrepairable file system is mounted read-only, never rw: $(grep -m1 'read-only' "$SPROUT_KMSG")"
+else
+  bad "unrepairable case: mounts: $(cat "$work/mounts"); kmsg: $(cat "$SPROUT_KMSG")"
+fi
+
+echo "$name: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
