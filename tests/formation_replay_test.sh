@@ -70,7 +70,7 @@ cap=$!
 sleep 0.5
 for i in 1 2 3; do start "$i" "a$i"; done
 if nb_wait_voting 1 3 60 1 2 3; then
-  old_token=$(nb_status_field 1 cluster_token)
+  old_token=$(nb_status_wait 1 cluster_token)
   ok "first install formed: members $(member_names)(token $old_token)"
 else
   bad "the first install did not form within 60 s"
@@ -93,8 +93,8 @@ for i in 1 2 3; do start "$i" "b$i"; done
 if nb_wait_voting 1 3 30 1 2 3; then
   printf 'fresh install formed %.2f s after its start, under the replay\n' "$(echo "$(date +%s.%N) - $t0" | bc)"
   names=$(member_names)
-  founder=$(nb_status_field 1 founder)
-  token=$(nb_status_field 1 cluster_token)
+  founder=$(nb_status_wait 1 founder)
+  token=$(nb_status_wait 1 cluster_token)
   echo "fresh install: members $names founder $founder token $token"
   [ "$names" = "b1 b2 b3 " ] && [ "${founder#b}" != "$founder" ] &&
     ok "the fresh install founded a new cluster of its own (b1 b2 b3), not the captured one" ||

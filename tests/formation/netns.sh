@@ -93,6 +93,19 @@ nb_status_field() {
   "$FIRSTBOOT" status --json --state-dir "$WORK/n$1/state" | tr -d '\n' | grep -o "\"$2\": *\"[^\"]*\"" | sed 's/.*: *"//; s/"$//'
 }
 
+# nb_status_wait i field: like nb_status_field, but waits up to 5 s for a value: the
+# daemon writes state.json at most once a second, so right after etcd reports a member
+# its file may still be the one from before.
+nb_status_wait() {
+  local v="" n
+  for n in $(seq 1 25); do
+    v=$(nb_status_field "$1" "$2")
+    [ -n "$v" ] && break
+    sleep 0.2
+  done
+  echo "$v"
+}
+
 # nb_teardown: stop everything in our namespaces, remove them and the bridge.
 nb_teardown() {
   local i p
