@@ -14,27 +14,12 @@
 #   4. three nodes started staggered (2 s apart) form one 3-member cluster.
 set -u
 name=formation_faults_test
-if [ "$(id -u)" -ne 0 ]; then
-  echo "$name: skipped: needs root to create network namespaces"
-  exit 0
-fi
-for tool in ip etcd etcdctl; do
-  if ! command -v "$tool" >/dev/null; then
-    echo "$name: skipped: '$tool' not found (scripts/install-deps installs iproute2, etcd-server, etcd-client)"
-    exit 0
-  fi
-done
-if [ ! -x "${SPROUT_FIRSTBOOT:-}" ]; then
-  echo "$name: set SPROUT_FIRSTBOOT to the sprout-firstboot binary (got '${SPROUT_FIRSTBOOT:-}')"
-  exit 1
-fi
-FIRSTBOOT=$(readlink -f "$SPROUT_FIRSTBOOT")
-export ETCDCTL_API=3
 NP=sprt-k SUBNET=198.18.4 CLUSTER=sprt-faults NB_MAX=4
-WORK=$(mktemp -d /tmp/sprt-faults.XXXXXX)
-SECRET=$WORK/secret
 # shellcheck source=tests/formation/netns.sh
 . "$(dirname "$0")/formation/netns.sh"
+nb_preflight "$name"
+WORK=$(mktemp -d /tmp/sprt-faults.XXXXXX)
+SECRET=$WORK/secret
 passed=0; failed=0
 ok() { echo "ok: $*"; passed=$((passed + 1)); }
 bad() { echo "FAIL: $*"; failed=$((failed + 1)); }

@@ -12,28 +12,13 @@
 # replayed advertisements, wait to join a1..a3 as learners, and never form.
 set -u
 name=formation_replay_test
-if [ "$(id -u)" -ne 0 ]; then
-  echo "$name: skipped: needs root to create network namespaces"
-  exit 0
-fi
-for tool in ip etcd etcdctl python3; do
-  if ! command -v "$tool" >/dev/null; then
-    echo "$name: skipped: '$tool' not found"
-    exit 0
-  fi
-done
-if [ ! -x "${SPROUT_FIRSTBOOT:-}" ]; then
-  echo "$name: set SPROUT_FIRSTBOOT to the sprout-firstboot binary (got '${SPROUT_FIRSTBOOT:-}')"
-  exit 1
-fi
-FIRSTBOOT=$(readlink -f "$SPROUT_FIRSTBOOT")
 REPLAY=$(readlink -f "$(dirname "$0")/formation/replay.py")
-export ETCDCTL_API=3
 NP=sprt-r SUBNET=198.18.6 CLUSTER=sprt-replay NB_MAX=5
-WORK=$(mktemp -d /tmp/sprt-replay.XXXXXX)
-SECRET=$WORK/secret
 # shellcheck source=tests/formation/netns.sh
 . "$(dirname "$0")/formation/netns.sh"
+nb_preflight "$name" python3
+WORK=$(mktemp -d /tmp/sprt-replay.XXXXXX)
+SECRET=$WORK/secret
 passed=0; failed=0
 ok() { echo "ok: $*"; passed=$((passed + 1)); }
 bad() { echo "FAIL: $*"; failed=$((failed + 1)); }

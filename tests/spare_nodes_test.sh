@@ -16,27 +16,12 @@
 set -u
 name=spare_nodes_test
 runs=${1:-1}
-if [ "$(id -u)" -ne 0 ]; then
-  echo "$name: skipped: needs root to create network namespaces"
-  exit 0
-fi
-for tool in ip etcd etcdctl; do
-  if ! command -v "$tool" >/dev/null; then
-    echo "$name: skipped: '$tool' not found (scripts/install-deps installs iproute2, etcd-server, etcd-client)"
-    exit 0
-  fi
-done
-if [ ! -x "${SPROUT_FIRSTBOOT:-}" ]; then
-  echo "$name: set SPROUT_FIRSTBOOT to the sprout-firstboot binary (got '${SPROUT_FIRSTBOOT:-}')"
-  exit 1
-fi
-FIRSTBOOT=$(readlink -f "$SPROUT_FIRSTBOOT")
-export ETCDCTL_API=3
 NP=sprt-s SUBNET=198.18.8 CLUSTER=sprt-spares NB_MAX=7
-WORK=$(mktemp -d /tmp/sprt-spares.XXXXXX)
-SECRET=$WORK/secret
 # shellcheck source=tests/formation/netns.sh
 . "$(dirname "$0")/formation/netns.sh"
+nb_preflight "$name"
+WORK=$(mktemp -d /tmp/sprt-spares.XXXXXX)
+SECRET=$WORK/secret
 failed=0
 cleanup() {
   nb_teardown; ip link del "${NP}br2" 2>/dev/null

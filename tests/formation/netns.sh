@@ -6,6 +6,30 @@
 #   WORK    scratch directory; node i keeps its state, etcd, PKI and log in $WORK/n<i>
 #   FIRSTBOOT, SECRET (file), CLUSTER (cluster name)
 NB_PIDS=()          # sprout-firstboot PID of node i at index i
+
+# nb_preflight NAME [TOOL...]: exits 0 with the reason when the test cannot run here
+# (not root; ip, etcd, etcdctl or a named tool missing), exits 1 when SPROUT_FIRSTBOOT
+# is not the binary; else sets FIRSTBOOT and exports ETCDCTL_API=3.
+nb_preflight() {
+  local name=$1 tool
+  shift
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "$name: skipped: needs root to create network namespaces"
+    exit 0
+  fi
+  for tool in ip etcd etcdctl "$@"; do
+    if ! command -v "$tool" >/dev/null; then
+      echo "$name: skipped: '$tool' not found (scripts/install-deps installs iproute2, etcd-server, etcd-client)"
+      exit 0
+    fi
+  done
+  if [ ! -x "${SPROUT_FIRSTBOOT:-}" ]; then
+    echo "$name: set SPROUT_FIRSTBOOT to the sprout-firstboot binary (got '${SPROUT_FIRSTBOOT:-}')"
+    exit 1
+  fi
+  FIRSTBOOT=$(readlink -f "$SPROUT_FIRSTBOOT")
+  export ETCDCTL_API=3
+}
 NB_MAX=${NB_MAX:-6}  # namespaces cleaned up (1..NB_MAX)
 
 nb_addr() { echo "$SUBNET.1$1"; }
