@@ -15,6 +15,7 @@
 #include "image/base.h"
 #include "image/step_list.h"
 #include "profile/profile.h"
+#include "util/fs.h"
 #include "util/progress.h"
 #include "util/text.h"
 
@@ -127,10 +128,9 @@ int Base(const fs::path& what, const fs::path& cache_dir, bool force) {
     std::cerr << "sprout: " << key.error() << "\n";
     return 1;
   }
-  fs::path cached = CachedBasePath(cache_dir, *key);
   std::error_code ec;
-  if (!force && fs::is_regular_file(cached, ec)) {
-    std::cout << "base is cached: " << cached.string() << "\n";
+  if (auto cached = FindCachedBase(cache_dir, SharedCaches(cache_dir), *key); cached && !force) {
+    std::cout << "base is cached: " << cached->string() << "\n";
     return 0;
   }
   const bool tty = ::isatty(2) != 0;
@@ -164,7 +164,8 @@ int Build(const BuildOptions& options) {
   };
   auto in = steps.Run(kResolveProfile, ResolveProfile, std::move(*profile), options);
   if (!in) return fail(in.error());
-  auto base = steps.Run(kPrepareBase, ResolveBase, in->profile.base, options.cache_dir, options.build_base);
+  auto base = steps.Run(kPrepareBase, ResolveBase, in->profile.base, options.cache_dir, options.build_base,
+                        SharedCaches(options.cache_dir));
   if (!base) return fail(base.error());
   auto planned = PlanBuild(std::move(*in), std::move(*base));
   if (!planned) return fail(planned.error());

@@ -24,7 +24,8 @@ Usage:
   sprout personalize IMAGE [settings]      write per-node settings (secret, hostname, role, address,
                                            peers, SSH key) into an image; the root is not touched
   sprout worker-secret --cluster-secret F  print the worker secret of a cluster secret (what a worker
-                                           is given instead: sprout.worker-secret=...)
+                                           is given instead, as worker-secret= in fw_cfg or the
+                                           config area; docs/personalization.md)
   sprout boot IMAGE [--snapshot]           boot an image in QEMU with UEFI and a serial console
   sprout keygen -o PREFIX                  make an Ed25519 key pair PREFIX.key, PREFIX.pub
   sprout verify DIR [--key PUB]            check a build's outputs against its sums and signature
@@ -37,6 +38,10 @@ Start with:
   sprout build profiles/default.yaml -o out/
   sprout boot out/default.raw --snapshot
 
+The cache (bases, images, compiled Kubernetes) is shared: root and the quickstart use
+/var/cache/sprout, and so does any user who may write it; other users get ~/.cache/sprout
+and still find the bases root built. SPROUT_CACHE_DIR or --cache-dir choose another.
+
 Profiles are YAML; docs/profiles.md describes every setting and how `extends:` merges.
 )";
 
@@ -45,10 +50,18 @@ int Fail(const std::string& message) {
   return 2;
 }
 
-// CacheDir is --cache-dir, or the user's cache (~/.cache/sprout) without it.
+// CacheDir is --cache-dir, or the default cache without it (DefaultCacheDir:
+// $SPROUT_CACHE_DIR, /var/cache/sprout for root or a user who may write it, else
+// ~/.cache/sprout).
 std::filesystem::path CacheDir(const cxxopts::ParseResult& a) {
-  return a.count("cache-dir") ? std::filesystem::path(a["cache-dir"].as<std::string>()) : sprout::UserCacheDir();
+  return a.count("cache-dir") ? std::filesystem::path(a["cache-dir"].as<std::string>()) : sprout::DefaultCacheDir();
 }
+
+// kCacheHelp is the --cache-dir help of every command that reads or fills the cache.
+const char* kCacheHelp =
+    "cache of bases and images (default: $SPROUT_CACHE_DIR; else /var/cache/sprout for root "
+    "and for users who may write it; else ~/.cache/sprout, which also reads bases from "
+    "/var/cache/sprout)";
 
 // Set copies option name into field when it was given.
 template <typename T, typename Field>
@@ -149,8 +162,8 @@ int Main(int argc, char** argv) {
     }
     if (command == "build") {
       cxxopts::Options o("sprout build", "Build a profile's images. Runs without root once the base is cached.");
-      o.add_options()("o,output", "output directory", cxxopts::value<std::string>())(
-          "cache-dir", "cache of bases (default: ~/.cache/sprout)", cxxopts::value<std::string>())(
+      o.add_options()("o,output", "output directory", cxxopts::value<std::string>())("cache-dir", kCacheHelp,
+                                                                                     cxxopts::value<std::string>())(
           "build-base", "build the base recipe if it is not cached yet (needs root or user namespaces)")(
           "j,jobs", "compressor threads (default: all cores)", cxxopts::value<int>()->default_value("0"))(
           "format", "outputs to make, overriding the profile: raw,iso,pxe,qcow2", cxxopts::value<std::string>())(
@@ -187,7 +200,7 @@ int Main(int argc, char** argv) {
     }
     if (command == "pull") {
       cxxopts::Options o("sprout pull", "Fetch the container images a profile lists into the cache (docs/images.md).");
-      o.add_options()("cache-dir", "cache (default: ~/.cache/sprout)", cxxopts::value<std::string>())(
+      o.add_options()("cache-dir", kCacheHelp, cxxopts::value<std::string>())(
           "offline", "never use the network; fail naming any image not in the cache")(
           "ca-bundle", "extra CA bundle (PEM) for registries", cxxopts::value<std::string>())(
           "parallel", "concurrent blob downloads", cxxopts::value<int>()->default_value("6"))(
@@ -210,8 +223,7 @@ int Main(int argc, char** argv) {
     }
     if (command == "base") {
       cxxopts::Options o("sprout base", "Build the base OS of a profile (or a recipe directory) into the cache.");
-      o.add_options()("cache-dir", "cache of bases (default: ~/.cache/sprout)", cxxopts::value<std::string>())(
-          "force", "rebuild even if cached");
+      o.add_options()("cache-dir", kCacheHelp, cxxopts::value<std::string>())("force", "rebuild even if cached");
       return Run(o,
                  Positional{"what", "profile or recipe", "PROFILE|RECIPE",
                             "base needs a PROFILE or a recipe directory, such as images/base"},
@@ -253,7 +265,8 @@ int Main(int argc, char** argv) {
     if (command == "worker-secret") {
       cxxopts::Options o("sprout worker-secret",
                          "Print the worker secret of a cluster secret: 64 hex digits, one-way derived, which a\n"
-                         "worker node is given (sprout.worker-secret=...) instead of the cluster secret.");
+                         "worker node is given instead of the cluster secret (worker-secret=... in fw_cfg or the\n"
+                         "config area; sprout personalize --role worker writes it for you).");
       o.add_options()("cluster-secret", "file whose bytes are the cluster secret", cxxopts::value<std::string>());
       return Run(o, Required{"cluster-secret", "worker-secret needs --cluster-secret FILE"}, sub_argc, sub_argv,
                  [](const cxxopts::ParseResult& a) {

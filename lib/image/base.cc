@@ -173,17 +173,30 @@ Result<fs::path> BuildBase(const fs::path& recipe, const fs::path& cache_dir, co
   return out;
 }
 
-Result<BaseRef> ResolveBase(const fs::path& base, const fs::path& cache_dir, bool build) {
+std::optional<fs::path> FindCachedBase(const fs::path& cache_dir, const std::vector<fs::path>& shared,
+                                       const std::string& key) {
+  std::error_code ec;
+  fs::path own = CachedBasePath(cache_dir, key);
+  if (fs::is_regular_file(own, ec)) return own;
+  for (const auto& dir : shared) {
+    fs::path p = CachedBasePath(dir, key);
+    if (fs::is_regular_file(p, ec) && ::access(p.c_str(), R_OK) == 0) return p;
+  }
+  return std::nullopt;
+}
+
+Result<BaseRef> ResolveBase(const fs::path& base, const fs::path& cache_dir, bool build,
+                            const std::vector<fs::path>& shared) {
   std::error_code ec;
   if (IsRecipe(base)) {
     auto key = RecipeKey(base, DefaultAptSources());
     if (!key) return Fail(key.error());
-    fs::path cached = CachedBasePath(cache_dir, *key);
-    if (fs::is_regular_file(cached, ec)) return BaseRef{cached, "recipe:" + *key};
+    if (auto cached = FindCachedBase(cache_dir, shared, *key)) return BaseRef{*cached, "recipe:" + *key};
     if (!build) {
-      return Fail("the base recipe " + base.string() + " has not been built yet (key " + *key + ", cache " +
-                  cache_dir.string() + ")\nhint: run `sprout base " + base.string() +
-                  "` once as root, or pass --build-base");
+      std::string where = cache_dir.string();
+      for (const auto& dir : shared) where += " or " + dir.string();
+      return Fail("the base recipe " + base.string() + " has not been built yet (key " + *key + ", cache " + where +
+                  ")\nhint: run `sprout base " + base.string() + "` once as root, or pass --build-base");
     }
     auto built = BuildBase(base, cache_dir, *key);
     if (!built) return Fail(built.error());

@@ -4,8 +4,10 @@
 
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "util/result.h"
 
@@ -48,8 +50,16 @@ using PhaseFn = std::function<void(const std::string& phase)>;
 Result<std::filesystem::path> BuildBase(const std::filesystem::path& recipe, const std::filesystem::path& cache_dir,
                                         const std::string& key, const PhaseFn& watch = {});
 
-// ResolveBase turns a profile's base into a BaseRef. A recipe must already be built
-// unless build is true.
-Result<BaseRef> ResolveBase(const std::filesystem::path& base, const std::filesystem::path& cache_dir, bool build);
+// FindCachedBase is the recipe key's tarball in cache_dir, else in the first of shared
+// (read only) that holds it; nullopt when none does.
+std::optional<std::filesystem::path> FindCachedBase(const std::filesystem::path& cache_dir,
+                                                    const std::vector<std::filesystem::path>& shared,
+                                                    const std::string& key);
+
+// ResolveBase turns a profile's base into a BaseRef. A recipe must already be built, in
+// cache_dir or one of the shared caches, unless build is true (it is built into
+// cache_dir).
+Result<BaseRef> ResolveBase(const std::filesystem::path& base, const std::filesystem::path& cache_dir, bool build,
+                            const std::vector<std::filesystem::path>& shared = {});
 
 }  // namespace sprout

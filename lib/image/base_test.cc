@@ -1,6 +1,9 @@
 #include "image/base.h"
 
 #include <catch2/catch.hpp>
+#include <fstream>
+
+#include "util/fs.h"
 
 using namespace sprout;
 
@@ -27,4 +30,20 @@ TEST_CASE("LogTail keeps the last lines", "[base]") {
   CHECK(LogTail("a\nb", 5) == "a\nb");
   CHECK(LogTail("only", 1) == "only");
   CHECK(LogTail("", 3).empty());
+}
+
+TEST_CASE("FindCachedBase reads a shared cache when the own one lacks the base", "[base]") {
+  TempDir tmp(fs::temp_directory_path(), "sprout-base-test");
+  const fs::path own = tmp.path() / "own", shared = tmp.path() / "shared";
+  auto put = [](const fs::path& p) {
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << "tar";
+  };
+  CHECK_FALSE(FindCachedBase(own, {shared}, "k1").has_value());
+  put(CachedBasePath(shared, "k1"));
+  CHECK(FindCachedBase(own, {shared}, "k1") == CachedBasePath(shared, "k1"));
+  CHECK_FALSE(FindCachedBase(own, {}, "k1").has_value());  // not shared: not found
+  put(CachedBasePath(own, "k1"));
+  CHECK(FindCachedBase(own, {shared}, "k1") == CachedBasePath(own, "k1"));  // the own cache first
+  CHECK_FALSE(FindCachedBase(own, {shared}, "k2").has_value());
 }

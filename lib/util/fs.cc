@@ -137,4 +137,31 @@ fs::path UserCacheDir() {
   return fs::temp_directory_path() / "sprout-cache";
 }
 
+fs::path SystemCacheDir() { return "/var/cache/sprout"; }
+
+fs::path ChooseCacheDir(const CacheFacts& facts) {
+  if (!facts.env.empty()) return facts.env;
+  if (facts.root || facts.system_writable) return facts.system;
+  return facts.user;
+}
+
+fs::path DefaultCacheDir() {
+  CacheFacts f;
+  if (const char* e = std::getenv("SPROUT_CACHE_DIR"); e && *e) f.env = e;
+  f.root = ::geteuid() == 0;
+  f.system = SystemCacheDir();
+  f.system_writable = ::access(f.system.c_str(), W_OK | X_OK) == 0;
+  f.user = UserCacheDir();
+  return ChooseCacheDir(f);
+}
+
+std::vector<fs::path> SharedCaches(const fs::path& cache_dir) {
+  std::error_code ec;
+  fs::path system = SystemCacheDir();
+  if (!fs::is_directory(system, ec)) return {};
+  if (fs::exists(cache_dir, ec) && fs::equivalent(cache_dir, system, ec)) return {};
+  if (cache_dir.lexically_normal() == system) return {};
+  return {system};
+}
+
 }  // namespace sprout

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "util/result.h"
 
@@ -48,5 +49,30 @@ Result<std::string> ContentDigest(const fs::path& path);
 
 // UserCacheDir is $XDG_CACHE_HOME/sprout or ~/.cache/sprout.
 fs::path UserCacheDir();
+
+// SystemCacheDir is the cache root and ./quickstart fill: /var/cache/sprout.
+fs::path SystemCacheDir();
+
+// CacheFacts are what the default cache depends on, gathered by DefaultCacheDir.
+struct CacheFacts {
+  std::string env;               // $SPROUT_CACHE_DIR, empty when unset
+  bool root = false;             // running as root
+  bool system_writable = false;  // the system cache exists and this user may write it
+  fs::path system;               // SystemCacheDir()
+  fs::path user;                 // UserCacheDir()
+};
+
+// ChooseCacheDir is the rule for the cache used without --cache-dir, one cache that
+// root and the quickstart's user share (docs/images.md): $SPROUT_CACHE_DIR if set;
+// else the system cache for root, or for a user who may write it; else the user's own.
+fs::path ChooseCacheDir(const CacheFacts& facts);
+
+// DefaultCacheDir is ChooseCacheDir over this process's facts.
+fs::path DefaultCacheDir();
+
+// SharedCaches are the caches read, never written, after cache_dir: the system cache
+// when cache_dir is another one, so a user whose own cache lacks a base finds the one
+// root built.
+std::vector<fs::path> SharedCaches(const fs::path& cache_dir);
 
 }  // namespace sprout

@@ -51,3 +51,27 @@ TEST_CASE("ContentDigest names a tree by what it holds, not where it sits", "[fs
     CHECK(missing.error().find("nope") != std::string::npos);
   }
 }
+
+TEST_CASE("ChooseCacheDir: one cache for root and the quickstart's user", "[fs]") {
+  CacheFacts f;
+  f.system = "/var/cache/sprout";
+  f.user = "/home/ana/.cache/sprout";
+  SECTION("root uses the system cache") {
+    f.root = true;
+    CHECK(ChooseCacheDir(f) == "/var/cache/sprout");
+  }
+  SECTION("a user who may write the system cache shares it") {
+    f.system_writable = true;
+    CHECK(ChooseCacheDir(f) == "/var/cache/sprout");
+  }
+  SECTION("a user who may not write it keeps a cache of their own") {
+    CHECK(ChooseCacheDir(f) == "/home/ana/.cache/sprout");
+  }
+  SECTION("SPROUT_CACHE_DIR wins for everyone") {
+    f.env = "/srv/sprout-cache";
+    f.root = true;
+    CHECK(ChooseCacheDir(f) == "/srv/sprout-cache");
+    f.root = false;
+    CHECK(ChooseCacheDir(f) == "/srv/sprout-cache");
+  }
+}
