@@ -22,6 +22,7 @@
 #include "firstboot/node_agent.h"
 #include "formation/daemon.h"
 #include "formation/node_state.h"
+#include "kube/api.h"
 #include "kube/controlplane.h"
 #include "node/cluster.h"
 #include "nodeconfig/apply.h"
@@ -217,6 +218,27 @@ std::function<std::unique_ptr<formation::EtcdLauncher>()> PodHost(const node::Ru
   };
 }
 
+// WaitForAnApiserver polls /readyz of each endpoint but self, with the admin
+// kubeconfig's credentials, every 5 s, until one answers ok (it returns it), the
+// stagger limit passes or the service stops (it returns "").
+std::string WaitForAnApiserver(const std::filesystem::path& admin_conf, const std::vector<std::string>& endpoints,
+                               const std::string& self) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kube::kApiserverStaggerLimitSeconds);
+  while (!g_stop && std::chrono::steady_clock::now() < deadline) {
+    auto text = ReadFile(admin_conf);  // written before etcd started; read again if not yet
+    auto admin = kube::ParseKubeconfig(text ? *text : "");
+    for (const auto& e : endpoints) {
+      if (!admin || e == self) continue;
+      auto k = *admin;
+      k.server = e;
+      auto r = kube::ApiRequest(k, "GET", "/readyz", "", "application/json", 10);
+      if (r && r->status == 200) return e;
+    }
+    for (int i = 0; i < 50 && !g_stop; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return "";
+}
+
 // ControlPlane is the step a control-plane node runs once it is a voting etcd member:
 // write the Kubernetes certificates and kubeconfigs and render the static pods of
 // kube-apiserver, kube-controller-manager and kube-scheduler (lib/kube). An image
@@ -230,7 +252,7 @@ std::function<void(const formation::MemberInfo&)> ControlPlane(const node::RunFl
     Log(LOG_INFO, "config", "the image carries no Kubernetes control plane (no kube-apiserver image); etcd only");
     return {};
   }
-  return [flags, o = settings.formation, record](const formation::MemberInfo&) {
+  return [flags, o = settings.formation, record](const formation::MemberInfo& member) {
     const auto paths = ControlPlanePathsFor(flags, o);
     StaticPodInput pods;
     pods.node_name = o.name;
@@ -243,18 +265,36 @@ std::function<void(const formation::MemberInfo&)> ControlPlane(const node::RunFl
     pods.images = record.images;
     pods.pki_dir = paths.pki_dir.string();
     pods.kubernetes_dir = paths.kubernetes_dir.string();
-    auto written = kube::WriteControlPlane(paths, ControlPlaneNodeFor(o, record), pods);
-    if (!written) {
-      Log(LOG_ERR, "control-plane", "the control plane cannot start: " + written.error());
-      return;
-    }
-    std::string issued;
-    for (const auto& f : written->issued) issued += (issued.empty() ? "" : ", ") + f;
-    std::string changed;
-    for (const auto& m : written->manifests) changed += (changed.empty() ? "" : ", ") + m;
+    auto write = [paths, node = ControlPlaneNodeFor(o, record), pods] {
+      auto written = kube::WriteControlPlane(paths, node, pods);
+      if (!written) {
+        Log(LOG_ERR, "control-plane", "the control plane cannot start: " + written.error());
+        return;
+      }
+      std::string issued;
+      for (const auto& f : written->issued) issued += (issued.empty() ? "" : ", ") + f;
+      std::string changed;
+      for (const auto& m : written->manifests) changed += (changed.empty() ? "" : ", ") + m;
+      Log(LOG_INFO, "control-plane",
+          "control plane written to " + paths.manifests.string() + " (issued: " + (issued.empty() ? "none" : issued) +
+              "; static pods changed: " + (changed.empty() ? "none" : changed) + ")");
+    };
+    std::error_code ec;
+    const bool rendered_before = std::filesystem::exists(paths.manifests / "kube-apiserver.yaml", ec);
+    if (kube::DecideApiserverStart(member.founder, rendered_before) == kube::ApiserverStart::kNow) return write();
     Log(LOG_INFO, "control-plane",
-        "control plane written to " + paths.manifests.string() + " (issued: " + (issued.empty() ? "none" : issued) +
-            "; static pods changed: " + (changed.empty() ? "none" : changed) + ")");
+        "the founder's apiserver sets the cluster up first; this node starts its own once one answers /readyz (at "
+        "most " +
+            std::to_string(kube::kApiserverStaggerLimitSeconds / 60) + " minutes)");
+    std::thread([write, admin = paths.kubernetes_dir / "admin.conf", endpoints = member.credentials.api_endpoints,
+                 self = "https://" + o.listen + ":6443"] {
+      const std::string ready = WaitForAnApiserver(admin, endpoints, self);
+      if (g_stop) return;
+      Log(LOG_INFO, "control-plane",
+          ready.empty() ? "no other apiserver answered /readyz in time; starting this node's anyway"
+                        : ready + " is ready; starting this node's apiserver");
+      write();
+    }).detach();
   };
 }
 

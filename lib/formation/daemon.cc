@@ -224,7 +224,7 @@ class Loop {
       Journal(LOG_ERR, "cannot install the PKI: " + s.error(), {{"PHASE", "error"}});
       return;
     }
-    member_ = MemberInfo{start_.has_value(), args, c};
+    member_ = MemberInfo{start_.has_value(), start_ && start_->founding.founder == o_.name, args, c};
     etcd_.Start(args, NoteForStart(start_, args.initial_cluster));
     if (!keys_.serve) return;  // a worker serves nothing (and never gets here)
     if (auto s = join_.Serve(o_.listen, o_.port, *keys_.serve, c); !s)

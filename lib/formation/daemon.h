@@ -29,6 +29,7 @@ namespace sprout::formation {
 // MemberInfo is what the daemon knows when this node becomes a voting etcd member.
 struct MemberInfo {
   bool founding = false;    // true: a founding member; false: a learner just promoted
+  bool founder = false;     // true: the founding member that made the cluster's PKI
   EtcdArgs etcd;            // how its etcd was started (data dir, URLs, certificates)
   Credentials credentials;  // the cluster's CAs, bootstrap token and API endpoints
 };

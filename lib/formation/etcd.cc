@@ -168,8 +168,11 @@ Result<std::string> EtcdApi::Post(const std::string& path, const std::string& bo
   curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, Collect);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response);
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 1000L);
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 3000L);
+  // Generous: every call is retried with backoff anyway, while a busy member (three
+  // control-plane nodes in software emulation on two cores) took longer than 3 s for
+  // the TLS handshake alone, so a short limit failed every try, for many minutes.
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 15000L);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_CAINFO, tls_.ca_file.c_str());
   curl_easy_setopt(curl, CURLOPT_SSLCERT, tls_.cert_file.c_str());

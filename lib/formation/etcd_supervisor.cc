@@ -27,7 +27,10 @@ void EtcdSupervisor::Start(const EtcdArgs& args, EtcdStartNote note) {
 void EtcdSupervisor::StartNow() {
   if (args_.name.empty() || launcher_->Running()) return;
   std::error_code ec;
-  std::filesystem::create_directories(data_dir_.parent_path(), ec);
+  // etcd's data holds every secret of the cluster: only root may read it (etcd warns
+  // about anything wider, and a hostPath volume would make it 0755).
+  std::filesystem::create_directories(data_dir_, ec);
+  std::filesystem::permissions(data_dir_, std::filesystem::perms::owner_all, ec);
   if (auto s = launcher_->Start(args_); !s) {
     Journal(LOG_ERR, s.error(), {{"PHASE", "member"}});
     return;

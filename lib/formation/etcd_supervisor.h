@@ -31,7 +31,7 @@ EtcdStartNote NoteForStart(const std::optional<StartEtcdNew>& founding, const st
 // EtcdSupervisor starts etcd through its launcher and restarts it when it exits.
 class EtcdSupervisor {
  public:
-  // EtcdSupervisor runs etcd with launcher; data_dir's parent is made before each
+  // EtcdSupervisor runs etcd with launcher; data_dir is made (mode 0700) before each
   // start, and log_file is named when etcd exits.
   EtcdSupervisor(std::unique_ptr<EtcdLauncher> launcher, std::filesystem::path data_dir, std::string log_file);
 

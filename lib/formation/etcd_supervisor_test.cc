@@ -64,6 +64,8 @@ TEST_CASE("etcd supervisor: etcd that exited is started again after 2 s", "[form
   CHECK(etcd->last == ArgsOf("node1"));
   CHECK(supervisor.started());
   CHECK(std::filesystem::is_directory(dir.path() / "var"));  // the data dir's parent
+  // etcd's data is for root alone, even where a hostPath volume would make it 0755
+  CHECK(std::filesystem::status(dir.path() / "var" / "etcd").permissions() == std::filesystem::perms::owner_all);
   supervisor.Supervise(500);
   CHECK(etcd->starts == 1);  // still running: nothing to do
   etcd->running = false;

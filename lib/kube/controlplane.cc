@@ -19,6 +19,10 @@ fs::path Target(const ControlPlanePaths& paths, const std::string& rel) {
 
 }  // namespace
 
+ApiserverStart DecideApiserverStart(bool founder, bool rendered_before) {
+  return founder || rendered_before ? ApiserverStart::kNow : ApiserverStart::kAfterOneIsReady;
+}
+
 const std::vector<std::string>& ControlPlaneComponentsAfterEtcd() {
   static const std::vector<std::string> kComponents{"kube-apiserver", "kube-controller-manager", "kube-scheduler"};
   return kComponents;

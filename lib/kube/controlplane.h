@@ -36,6 +36,24 @@ const std::vector<std::string>& ControlPlaneComponentsAfterEtcd();
 // control-plane node needs kubelet.conf before etcd runs under it, so this runs first.
 Result<std::vector<std::string>> WriteControlPlaneFiles(const ControlPlanePaths& paths, const ControlPlaneNode& node);
 
+// ApiserverStart says when a control-plane node renders its kube-apiserver,
+// kube-controller-manager and kube-scheduler pods once it is a voting etcd member.
+enum class ApiserverStart {
+  kNow,              // the founder, or pods rendered before (a reboot: never wait)
+  kAfterOneIsReady,  // once another member's apiserver answers /readyz, or after a bound
+};
+
+// DecideApiserverStart: the first start of a cluster's apiservers is staggered. The
+// founder's apiserver alone writes the bootstrap objects (about 100 RBAC roles,
+// priority levels and the like, each a write through etcd); the others start once it
+// is ready and find them there. Started together, three apiservers make the same
+// writes three times over on a quorum that is still settling.
+ApiserverStart DecideApiserverStart(bool founder, bool rendered_before);
+
+// kApiserverStaggerLimitSeconds bounds the wait of kAfterOneIsReady: a founder that
+// died before its apiserver was ready must not keep the others waiting for good.
+inline constexpr int kApiserverStaggerLimitSeconds = 600;
+
 // WriteControlPlane reads the cluster CAs from paths.pki_dir, keeps every certificate
 // and kubeconfig that is still good and issues the rest (UpdateControlPlaneFiles),
 // then renders the three control-plane static pods from pods. A component whose image

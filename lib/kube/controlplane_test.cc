@@ -86,3 +86,14 @@ TEST_CASE("kube: the control-plane step refuses to run without the cluster CAs",
   CHECK(r.error().find("cluster CAs") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir.path() / "admin.conf"));
 }
+
+TEST_CASE("control plane: only the founder's apiserver starts at once on a new cluster; a reboot never waits",
+          "[kube]") {
+  using sprout::kube::ApiserverStart;
+  using sprout::kube::DecideApiserverStart;
+  CHECK(DecideApiserverStart(true, false) == ApiserverStart::kNow);
+  CHECK(DecideApiserverStart(false, false) == ApiserverStart::kAfterOneIsReady);
+  CHECK(DecideApiserverStart(false, true) == ApiserverStart::kNow);  // rendered before: this is a reboot
+  CHECK(DecideApiserverStart(true, true) == ApiserverStart::kNow);
+  CHECK(sprout::kube::kApiserverStaggerLimitSeconds > 0);
+}
