@@ -287,7 +287,7 @@ std::function<void(const formation::MemberInfo&)> ControlPlane(const node::RunFl
         "most " +
             std::to_string(kube::kApiserverStaggerLimitSeconds / 60) + " minutes)");
     std::thread([write, admin = paths.kubernetes_dir / "admin.conf", endpoints = member.credentials.api_endpoints,
-                 self = "https://" + o.listen + ":6443"] {
+                 self = formation::ApiUrlOfHost(o.listen)] {
       const std::string ready = WaitForAnApiserver(admin, endpoints, self);
       if (g_stop) return;
       Log(LOG_INFO, "control-plane",

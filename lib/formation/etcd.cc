@@ -168,9 +168,9 @@ Result<std::string> EtcdApi::Post(const std::string& path, const std::string& bo
   curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, Collect);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response);
-  // Generous: every call is retried with backoff anyway, while a busy member (three
-  // control-plane nodes in software emulation on two cores) took longer than 3 s for
-  // the TLS handshake alone, so a short limit failed every try, for many minutes.
+  // Generous: every call is retried with backoff anyway, while on busy members (three
+  // control-plane nodes in software emulation on two cores, whose etcd logged TLS
+  // handshake timeouts between peers) a 3 s limit failed every try for many minutes.
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 15000L);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
