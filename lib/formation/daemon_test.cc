@@ -39,7 +39,9 @@ TEST_CASE("etcd flags of a founding member come from the founding", "[formation]
                                    "--peer-client-cert-auth=true",
                                    "--peer-trusted-ca-file=/var/lib/sprout/pki/etcd/ca.crt",
                                    "--peer-cert-file=/var/lib/sprout/pki/etcd/peer.crt",
-                                   "--peer-key-file=/var/lib/sprout/pki/etcd/peer.key"};
+                                   "--peer-key-file=/var/lib/sprout/pki/etcd/peer.key",
+                                   "--logger=zap",
+                                   "--log-outputs=stderr"};
   CHECK(args == want);
 }
 

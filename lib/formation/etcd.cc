@@ -40,7 +40,12 @@ std::vector<std::string> EtcdCommandLine(const EtcdArgs& a) {
   args.insert(args.end(), {"--client-cert-auth=true", "--trusted-ca-file=" + a.trusted_ca_file,
                            "--cert-file=" + a.cert_file, "--key-file=" + a.key_file, "--peer-client-cert-auth=true",
                            "--peer-trusted-ca-file=" + a.trusted_ca_file, "--peer-cert-file=" + a.peer_cert_file,
-                           "--peer-key-file=" + a.peer_key_file});
+                           "--peer-key-file=" + a.peer_key_file,
+                           // etcd 3.4's default logger (capnslog) leaves the server's zap
+                           // logger nil, and some error paths log through it: a member
+                           // that loses its leader under load then dies of a nil pointer
+                           // (etcd issue 14402, seen here on a loaded 3-node cluster).
+                           "--logger=zap", "--log-outputs=stderr"});
   return args;
 }
 
