@@ -197,17 +197,25 @@ void RunNodeAgent(const NodeAgentOptions& options, const volatile std::sig_atomi
   Agent agent(options, log);
   std::string last;
   std::string written;
+  int same = 0;  // rounds in a row that ended on the same problem
   while (*stop == 0) {
-    const std::string problem = agent.Round();
+    // A problem is compared without the times in it, so a retry that fails the same
+    // way is neither logged again nor rewritten to kubernetes.json.
+    const std::string problem = WithoutTimings(agent.Round());
     agent.report["problem"] = problem;
     const std::string text = agent.report.dump(2) + "\n";
     if (text != written && WriteFileAtomic(options.state_dir / "kubernetes.json", text)) written = text;
+    same = problem == last ? same + 1 : 0;
     if (problem != last) {
       if (!problem.empty()) log(LOG_INFO, "kubernetes: " + problem + " (checking again)");
       last = problem;
     }
-    // Quick rounds until all is in shape, then a slower watch for new nodes and subnets.
-    const auto pause = problem.empty() ? std::chrono::seconds(15) : std::chrono::seconds(3);
+    // Quick rounds until all is in shape, then a slower watch for new nodes and subnets;
+    // a problem that stays for a minute (an apiserver still starting) is checked every
+    // 10 s, which spares a slow node's CPU.
+    const auto pause = problem.empty() ? std::chrono::seconds(15)
+                       : same < 20     ? std::chrono::seconds(3)
+                                       : std::chrono::seconds(10);
     for (auto waited = std::chrono::seconds(0); waited < pause && *stop == 0; waited += std::chrono::seconds(1)) {
       std::this_thread::sleep_for(std::chrono::seconds(1));
     }

@@ -112,6 +112,26 @@ std::vector<std::string> Split(std::string_view s, char sep) {
   }
 }
 
+std::string WithoutTimings(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  std::size_t i = 0;
+  while (i < s.size()) {
+    std::size_t j = i;
+    while (j < s.size() && s[j] >= '0' && s[j] <= '9') ++j;
+    if (j == i) {
+      out += s[i++];
+      continue;
+    }
+    const std::string_view rest = s.substr(j);
+    const bool ms =
+        rest.starts_with(" ms") && (rest.size() == 3 || std::isalnum(static_cast<unsigned char>(rest[3])) == 0);
+    out += ms ? std::string_view("N") : s.substr(i, j - i);
+    i = j;
+  }
+  return out;
+}
+
 std::string Join(const std::vector<std::string>& parts, std::string_view sep) {
   std::string out;
   for (std::size_t i = 0; i < parts.size(); ++i) {

@@ -33,6 +33,11 @@ inline bool HasPrefix(std::string_view s, std::string_view p) { return s.starts_
 // Join concatenates parts with sep between them.
 std::string Join(const std::vector<std::string>& parts, std::string_view sep);
 
+// WithoutTimings replaces each number followed by " ms" with "N ms": curl's errors say
+// how long a failed connect took ("... after 9 ms: ..."), so two reports of the same
+// problem differ only there; a retry loop compares them without it and logs once.
+std::string WithoutTimings(std::string_view s);
+
 // Hex renders bytes as lower-case hexadecimal.
 std::string Hex(const std::uint8_t* data, std::size_t size);
 
