@@ -65,6 +65,10 @@ wait_until 120 "sprout-firstboot status to report the node ready" status_ready
 check "sprout-firstboot status shows the Kubernetes side" "$(k8s_status)" \
   'apiserver: ready \(/readyz ok\).*node: registered, Ready, pod subnet 10\.244\..*static pods: etcd, kube-apiserver'
 check "the node has no route off its network" "$(node_ssh 1 ip route show default | wc -l)" '^0$'
+check "the kernel keeps the TSC as its clock (tsc=reliable; the HPET makes every clock read a trap)" \
+  "$(node_ssh 1 cat /sys/devices/system/clocksource/clocksource0/current_clocksource)" '^tsc$'
+check "the control plane's pods outweigh the node's services for the CPU (system.slice weight 25)" \
+  "$(node_ssh 1 cat /sys/fs/cgroup/system.slice/cpu.weight)" '^25$'
 
 # A workload: a Deployment of the preloaded toolbox image serving HTTP (tolerating the
 # control-plane taint: this is the only node), its Service, and a client pod that asks
