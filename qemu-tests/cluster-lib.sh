@@ -21,6 +21,9 @@
 CLUSTER_NET=198.18.0
 CLUSTER_MEM=${CLUSTER_MEM:-2048}  # the control plane and containerd's images (in memory on an ISO node)
 CLUSTER_SMP=${CLUSTER_SMP:-1}
+# kvm (with --kvm: the host's CPU, /dev/kvm must work) or tcg (software emulation; the
+# default, as /dev/kvm can exist and still fail under nested virtualization).
+CLUSTER_ACCEL=${CLUSTER_ACCEL:-tcg}
 CLUSTER_PXE_MEM=${CLUSTER_PXE_MEM:-2560}  # the root sits in memory on a PXE node
 declare -a CLUSTER_MEDIUM
 
@@ -109,7 +112,8 @@ vm_start() {
   ip -n "$CLUSTER_NS" tuntap add dev "$tap" mode tap || return 1
   ip -n "$CLUSTER_NS" link set "$tap" master br0 up
   echo "=== boot $(date +%T) from $medium" >> "$dir/node-$i.log"
-  ip netns exec "$CLUSTER_NS" qemu-system-x86_64 -machine q35,accel=tcg -cpu max -m "$mem" -smp "$CLUSTER_SMP" \
+  ip netns exec "$CLUSTER_NS" qemu-system-x86_64 -machine "q35,accel=$CLUSTER_ACCEL" \
+    -cpu "$([ "$CLUSTER_ACCEL" = kvm ] && echo host || echo max)" -m "$mem" -smp "$CLUSTER_SMP" \
     "${firmware[@]}" "${boot[@]}" \
     -netdev "tap,id=n0,ifname=$tap,script=no,downscript=no" \
     -device "virtio-net-pci,netdev=n0,mac=52:54:00:18:00:$(printf %02x $((10 + i)))" \
