@@ -75,11 +75,25 @@ import os, re, sys
 trace, work = sys.argv[1], sys.argv[2]
 lines = [l.rstrip("\n") for l in open(trace)]
 call = re.compile(r'^(\d+)\s+(\w+)\((.*)\)\s+=\s+(-?\d+)')
+# With several threads, strace splits a call another thread interrupts into
+# "fsync(5 <unfinished ...>" and "<... fsync resumed>) = 0"; join the halves.
+unfinished = re.compile(r'^(\d+)\s+(\w+)\((.*) <unfinished \.\.\.>$')
+resumed = re.compile(r'^(\d+)\s+<\.\.\. (\w+) resumed>(.*)\)\s+=\s+(-?\d+)')
+pending = {}
 events = []
 for l in lines:
     m = call.match(l)
     if m:
         events.append((int(m.group(1)), m.group(2), m.group(3), int(m.group(4))))
+        continue
+    m = unfinished.match(l)
+    if m:
+        pending[int(m.group(1))] = m.group(3)
+        continue
+    m = resumed.match(l)
+    if m:
+        pid = int(m.group(1))
+        events.append((pid, m.group(2), pending.pop(pid, "") + m.group(3), int(m.group(4))))
 wanted = {"formation.state": f"{work}/state/formation.state", "state.json": f"{work}/state/state.json",
           "Kubernetes CA key": f"{work}/pki/ca.key", "etcd CA key": f"{work}/pki/etcd/ca.key"}
 failed = 0
