@@ -205,10 +205,12 @@ void RunNodeAgent(const NodeAgentOptions& options, const volatile std::sig_atomi
     agent.report["problem"] = problem;
     const std::string text = agent.report.dump(2) + "\n";
     if (text != written && WriteFileAtomic(options.state_dir / "kubernetes.json", text)) written = text;
-    same = problem == last ? same + 1 : 0;
-    if (problem != last) {
+    if (problem == last) {
+      ++same;
+    } else {
       if (!problem.empty()) log(LOG_INFO, "kubernetes: " + problem + " (checking again)");
       last = problem;
+      same = 0;
     }
     // Quick rounds until all is in shape, then a slower watch for new nodes and subnets;
     // a problem that stays for a minute (an apiserver still starting) is checked every
