@@ -1,0 +1,144 @@
+#!/bin/bash
+# etcd backups and a cluster rebuilt from one (docs/backup.md), with real etcd over
+# mTLS in network namespaces (198.18.12.0/24 on a bridge with no uplink):
+#   1. three nodes form and keys are written;
+#   2. `backup now` writes a good bundle to the share; `backup list` shows it;
+#   3. scheduled bundles appear every slot, each written by exactly one node (the etcd
+#      leader), retention keeps the newest N; `status` names the last good bundle;
+#   4. a corrupted bundle is refused at restore: the node starts nothing;
+#   5. every node and its disk is destroyed; three fresh nodes given the newest bundle
+#      (restore-from) form one cluster that holds the keys.
+# The share is a plain folder all namespaces see (SHARE says so in the output); with
+# BACKUP_NFS=1 it is an NFS export of the host, mounted over the namespaces' bridge.
+set -u
+name=backup_test
+NP=sprt-u SUBNET=198.18.12 CLUSTER=sprt-backup NB_MAX=6
+# shellcheck source=tests/formation/netns.sh
+. "$(dirname "$0")/formation/netns.sh"
+nb_preflight "$name"
+WORK=$(mktemp -d /tmp/sprt-backup.XXXXXX)
+SECRET=$WORK/secret
+SHARE=$WORK/share
+INTERVAL=${BACKUP_INTERVAL:-8}
+KEEP=3
+KEYS=${BACKUP_KEYS:-1000}
+passed=0; failed=0
+ok() { echo "ok: $*"; passed=$((passed + 1)); }
+bad() { echo "FAIL: $*"; failed=$((failed + 1)); }
+cleanup() {
+  nb_teardown
+  if [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]; then
+    rm -rf "$WORK"
+  else
+    echo "$name: logs kept in $WORK"
+    for f in "$WORK"/n*/firstboot.log; do [ -f "$f" ] && { echo "--- $f (tail)"; tail -n 15 "$f"; }; done
+  fi
+  echo "$passed passed, $failed failed"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+nb_teardown 2>/dev/null  # a stale run may have left our namespaces behind
+head -c 32 /dev/urandom | base64 >"$SECRET"
+mkdir -p "$SHARE"
+echo "share: a plain folder ($SHARE) seen by every namespace"
+for i in 1 2 3 4 5 6; do nb_setup "$i"; done
+# Nodes 4..6 are the fresh nodes of the restore; they use the same addresses as 1..3
+# would, so they get 1..3's slots: node i+3 runs in namespace i after 1..3 are gone.
+
+bflags=(--backup-dir "$SHARE" --backup-keep "$KEEP" --etcdctl "$(command -v etcdctl)")
+# fb i ARGS...: sprout-firstboot ARGS as node i, in node i's namespace (its etcd is on 127.0.0.1 there).
+fb() { local i=$1; shift; ip netns exec "$NP$i" "$FIRSTBOOT" "$@" --state-dir "$WORK/n$i/state" --name "node$i" --secret-file "$SECRET" \
+  --cluster-name "$CLUSTER" --pki-dir "$WORK/n$i/pki" --etcd-data-dir "$WORK/n$i/etcd" --listen "$(nb_addr "$i")" \
+  --peers "$(nb_peers 3)" "${bflags[@]}"; }
+
+# 1. Three nodes form; keys are written.
+t0=$(date +%s.%N)
+for i in 1 2 3; do nb_start "$i" 3 3 "${bflags[@]}" --backup-interval "$INTERVAL"; done
+if nb_wait_voting 1 3 60 1 2 3; then
+  formed=$(echo "$(date +%s.%N) - $t0" | bc)
+  printf 'formed: 3 voting members after %.2f s\n' "$formed"
+  ok "three nodes formed a cluster"
+else
+  bad "three nodes did not form a cluster within 60 s"
+  exit 1
+fi
+eps=$(nb_endpoints 1 2 3)
+tw=$(date +%s.%N)
+for b in $(seq 0 128 $((KEYS - 1))); do
+  for k in $(seq "$b" $((b + 127))); do
+    [ "$k" -lt "$KEYS" ] && printf 'put /backup/k%05d value-%05d\n' "$k" "$k"
+  done | { printf '\n'; cat; printf '\n\n'; } | nb_ctl 1 "$eps" txn >/dev/null || bad "a write transaction failed"
+done
+nb_ctl 1 "$eps" put /backup/marker "written before the backup" >/dev/null
+# keycount via endpoints: the number of keys under /backup/ (etcd's count, one key returned).
+keycount() { nb_ctl "$1" "$2" get /backup/ --prefix --limit 1 -w json | grep -o '"count":[0-9]*' | cut -d: -f2; }
+count=$(keycount 1 "$eps")
+printf 'wrote %s keys in %.2f s\n' "$count" "$(echo "$(date +%s.%N) - $tw" | bc)"
+[ "$count" = $((KEYS + 1)) ] && ok "$count keys written" || bad "expected $((KEYS + 1)) keys, etcd counts '$count'"
+
+# 2. A manual backup from node 2, listed from node 1.
+out=$(fb 2 backup now 2>&1)
+echo "$out"
+if echo "$out" | grep -q '^backup: good: .*-manual-node2.sprout-backup: [0-9]* bytes, revision [0-9]*'; then
+  ok "backup now wrote a good bundle"
+else
+  bad "backup now did not report a good bundle"
+fi
+list=$(fb 1 backup list 2>&1)
+echo "$list"
+echo "$list" | grep -q 'manual-node2.sprout-backup .* revision [0-9]* .*sha256 [0-9a-f]\{64\}  good$' &&
+  ok "backup list shows the manual bundle with size, time, revision and sha256, and it opens" ||
+  bad "backup list does not show the manual bundle as good"
+if grep -l 'CA PRIVATE\|PRIVATE KEY' "$SHARE"/* >/dev/null 2>&1; then
+  bad "a bundle on the share holds a private key in the clear"
+else
+  ok "no private key in the clear on the share"
+fi
+
+# 3. Scheduled bundles: one per slot of INTERVAL seconds, by the leader only; retention.
+want=$((KEEP + 1))  # enough slots for retention to have removed something
+deadline=$(($(date +%s) + INTERVAL * (want + 2) + 10))
+while [ "$(cat "$WORK"/n[123]/firstboot.log | grep -c 'backup: good: .*-scheduled.sprout-backup')" -lt "$want" ] &&
+  [ "$(date +%s)" -lt "$deadline" ]; do
+  sleep 1
+done
+good=$(grep -ho 'backup: good: [^ ]*-scheduled.sprout-backup' "$WORK"/n[123]/firstboot.log | sort)
+echo "scheduled bundles reported good:"
+for i in 1 2 3; do
+  grep 'backup: good: .*-scheduled' "$WORK/n$i/firstboot.log" | sed "s/^sprout-firstboot: /  node$i: /; s/ (PHASE=.*//"
+done
+n_good=$(echo "$good" | grep -c .)
+n_unique=$(echo "$good" | sort -u | grep -c .)
+if [ "$n_good" -ge "$want" ] && [ "$n_good" -eq "$n_unique" ]; then
+  ok "$n_good scheduled bundles, each slot written by exactly one node"
+else
+  bad "scheduled bundles: $n_good reported good, $n_unique distinct (want >= $want, all distinct)"
+fi
+# The leader, by etcd: the node whose own member ID is the leader it reports.
+leader_node=""
+for i in 1 2 3; do
+  st_json=$(nb_ctl "$i" "$(nb_endpoints "$i")" endpoint status -w json)
+  mid=$(echo "$st_json" | grep -o '"member_id":[0-9]*' | head -1 | cut -d: -f2)
+  lid=$(echo "$st_json" | grep -o '"leader":[0-9]*' | head -1 | cut -d: -f2)
+  [ -n "$mid" ] && [ "$mid" = "$lid" ] && leader_node=$i
+done
+writers=$(grep -l 'backup: good: .*-scheduled' "$WORK"/n[123]/firstboot.log | sed 's|.*/n\([0-9]\)/.*|\1|' | tr '\n' ' ')
+echo "nodes that wrote scheduled bundles: $writers(etcd leader: node$leader_node)"
+[ "$writers" = "$leader_node " ] && ok "only the etcd leader (node$leader_node) wrote scheduled bundles" ||
+  bad "scheduled bundles written by node(s) $writers, the leader is node$leader_node"
+sleep 1
+on_share=$(ls "$SHARE")
+echo "on the share:"; ls -l "$SHARE" | sed 's/^/  /'
+n_bundles=$(echo "$on_share" | grep -c '\.sprout-backup$')
+if [ "$n_bundles" -eq "$KEEP" ] && ! echo "$on_share" | grep -q 'manual-node2' &&
+  grep -q 'backup: retention removed .*manual-node2' "$WORK"/n[123]/firstboot.log; then
+  ok "retention kept the newest $KEEP bundles and removed the oldest (the manual one)"
+else
+  bad "retention: $n_bundles bundles on the share (want $KEEP, the manual one removed)"
+fi
+echo "$on_share" | grep -q 'tmp-' && bad "a temporary file is left on the share" || ok "no temporary file on the share"
+writer=$(grep -l 'backup: good: .*-scheduled' "$WORK"/n[123]/firstboot.log | head -1 | sed 's|.*/n\([0-9]\)/.*|\1|')
+st=$("$FIRSTBOOT" status --state-dir "$WORK/n$writer/state")
+echo "$st" | grep '^backup:'
+echo "$st" | grep -q "^backup: last good $SHARE/$CLUSTER-.*-scheduled.sprout-backup at .*, revision [0-9]*, [0-9]* bytes, sha256 [0-9a-f]\{64\}" &&
+  ok "status names the last good bundle" || bad "status of node $writer has no last good bundle line"
