@@ -14,6 +14,7 @@
 #include "formation/etcd.h"
 #include "formation/journal.h"
 #include "formation/node_state.h"
+#include "pki/pki.h"
 #include "util/fs.h"
 #include "util/sha256.h"
 
@@ -150,6 +151,61 @@ std::string BackupStatusLines(const std::filesystem::path& state_dir) {
   if (!r->last_error.empty())
     s << "backup: last attempt failed at " << Utc(r->last_error_at) << ": " << r->last_error << "\n";
   return s.str();
+}
+
+Result<formation::RestorePlan> PrepareRestore(const node::NodeSettings& settings, const BackupFlags& b) {
+  const auto& f = settings.formation;
+  auto text = ReadFile(b.restore_from);
+  if (!text) return Fail(text.error());
+  auto opened = backup::OpenBundle(*text, f.cluster_name, f.secret);
+  if (!opened) return Fail(b.restore_from + ": " + opened.error());
+  // Staged under the state dir, 0700: the snapshot holds every secret of the cluster.
+  auto stage = f.state_dir / "restore";
+  std::error_code ec;
+  std::filesystem::remove_all(stage, ec);
+  std::filesystem::create_directories(stage / "pki", ec);
+  std::filesystem::permissions(stage, std::filesystem::perms::owner_all, ec);
+  auto snapshot = stage / "snapshot.db";
+  if (auto s = WriteFileAtomic(snapshot, opened->contents.snapshot, std::filesystem::perms(0600)); !s)
+    return Fail(s.error());
+  for (const auto& [name, data] : opened->contents.files) {
+    if (name == "bootstrap-token") continue;
+    auto path = stage / "pki" / name;
+    std::filesystem::create_directories(path.parent_path(), ec);
+    if (auto s = WriteFileAtomic(path, data, std::filesystem::perms(0600)); !s) return Fail(s.error());
+  }
+  auto cas = pki::LoadCAs(stage / "pki");
+  if (!cas) return Fail(b.restore_from + ": the PKI in the bundle does not load: " + cas.error());
+  std::string token = opened->contents.files.at("bootstrap-token");
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.pop_back();
+  formation::RestorePlan plan;
+  plan.credentials = formation::Credentials{*cas, token, {}};
+  plan.token_suffix = "-r" + opened->header.snapshot_sha256.substr(0, 12);
+  plan.source = b.restore_from;
+  std::string etcdctl = b.etcdctl;
+  plan.make_data_dir = [etcdctl, snapshot](const formation::EtcdArgs& args) -> Status {
+    // Restored beside the data dir and renamed into place, so a crash half-way never
+    // leaves a data dir that looks like a member's.
+    std::filesystem::path target = args.data_dir;
+    std::filesystem::path temp = target;
+    temp += ".restoring";
+    std::error_code e;
+    std::filesystem::remove_all(temp, e);
+    backup::RestoreArgs r;
+    r.etcdctl = etcdctl;
+    r.snapshot = snapshot;
+    r.data_dir = temp;
+    r.name = args.name;
+    r.initial_cluster = args.initial_cluster;
+    r.token = args.initial_cluster_token;
+    r.peer_url = args.peer_url;
+    if (auto s = backup::RestoreSnapshot(r); !s) return s;
+    std::filesystem::permissions(temp, std::filesystem::perms::owner_all, e);
+    std::filesystem::rename(temp, target, e);
+    if (e) return Fail("cannot move the restored data to " + target.string() + ": " + e.message());
+    return SyncPath(target.parent_path());
+  };
+  return plan;
 }
 
 std::thread StartBackupScheduler(const node::NodeSettings& settings, const BackupFlags& b,

@@ -7,7 +7,9 @@
 #include <string>
 #include <thread>
 
+#include "formation/daemon.h"
 #include "node/settings.h"
+#include "util/result.h"
 
 namespace sprout::firstboot {
 
@@ -17,6 +19,7 @@ struct BackupFlags {
   int keep = 7;                     // retention: the newest good bundles kept
   long interval = 0;                // seconds between scheduled snapshots; 0: none
   std::string etcdctl = "etcdctl";  // for the test restore and the restore
+  std::string restore_from;         // run: a bundle a founding member forms from
 };
 
 // BackupNow takes one manual backup on this node; returns the exit code.
@@ -28,6 +31,11 @@ int BackupList(const node::NodeSettings& settings, const BackupFlags& b);
 
 // BackupStatusLines is what `status` says about backups (from <state>/backup.json).
 std::string BackupStatusLines(const std::filesystem::path& state_dir);
+
+// PrepareRestore opens the bundle b.restore_from with the node's secret and cluster
+// name (a corrupt or mismatched bundle is an error that says why), stages its snapshot
+// and PKI under <state>/restore (0700) and returns the daemon's plan.
+Result<formation::RestorePlan> PrepareRestore(const node::NodeSettings& settings, const BackupFlags& b);
 
 // StartBackupScheduler runs scheduled backups until *stop (nothing when b has no sink
 // or interval): every few seconds it asks the local etcd who leads and lets the leader

@@ -164,8 +164,10 @@ int Main(int argc, char** argv) {
       cxxopts::value<std::string>()->default_value(""))("backup-keep", "backups: how many good bundles retention keeps",
                                                         cxxopts::value<int>()->default_value("7"))(
       "backup-interval", "run: seconds between scheduled backups, taken by the etcd leader (0: none)",
-      cxxopts::value<long>()->default_value("0"))("etcdctl", "backups: the etcdctl used for the test restore",
-                                                  cxxopts::value<std::string>()->default_value("etcdctl"))(
+      cxxopts::value<long>()->default_value("0"))(
+      "restore-from", "run: a backup bundle; as a founding member with no etcd data, form the cluster from it",
+      cxxopts::value<std::string>()->default_value(""))("etcdctl", "backups: the etcdctl used for the test restore",
+                                                        cxxopts::value<std::string>()->default_value("etcdctl"))(
       "json", "status: print JSON")("h,help", "show this help");
   options.parse_positional({"command", "subcommand"});
   options.positional_help("[run|status|config|backup now|backup list]");
@@ -208,6 +210,7 @@ int Main(int argc, char** argv) {
   backup.keep = args["backup-keep"].as<int>();
   backup.interval = args["backup-interval"].as<long>();
   backup.etcdctl = args["etcdctl"].as<std::string>();
+  backup.restore_from = args["restore-from"].as<std::string>();
   if (command == "run") return sprout::firstboot::Run(s, backup);
   if (command == "status") return Status(s.state_dir, args.count("json") > 0);
   if (command == "config") return ShowConfig();

@@ -385,9 +385,24 @@ int Run(const node::RunFlags& flags, const BackupFlags& backup) {
   settings.formation.on_member = ControlPlane(flags, settings, in.record);
   // 6. On a kubelet node: keep the node's Kubernetes side in shape (label, pod network).
   std::thread agent = NodeAgent(settings, in.record);
-  // 7. On a control-plane node with a backup folder: scheduled backups, taken by the etcd leader.
+  // 7. Restore from a backup, when told to and this node has no etcd data yet: the bundle
+  // must open and check out before anything starts.
+  std::error_code ec;
+  if (!backup.restore_from.empty() && settings.role == "control-plane" &&
+      !std::filesystem::exists(settings.formation.etcd_data_dir / "member", ec)) {
+    auto plan = PrepareRestore(settings, backup);
+    if (!plan) {
+      g_stop = 1;
+      if (agent.joinable()) agent.join();
+      return Failed("restore-from " + backup.restore_from + " refused, starting nothing: " + plan.error(), 1);
+    }
+    Log(LOG_INFO, "restore",
+        "restore-from " + backup.restore_from + ": the bundle opened and checked out; a founding member forms from it");
+    settings.formation.restore = std::move(*plan);
+  }
+  // 8. On a control-plane node with a backup folder: scheduled backups, taken by the etcd leader.
   std::thread backups = StartBackupScheduler(settings, backup, &g_stop);
-  // 8. Form or join, then report until stopped.
+  // 9. Form or join, then report until stopped.
   const int code = FormOrJoin(settings, *state);
   g_stop = 1;
   if (agent.joinable()) agent.join();
