@@ -143,6 +143,37 @@ echo "$st" | grep '^backup:'
 echo "$st" | grep -q "^backup: last good $SHARE/$CLUSTER-.*-scheduled.sprout-backup at .*, revision [0-9]*, [0-9]* bytes, sha256 [0-9a-f]\{64\}" &&
   ok "status names the last good bundle" || bad "status of node $writer has no last good bundle line"
 
+# 3b. The share goes away (its folder is moved off, as an unmounted share looks): the
+# leader's attempts fail, are reported in the journal and in status, nothing partial is
+# listed; once the share is back, the next slot's bundle is good.
+mv "$SHARE" "$SHARE.away"
+t_away=$(date +%s)
+deadline=$((t_away + INTERVAL * 3 + 10))
+while ! grep -q 'backup: scheduled snapshot failed' "$WORK/n$leader_node/firstboot.log" && [ "$(date +%s)" -lt "$deadline" ]; do
+  sleep 1
+done
+grep -h 'backup: scheduled snapshot failed' "$WORK/n$leader_node/firstboot.log" | head -1 | sed 's/ (PHASE=.*//'
+st=$("$FIRSTBOOT" status --state-dir "$WORK/n$leader_node/state")
+echo "$st" | grep '^backup: last attempt failed'
+echo "$st" | grep -q '^backup: last attempt failed at .*cannot write to the sink' &&
+  ok "an unreachable share is reported in the journal and in status" || bad "no failure reported while the share was away"
+mkdir -p "$SHARE.away.check" && rmdir "$SHARE.away.check"
+mv "$SHARE.away" "$SHARE"
+before=$(grep -c 'backup: good: .*-scheduled' "$WORK/n$leader_node/firstboot.log")
+deadline=$(($(date +%s) + INTERVAL * 2 + 35))
+while [ "$(grep -c 'backup: good: .*-scheduled' "$WORK/n$leader_node/firstboot.log")" -le "$before" ] &&
+  [ "$(date +%s)" -lt "$deadline" ]; do
+  sleep 1
+done
+list=$(fb 1 backup list 2>&1)
+echo "$list"
+if [ "$(grep -c 'backup: good: .*-scheduled' "$WORK/n$leader_node/firstboot.log")" -gt "$before" ] &&
+  ! ls -a "$SHARE" | grep -q 'tmp-' && ! echo "$list" | grep -q 'BAD'; then
+  ok "after the share came back the next bundle is good, and nothing partial is listed"
+else
+  bad "no good bundle after the share came back, or a partial one is listed"
+fi
+
 # 4. A corrupted bundle is refused at restore, and the node starts nothing.
 newest=$(ls "$SHARE"/*.sprout-backup | sort | tail -1)
 cp "$newest" "$WORK/corrupt.sprout-backup"
