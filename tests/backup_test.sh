@@ -228,3 +228,30 @@ fi
 nb_ctl 1 "$eps" put /backup/after "written after the restore" >/dev/null &&
   [ "$(nb_ctl 3 "$eps" get /backup/after --print-value-only)" = "written after the restore" ] &&
   ok "the restored cluster takes writes" || bad "the restored cluster does not take a write"
+
+# 6. Never a mix: the founding members are given the bundle except node 3, which starts
+# empty. Its etcd uses the founding's plain token, so another cluster ID: the restored
+# members refuse it, and it never holds or serves data of its own as part of theirs.
+for i in 1 2 3; do nb_kill "$i"; done
+rm -rf "$WORK/n1" "$WORK/n2" "$WORK/n3"
+for i in 1 2; do mkdir -p "$WORK/n$i"; nb_start "$i" 3 3 --restore-from "$newest" --etcdctl "$(command -v etcdctl)"; done
+mkdir -p "$WORK/n3"
+nb_start 3 3 3
+eps12=$(nb_endpoints 1 2)
+deadline=$(($(date +%s) + 60))
+until [ "$(nb_ctl 1 "$eps12" endpoint health 2>&1 | grep -c 'is healthy')" -eq 2 ] || [ "$(date +%s)" -ge "$deadline" ]; do
+  sleep 0.5
+done
+sleep 3
+nb_ctl 1 "$eps12" member list -w table
+count=$(keycount 1 "$eps12")
+id3=$(nb_ctl 3 "$(nb_endpoints 3)" endpoint status -w json 2>/dev/null | grep -o '"cluster_id":[0-9]*' | cut -d: -f2)
+id1=$(nb_ctl 1 "$(nb_endpoints 1)" endpoint status -w json 2>/dev/null | grep -o '"cluster_id":[0-9]*' | cut -d: -f2)
+started3=$(nb_ctl 1 "$eps12" member list | grep -c ', started, node3,')
+echo "restored members' cluster ID $id1 holding $count keys; empty node 3: cluster ID '${id3:-none answered}', started in theirs: $started3"
+grep -ho 'request cluster ID mismatch[^"]*\|cluster ID mismatch' "$WORK"/n[12]/etcd.log "$WORK"/n[12]/state/etcd.log 2>/dev/null | sort | uniq -c | head -3
+if [ "$count" = $((KEYS + 1)) ] && [ "$started3" -eq 0 ] && [ "$id3" != "$id1" ]; then
+  ok "a founding member that started empty stays out of the restored cluster (no mix)"
+else
+  bad "mix check: count '$count', node 3 started in the restored cluster: $started3, IDs '$id1' / '$id3'"
+fi
