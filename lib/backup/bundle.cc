@@ -29,7 +29,7 @@ constexpr std::uint8_t kVersion = 1;
 // join key made from the same secret, and a v2 format gets new keys.
 constexpr std::string_view kHkdfLabel = "sprout backup v1";
 constexpr std::size_t kTagSize = 16;
-constexpr std::size_t kMaxHeader = 64 * 1024;
+constexpr std::size_t kMaxHeader = std::size_t{64} * 1024;
 constexpr std::size_t kPrefix = 4 + 1 + 4;  // magic, version, header length
 
 using Key = std::array<std::uint8_t, 32>;

@@ -65,7 +65,7 @@ TEST_CASE("a listing shows this cluster's bundles newest first, and never a temp
 
 TEST_CASE("retention keeps the newest N good bundles of this cluster and removes the rest", "[backup]") {
   std::vector<SinkFile> files;
-  for (int i = 1; i <= 5; ++i) files.push_back(Good(Scheduled("c", i * 60)));
+  for (int i = 1; i <= 5; ++i) files.push_back(Good(Scheduled("c", std::int64_t{i} * 60)));
   files.push_back(Good(Scheduled("other", 10)));
   files.push_back(Bad(Scheduled("c", 150)));
   auto r = Prune(files, "c", 3, 1000);
