@@ -77,6 +77,7 @@ int Status(const std::filesystem::path& state_dir, bool json) {
     std::cout << "cluster: " << state->cluster_token << ", founder " << state->founder
               << "\nfounding members: " << join(state->members) << " (etcd member list: the full membership)\n";
   }
+  std::cout << sprout::firstboot::BackupStatusLines(state_dir);
   if (!kube.is_discarded() && kube.is_object()) {
     std::cout << "kubernetes:\n  apiserver: " << kube.value("apiserver", "?")
               << "\n  node: " << kube.value("node", "?");
@@ -90,6 +91,25 @@ int Status(const std::filesystem::path& state_dir, bool json) {
   return 0;
 }
 
+// Backup runs `backup now` or `backup list` with the node's resolved settings.
+int Backup(const sprout::node::RunFlags& flags, const sprout::firstboot::BackupFlags& backup, const std::string& sub) {
+  if (sub != "now" && sub != "list") {
+    std::cerr << "sprout-firstboot: backup needs 'now' or 'list' (got '" << sub << "')\n";
+    return 2;
+  }
+  auto resolved = sprout::firstboot::ResolveQuietly(flags);
+  if (!resolved.ok()) {
+    for (const auto& e : resolved.errors) std::cerr << "sprout-firstboot: " << sprout::node::Describe(e) << "\n";
+    return 2;
+  }
+  if (sub == "list") return sprout::firstboot::BackupList(resolved.settings, backup);
+  if (!resolved.settings.idle_reason.empty()) {
+    std::cerr << "sprout-firstboot: backup: this node is not configured: " << resolved.settings.idle_reason << "\n";
+    return 1;
+  }
+  return sprout::firstboot::BackupNow(resolved.settings, backup);
+}
+
 }  // namespace
 
 namespace {
@@ -99,7 +119,8 @@ int Main(int argc, char** argv) {
                            "Runs on every sprout node at boot: discovers peers and forms or joins the cluster.\n");
   options.add_options()("state-dir", "where the node keeps its state",
                         cxxopts::value<std::string>()->default_value("/var/lib/sprout"))(
-      "command", "run | status", cxxopts::value<std::string>()->default_value("run"))(
+      "command", "run | status | config | backup", cxxopts::value<std::string>()->default_value("run"))(
+      "subcommand", "backup: now | list", cxxopts::value<std::string>()->default_value(""))(
       "name", "node name (default: configured hostname, else the host name)", cxxopts::value<std::string>())(
       "listen", "this node's IPv4 address (default: sprout.address)", cxxopts::value<std::string>())(
       "peers",
@@ -138,9 +159,18 @@ int Main(int argc, char** argv) {
       cxxopts::value<std::string>()->default_value("/etc/kubernetes/manifests"))(
       "apply-system",
       "run: apply the node config to this host (hostname, static address, SSH key); the systemd unit "
-      "passes it, tests leave the host alone")("json", "status: print JSON")("h,help", "show this help");
-  options.parse_positional({"command"});
-  options.positional_help("[run|status|config]");
+      "passes it, tests leave the host alone")(
+      "backup-dir", "backups: the folder bundles go to (the state partition, or a mounted NFS share)",
+      cxxopts::value<std::string>()->default_value(""))("backup-keep", "backups: how many good bundles retention keeps",
+                                                        cxxopts::value<int>()->default_value("7"))(
+      "backup-interval", "run: seconds between scheduled backups, taken by the etcd leader (0: none)",
+      cxxopts::value<long>()->default_value("0"))(
+      "restore-from", "run: a backup bundle; as a founding member with no etcd data, form the cluster from it",
+      cxxopts::value<std::string>()->default_value(""))("etcdctl", "backups: the etcdctl used for the test restore",
+                                                        cxxopts::value<std::string>()->default_value("etcdctl"))(
+      "json", "status: print JSON")("h,help", "show this help");
+  options.parse_positional({"command", "subcommand"});
+  options.positional_help("[run|status|config|backup now|backup list]");
   cxxopts::ParseResult args;
   try {
     args = options.parse(argc, argv);
@@ -175,10 +205,17 @@ int Main(int argc, char** argv) {
   s.templates_dir = args["templates"].as<std::string>();
   s.manifests_dir = args["manifests-dir"].as<std::string>();
   s.apply_system = args.count("apply-system") > 0;
-  if (command == "run") return sprout::firstboot::Run(s);
+  sprout::firstboot::BackupFlags backup;
+  backup.sink = args["backup-dir"].as<std::string>();
+  backup.keep = args["backup-keep"].as<int>();
+  backup.interval = args["backup-interval"].as<long>();
+  backup.etcdctl = args["etcdctl"].as<std::string>();
+  backup.restore_from = args["restore-from"].as<std::string>();
+  if (command == "run") return sprout::firstboot::Run(s, backup);
   if (command == "status") return Status(s.state_dir, args.count("json") > 0);
   if (command == "config") return ShowConfig();
-  std::cerr << "sprout-firstboot: unknown command '" << command << "'; use 'run' or 'status'\n";
+  if (command == "backup") return Backup(s, backup, args["subcommand"].as<std::string>());
+  std::cerr << "sprout-firstboot: unknown command '" << command << "'; use run, status, config or backup\n";
   return 2;
 }
 

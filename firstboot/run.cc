@@ -80,17 +80,21 @@ Result<NodeState> LoadState(const std::filesystem::path& state_dir) {
 
 // ReadInputs reads the node config sources (a broken source is skipped), the image's
 // cluster record, the secret file and the host name.
-Inputs ReadInputs(const node::RunFlags& flags) {
+Inputs ReadInputs(const node::RunFlags& flags, bool log = true) {
   Inputs in;
   auto loaded = LoadNodeConfig();
-  for (const auto& problem : loaded.problems) Log(LOG_WARNING, "config", "ignoring a bad config source: " + problem);
-  for (const auto& [key, origin] : loaded.config.origin) Log(LOG_INFO, "config", key + " set by the " + origin);
+  for (const auto& problem : loaded.problems) {
+    if (log) Log(LOG_WARNING, "config", "ignoring a bad config source: " + problem);
+  }
+  for (const auto& [key, origin] : loaded.config.origin) {
+    if (log) Log(LOG_INFO, "config", key + " set by the " + origin);
+  }
   in.config = loaded.config;
   if (auto text = ReadFile(flags.cluster_file)) {
     if (auto r = ParseClusterRecord(*text)) {
       in.record = *r;
     } else {
-      Log(LOG_WARNING, "config", flags.cluster_file.string() + ": " + r.error());
+      if (log) Log(LOG_WARNING, "config", flags.cluster_file.string() + ": " + r.error());
     }
   }
   if (!flags.secret_file.empty()) {
@@ -355,7 +359,12 @@ int FormOrJoin(const node::NodeSettings& settings, const NodeState& state) {
 
 }  // namespace
 
-int Run(const node::RunFlags& flags) {
+node::Resolved ResolveQuietly(const node::RunFlags& flags) {
+  const Inputs in = ReadInputs(flags, false);
+  return node::ResolveSettings(flags, in.config, in.record, in.facts);
+}
+
+int Run(const node::RunFlags& flags, const BackupFlags& backup) {
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
   // 1. Load state: what this node remembers; this start is one more boot.
@@ -376,10 +385,28 @@ int Run(const node::RunFlags& flags) {
   settings.formation.on_member = ControlPlane(flags, settings, in.record);
   // 6. On a kubelet node: keep the node's Kubernetes side in shape (label, pod network).
   std::thread agent = NodeAgent(settings, in.record);
-  // 7. Form or join, then report until stopped.
+  // 7. Restore from a backup, when told to and this node has no etcd data yet: the bundle
+  // must open and check out before anything starts.
+  std::error_code ec;
+  if (!backup.restore_from.empty() && settings.role == "control-plane" &&
+      !std::filesystem::exists(settings.formation.etcd_data_dir / "member", ec)) {
+    auto plan = PrepareRestore(settings, backup);
+    if (!plan) {
+      g_stop = 1;
+      if (agent.joinable()) agent.join();
+      return Failed("restore-from " + backup.restore_from + " refused, starting nothing: " + plan.error(), 1);
+    }
+    Log(LOG_INFO, "restore",
+        "restore-from " + backup.restore_from + ": the bundle opened and checked out; a founding member forms from it");
+    settings.formation.restore = std::move(*plan);
+  }
+  // 8. On a control-plane node with a backup folder: scheduled backups, taken by the etcd leader.
+  std::thread backups = StartBackupScheduler(settings, backup, &g_stop);
+  // 9. Form or join, then report until stopped.
   const int code = FormOrJoin(settings, *state);
   g_stop = 1;
   if (agent.joinable()) agent.join();
+  if (backups.joinable()) backups.join();
   return code;
 }
 

@@ -1,6 +1,7 @@
 // `sprout-firstboot run`: the node's life at every boot, as a short list of steps.
 #pragma once
 
+#include "firstboot/backup.h"
 #include "node/settings.h"
 
 namespace sprout::firstboot {
@@ -8,6 +9,11 @@ namespace sprout::firstboot {
 // Run loads the node's state, resolves its settings, applies the node config (with
 // --apply-system), picks the pod host and forms or joins the cluster, reporting until
 // SIGTERM. Returns the process exit code.
-int Run(const node::RunFlags& flags);
+// With a backup folder and interval in backup, the node also takes scheduled backups.
+int Run(const node::RunFlags& flags, const BackupFlags& backup = {});
+
+// ResolveQuietly resolves the settings as Run does (flags, node config, cluster record),
+// without logging, for the commands that act on a configured node (backup).
+node::Resolved ResolveQuietly(const node::RunFlags& flags);
 
 }  // namespace sprout::firstboot

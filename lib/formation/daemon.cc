@@ -153,6 +153,8 @@ class Loop {
   // member holds it; the CAs stay.
   void Found(const StartEtcdNew& s) {
     EtcdArgs args = EtcdNewArgs(etcd_config_, s);
+    std::error_code ec;
+    if (o_.restore && !std::filesystem::exists(o_.etcd_data_dir / "member", ec)) return Restore(s, args);
     auto files = CredentialFiles(o_);
     auto local = LoadLocalCredentials(files, s.founding);
     auto cas = pki::LoadCAs(files.pki_dir);
@@ -216,6 +218,37 @@ class Loop {
     Journal(LOG_INFO, "founder: made the etcd, Kubernetes and front-proxy CAs under " + o_.pki_dir.string(),
             {{"PHASE", "founding"}});
     Serve(*made, args);
+  }
+
+  // Restore starts a founding member from the backup of o_.restore: the bundle's PKI
+  // (the same on every restoring member, so nothing is fetched), its etcd data made from
+  // the snapshot with this founding's initial cluster and a token of the restore. A
+  // failure starts nothing and says why (STATUS=error); a restart tries again.
+  void Restore(const StartEtcdNew& s, EtcdArgs args) {
+    const RestorePlan& r = *o_.restore;
+    args.initial_cluster_token = s.founding.token + r.token_suffix;
+    Credentials c = r.credentials;
+    c.api_endpoints = ApiEndpoints(s.founding);
+    auto fail = [&](const std::string& why) {
+      std::string message = "restore from " + r.source + " failed, etcd not started: " + why;
+      Journal(LOG_ERR, message, {{"PHASE", "error"}, {"RESTORE_FROM", r.source}});
+      sd_notifyf(0, "STATUS=error: %s", message.c_str());
+    };
+    auto files = CredentialFiles(o_);
+    if (auto st = InstallCredentials(files, c); !st) return fail(st.error());
+    if (s.founding.founder == o_.name) {
+      if (auto st = WriteFileAtomic(files.founded, s.founding.token + "\n"); !st) return fail(st.error());
+    }
+    // A data dir left empty by an earlier try is removed; one with data is never touched
+    // (Found only comes here without etcd's member folder).
+    std::error_code ec;
+    std::filesystem::remove(o_.etcd_data_dir, ec);
+    if (auto st = r.make_data_dir(args); !st) return fail(st.error());
+    Journal(LOG_INFO,
+            "restored etcd from " + r.source + " as founding member of " + args.initial_cluster_token + " (" +
+                args.initial_cluster + ")",
+            {{"PHASE", "founding"}, {"RESTORE_FROM", r.source}, {"CLUSTER_TOKEN", args.initial_cluster_token}});
+    Serve(c, args);
   }
 
   // Serve installs credentials, starts etcd with args and the join endpoint.

@@ -34,6 +34,19 @@ struct MemberInfo {
   Credentials credentials;  // the cluster's CAs, bootstrap token and API endpoints
 };
 
+// RestorePlan makes a founding member form from a backup instead of from nothing
+// (docs/backup.md, "Restore as formation"): it installs the bundle's PKI instead of
+// making or fetching one, and make_data_dir fills its empty etcd data dir from the
+// snapshot with the founding's initial cluster. The token suffix keeps a member that
+// started empty out of the restored cluster (another token, another cluster ID).
+struct RestorePlan {
+  Credentials credentials;   // the bundle's CAs, service-account key and bootstrap token
+  std::string token_suffix;  // appended to the founding's token ("-r" + snapshot digest)
+  std::string source;        // the bundle, for the log
+  // make_data_dir restores the snapshot into args.data_dir (which does not exist yet).
+  std::function<Status(const EtcdArgs& args)> make_data_dir;
+};
+
 // DaemonOptions is everything `sprout-firstboot run` resolved from flags and node config.
 struct DaemonOptions {
   std::filesystem::path state_dir;      // formation.state, state.json and etcd.log live here
@@ -57,6 +70,8 @@ struct DaemonOptions {
   // is a voting etcd member: a founding member once its etcd is started, a learner once
   // promoted. It must return soon (the loop waits for it).
   std::function<void(const MemberInfo&)> on_member;
+  // restore, when set: a founding member with no etcd data forms from a backup.
+  std::optional<RestorePlan> restore;
 };
 
 // Journal and Field are declared in journal.h, StatusLine in status.h.

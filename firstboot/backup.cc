@@ -1,0 +1,261 @@
+#include "firstboot/backup.h"
+
+#include <algorithm>
+#include <chrono>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "backup/bundle.h"
+#include "backup/catalog.h"
+#include "backup/schedule.h"
+#include "backup/snapshot.h"
+#include "backup/take.h"
+#include "formation/etcd.h"
+#include "formation/journal.h"
+#include "formation/node_state.h"
+#include "pki/pki.h"
+#include "util/fs.h"
+#include "util/sha256.h"
+
+namespace sprout::firstboot {
+
+namespace {
+
+std::int64_t NowSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+const char* kLocalClient = "https://127.0.0.1:2379";
+
+// Options fills what one backup needs from the node's settings; the identity comes
+// from the running cluster (its member list) and the node's state (the token).
+Result<backup::BackupOptions> Options(const node::NodeSettings& settings, const BackupFlags& b) {
+  const auto& f = settings.formation;
+  if (b.sink.empty()) return Fail("no backup folder: give --backup-dir (a local folder or a mounted share)");
+  if (settings.role != "control-plane") return Fail("only control-plane nodes hold etcd and the PKI to back up");
+  backup::BackupOptions o;
+  o.cluster = f.cluster_name;
+  o.secret = f.secret;
+  o.node = f.name;
+  o.sink = b.sink;
+  o.pki_dir = f.pki_dir;
+  o.bootstrap_token = f.state_dir / "bootstrap-token";
+  o.scratch = f.state_dir / "backup-scratch";
+  o.etcdctl = b.etcdctl;
+  o.client_url = kLocalClient;
+  o.tls = formation::ClientTlsFor(f.pki_dir.string());
+  o.keep = b.keep;
+  o.now = NowSeconds;
+  auto state = LoadNodeState(f.state_dir);
+  if (!state) return Fail(state.error());
+  o.identity.cluster = f.cluster_name;
+  o.identity.token = state->cluster_token;
+  formation::EtcdApi api(o.client_url, o.tls);
+  auto members = api.ListMembers();
+  if (!members) return Fail("this node's etcd does not answer: " + members.error());
+  for (const auto& m : *members) {
+    for (const auto& u : m.peer_urls) o.identity.members.push_back(m.name + "=" + u);
+  }
+  std::sort(o.identity.members.begin(), o.identity.members.end());
+  return o;
+}
+
+std::string Utc(std::int64_t t) {
+  std::time_t tt = static_cast<std::time_t>(t);
+  std::tm tm{};
+  ::gmtime_r(&tt, &tm);
+  std::ostringstream s;
+  s << std::put_time(&tm, "%Y-%m-%d %H:%M:%SZ");
+  return s.str();
+}
+
+std::string Describe(const backup::BackupResult& r, const std::string& sink) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(2) << sink << "/" << r.file << ": " << r.size << " bytes, revision "
+    << r.header.revision << ", " << r.header.keys << " keys, snapshot " << r.header.snapshot_size << " bytes, sha256 "
+    << r.sha256 << ", " << r.seconds << " s";
+  return s.str();
+}
+
+}  // namespace
+
+int BackupNow(const node::NodeSettings& settings, const BackupFlags& b) {
+  auto o = Options(settings, b);
+  if (!o) {
+    std::cerr << "sprout-firstboot: backup: " << o.error() << "\n";
+    return 1;
+  }
+  o->kind = "manual";
+  o->time = NowSeconds();
+  auto r = backup::TakeBackup(*o);
+  if (!r) {
+    backup::NoteFailure(settings.formation.state_dir, r.error(), NowSeconds());
+    std::cerr << "sprout-firstboot: backup failed, nothing was listed as good: " << r.error() << "\n";
+    return 1;
+  }
+  backup::NoteGood(settings.formation.state_dir, b.sink, *r, NowSeconds());
+  std::cout << "backup: good: " << Describe(*r, b.sink) << "\n";
+  for (const auto& p : r->pruned) std::cout << "backup: retention removed " << p << "\n";
+  if (!r->held.empty()) std::cout << "backup: retention held: " << r->held << "\n";
+  return 0;
+}
+
+int BackupList(const node::NodeSettings& settings, const BackupFlags& b) {
+  if (b.sink.empty()) {
+    std::cerr << "sprout-firstboot: backup list: give --backup-dir\n";
+    return 2;
+  }
+  auto files = backup::ScanSink(b.sink);
+  if (!files) {
+    std::cerr << "sprout-firstboot: backup list: " << files.error() << "\n";
+    return 1;
+  }
+  const auto& f = settings.formation;
+  auto listed = backup::ListBundles(*files, f.cluster_name);
+  std::cout << "bundles of " << f.cluster_name << " in " << b.sink << " (newest first): " << listed.size() << "\n";
+  for (const auto& l : listed) {
+    auto path = std::filesystem::path(b.sink) / l.file.file;
+    std::string check;
+    std::string sha = "-";
+    std::uint64_t revision = 0;
+    if (auto text = ReadFile(path)) {
+      sha = Sha256Hex(*text);
+      if (f.secret.empty()) {
+        check = l.file.header_ok ? "header ok (no secret to open it)" : "BAD: " + l.file.problem;
+      } else if (auto opened = backup::OpenBundle(*text, f.cluster_name, f.secret)) {
+        check = "good";
+        revision = opened->header.revision;
+      } else {
+        check = "BAD: " + opened.error();
+      }
+    } else {
+      check = "BAD: " + text.error();
+    }
+    std::cout << l.file.file << "  " << l.file.size << " bytes  " << Utc(l.name.time) << "  revision "
+              << (revision ? std::to_string(revision) : std::string("?")) << "  sha256 " << sha << "  " << check
+              << "\n";
+  }
+  return 0;
+}
+
+std::string BackupStatusLines(const std::filesystem::path& state_dir) {
+  auto r = backup::LoadBackupRecord(state_dir);
+  if (!r) return "backup: " + r.error() + "\n";
+  std::ostringstream s;
+  if (!r->last_good_file.empty()) {
+    s << std::fixed << std::setprecision(2) << "backup: last good " << r->last_good_file << " at "
+      << Utc(r->last_good_at) << ", revision " << r->last_good_revision << ", " << r->last_good_size
+      << " bytes, sha256 " << r->last_good_sha256 << ", took " << r->last_good_seconds << " s\n";
+  }
+  if (!r->last_error.empty())
+    s << "backup: last attempt failed at " << Utc(r->last_error_at) << ": " << r->last_error << "\n";
+  return s.str();
+}
+
+Result<formation::RestorePlan> PrepareRestore(const node::NodeSettings& settings, const BackupFlags& b) {
+  const auto& f = settings.formation;
+  auto text = ReadFile(b.restore_from);
+  if (!text) return Fail(text.error());
+  auto opened = backup::OpenBundle(*text, f.cluster_name, f.secret);
+  if (!opened) return Fail(b.restore_from + ": " + opened.error());
+  // Staged under the state dir, 0700: the snapshot holds every secret of the cluster.
+  auto stage = f.state_dir / "restore";
+  std::error_code ec;
+  std::filesystem::remove_all(stage, ec);
+  std::filesystem::create_directories(stage / "pki", ec);
+  std::filesystem::permissions(stage, std::filesystem::perms::owner_all, ec);
+  auto snapshot = stage / "snapshot.db";
+  if (auto s = WriteFileAtomic(snapshot, opened->contents.snapshot, std::filesystem::perms(0600)); !s)
+    return Fail(s.error());
+  for (const auto& [name, data] : opened->contents.files) {
+    if (name == "bootstrap-token") continue;
+    auto path = stage / "pki" / name;
+    std::filesystem::create_directories(path.parent_path(), ec);
+    if (auto s = WriteFileAtomic(path, data, std::filesystem::perms(0600)); !s) return Fail(s.error());
+  }
+  auto cas = pki::LoadCAs(stage / "pki");
+  if (!cas) return Fail(b.restore_from + ": the PKI in the bundle does not load: " + cas.error());
+  std::string token = opened->contents.files.at("bootstrap-token");
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.pop_back();
+  formation::RestorePlan plan;
+  plan.credentials = formation::Credentials{*cas, token, {}};
+  plan.token_suffix = "-r" + opened->header.snapshot_sha256.substr(0, 12);
+  plan.source = b.restore_from;
+  std::string etcdctl = b.etcdctl;
+  plan.make_data_dir = [etcdctl, snapshot](const formation::EtcdArgs& args) -> Status {
+    // Restored beside the data dir and renamed into place, so a crash half-way never
+    // leaves a data dir that looks like a member's.
+    std::filesystem::path target = args.data_dir;
+    std::filesystem::path temp = target;
+    temp += ".restoring";
+    std::error_code e;
+    std::filesystem::remove_all(temp, e);
+    backup::RestoreArgs r;
+    r.etcdctl = etcdctl;
+    r.snapshot = snapshot;
+    r.data_dir = temp;
+    r.name = args.name;
+    r.initial_cluster = args.initial_cluster;
+    r.token = args.initial_cluster_token;
+    r.peer_url = args.peer_url;
+    if (auto s = backup::RestoreSnapshot(r); !s) return s;
+    std::filesystem::permissions(temp, std::filesystem::perms::owner_all, e);
+    std::filesystem::rename(temp, target, e);
+    if (e) return Fail("cannot move the restored data to " + target.string() + ": " + e.message());
+    return SyncPath(target.parent_path());
+  };
+  return plan;
+}
+
+std::thread StartBackupScheduler(const node::NodeSettings& settings, const BackupFlags& b,
+                                 const volatile std::sig_atomic_t* stop) {
+  if (b.sink.empty() || b.interval <= 0 || settings.role != "control-plane") return {};
+  return std::thread([settings, b, stop] {
+    using formation::Journal;
+    const auto& f = settings.formation;
+    auto tls = formation::ClientTlsFor(f.pki_dir.string());
+    backup::ScheduleInput in;
+    in.interval = b.interval;
+    while (*stop == 0) {
+      in.now = NowSeconds();
+      auto status = backup::GetEtcdStatus(kLocalClient, tls);
+      in.etcd_answered = status.ok();
+      in.leader = status && status->leads();
+      std::int64_t slot = backup::SlotOf(in.now, in.interval);
+      std::error_code ec;
+      in.slot_written = std::filesystem::exists(
+          std::filesystem::path(b.sink) / backup::NameFor({f.cluster_name, slot, "scheduled", ""}), ec);
+      auto d = backup::Decide(in);
+      if (d.take) {
+        auto o = Options(settings, b);
+        Result<backup::BackupResult> r = Fail(o ? std::string() : o.error());
+        if (o) {
+          o->kind = "scheduled";
+          o->time = d.slot;
+          r = backup::TakeBackup(*o);
+        }
+        if (!r) {
+          in.failed_slot = d.slot;
+          in.failed_at = NowSeconds();
+          backup::NoteFailure(f.state_dir, r.error(), in.failed_at);
+          Journal(
+              LOG_WARNING,
+              "backup: scheduled snapshot failed, retrying in " + std::to_string(in.retry_after) + " s: " + r.error(),
+              {{"PHASE", "backup"}, {"BACKUP_ERROR", r.error()}});
+        } else if (r->existed) {
+          Journal(LOG_INFO, "backup: another node wrote " + r->file + " first; nothing written", {{"PHASE", "backup"}});
+        } else {
+          backup::NoteGood(f.state_dir, b.sink, *r, NowSeconds());
+          Journal(LOG_INFO, "backup: good: " + Describe(*r, b.sink),
+                  {{"PHASE", "backup"}, {"BACKUP_FILE", r->file}, {"BACKUP_SHA256", r->sha256}});
+          for (const auto& p : r->pruned) Journal(LOG_INFO, "backup: retention removed " + p, {{"PHASE", "backup"}});
+          if (!r->held.empty()) Journal(LOG_WARNING, "backup: retention held: " + r->held, {{"PHASE", "backup"}});
+        }
+      }
+      for (int i = 0; i < 20 && *stop == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+}
+
+}  // namespace sprout::firstboot

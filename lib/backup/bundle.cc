@@ -1,0 +1,357 @@
+#include "backup/bundle.h"
+
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/kdf.h>
+#include <openssl/params.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "util/sha256.h"
+#include "util/text.h"
+
+namespace sprout::backup {
+
+const std::vector<std::string> kRequiredFiles = {
+    "ca.crt", "ca.key", "etcd/ca.crt",     "etcd/ca.key", "front-proxy-ca.crt", "front-proxy-ca.key",
+    "sa.key", "sa.pub", "bootstrap-token",
+};
+
+namespace {
+
+constexpr std::string_view kMagic = "SPRB";
+constexpr std::uint8_t kVersion = 1;
+// The salt names the purpose and version, so this key never equals a formation or
+// join key made from the same secret, and a v2 format gets new keys.
+constexpr std::string_view kHkdfLabel = "sprout backup v1";
+constexpr std::size_t kTagSize = 16;
+constexpr std::size_t kMaxHeader = std::size_t{64} * 1024;
+constexpr std::size_t kPrefix = 4 + 1 + 4;  // magic, version, header length
+
+using Key = std::array<std::uint8_t, 32>;
+
+Result<Key> BundleKey(std::string_view secret, std::string_view cluster, const Salt& salt) {
+  if (secret.empty()) return Fail("the cluster secret is empty");
+  std::unique_ptr<EVP_KDF, decltype(&EVP_KDF_free)> kdf(EVP_KDF_fetch(nullptr, "HKDF", nullptr), EVP_KDF_free);
+  if (!kdf) return Fail("OpenSSL has no HKDF implementation");
+  std::unique_ptr<EVP_KDF_CTX, decltype(&EVP_KDF_CTX_free)> ctx(EVP_KDF_CTX_new(kdf.get()), EVP_KDF_CTX_free);
+  if (!ctx) return Fail("cannot create an HKDF context");
+  // OSSL_PARAM wants non-const pointers although it only reads these buffers.
+  std::string digest = "SHA256";
+  std::string key(secret);
+  std::string salt_bytes(kHkdfLabel);
+  salt_bytes.append(reinterpret_cast<const char*>(salt.data()), salt.size());
+  std::string info = "backup:" + std::string(cluster);
+  OSSL_PARAM params[] = {
+      OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, digest.data(), 0),
+      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, key.data(), key.size()),
+      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, salt_bytes.data(), salt_bytes.size()),
+      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, info.data(), info.size()),
+      OSSL_PARAM_construct_end(),
+  };
+  Key out{};
+  int rc = EVP_KDF_derive(ctx.get(), out.data(), out.size(), params);
+  OPENSSL_cleanse(key.data(), key.size());
+  if (rc != 1) return Fail("HKDF-SHA256 key derivation failed");
+  return out;
+}
+
+using CipherCtx = std::unique_ptr<EVP_CIPHER_CTX, decltype(&EVP_CIPHER_CTX_free)>;
+
+// Gcm runs AES-256-GCM one way. Encrypting appends the tag; decrypting checks it and
+// returns nothing but an error when it does not verify.
+Result<std::string> Gcm(bool encrypt, const Key& key, const Nonce& nonce, std::string_view aad, std::string_view in,
+                        std::string_view tag_in) {
+  CipherCtx ctx(EVP_CIPHER_CTX_new(), EVP_CIPHER_CTX_free);
+  if (!ctx) return Fail("cannot create a cipher context");
+  int ok = encrypt ? EVP_EncryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, key.data(), nonce.data())
+                   : EVP_DecryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, key.data(), nonce.data());
+  if (ok != 1) return Fail("cannot set up AES-256-GCM");
+  int len = 0;
+  auto update = [&](unsigned char* out, const std::string_view data) {
+    return encrypt ? EVP_EncryptUpdate(ctx.get(), out, &len, reinterpret_cast<const unsigned char*>(data.data()),
+                                       static_cast<int>(data.size()))
+                   : EVP_DecryptUpdate(ctx.get(), out, &len, reinterpret_cast<const unsigned char*>(data.data()),
+                                       static_cast<int>(data.size()));
+  };
+  if (update(nullptr, aad) != 1) return Fail("AES-256-GCM refused the header");
+  std::string out(in.size() + kTagSize, '\0');
+  auto* o = reinterpret_cast<unsigned char*>(out.data());
+  // EVP takes int lengths; feed large inputs in pieces.
+  std::size_t done = 0;
+  constexpr std::size_t kPiece = 1 << 28;
+  while (done < in.size()) {
+    std::size_t n = std::min(kPiece, in.size() - done);
+    if (update(o + done, in.substr(done, n)) != 1) return Fail("AES-256-GCM failed");
+    done += n;  // GCM is a stream cipher: as many bytes out as in
+  }
+  if (encrypt) {
+    if (EVP_EncryptFinal_ex(ctx.get(), o + done, &len) != 1) return Fail("AES-256-GCM failed");
+    if (EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_GET_TAG, kTagSize, o + in.size()) != 1)
+      return Fail("AES-256-GCM gave no tag");
+    return out;
+  }
+  std::string tag(tag_in);
+  if (EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_SET_TAG, kTagSize, tag.data()) != 1)
+    return Fail("AES-256-GCM refused the tag");
+  if (EVP_DecryptFinal_ex(ctx.get(), o + done, &len) != 1) {
+    OPENSSL_cleanse(out.data(), out.size());
+    return Fail(
+        "the bundle does not open with this cluster's secret: the secret or cluster name differs, or the file was "
+        "changed or cut short");
+  }
+  out.resize(in.size());
+  return out;
+}
+
+void PutU16(std::string& s, std::uint16_t v) {
+  s += static_cast<char>(v & 0xff);
+  s += static_cast<char>(v >> 8);
+}
+void PutU32(std::string& s, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) s += static_cast<char>((v >> (8 * i)) & 0xff);
+}
+void PutU64(std::string& s, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) s += static_cast<char>((v >> (8 * i)) & 0xff);
+}
+std::uint64_t GetLe(std::string_view s, std::size_t at, int bytes) {
+  std::uint64_t v = 0;
+  for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | static_cast<std::uint8_t>(s[at + static_cast<std::size_t>(i)]);
+  return v;
+}
+
+std::string IdentityJson(const Identity& id) {
+  nlohmann::ordered_json j{{"cluster", id.cluster}, {"token", id.token}, {"members", id.members}};
+  return j.dump();
+}
+
+Result<Identity> ParseIdentity(const std::string& text) {
+  try {
+    auto j = nlohmann::json::parse(text);
+    Identity id;
+    id.cluster = j.at("cluster").get<std::string>();
+    id.token = j.at("token").get<std::string>();
+    id.members = j.at("members").get<std::vector<std::string>>();
+    return id;
+  } catch (const std::exception& e) {
+    return Fail(std::string("identity.json in the bundle is not valid: ") + e.what());
+  }
+}
+
+std::string HeaderJson(const BundleHeader& h) {
+  nlohmann::ordered_json j{{"cluster", h.cluster},
+                           {"created", h.created},
+                           {"kind", h.kind},
+                           {"node", h.node},
+                           {"revision", h.revision},
+                           {"keys", h.keys},
+                           {"snapshot_sha256", h.snapshot_sha256},
+                           {"snapshot_size", h.snapshot_size},
+                           {"payload_size", h.payload_size},
+                           {"salt", h.salt}};
+  return j.dump();
+}
+
+// Payload is the plaintext: identity.json, etcd.db, then the files, each as
+// (u16 name length, name, u64 size, bytes).
+std::string EncodePayload(const BundleContents& c) {
+  std::string out;
+  auto put = [&out](std::string_view name, std::string_view data) {
+    PutU16(out, static_cast<std::uint16_t>(name.size()));
+    out += name;
+    PutU64(out, data.size());
+    out += data;
+  };
+  put("identity.json", IdentityJson(c.identity));
+  put("etcd.db", c.snapshot);
+  for (const auto& [name, data] : c.files) put(name, data);
+  return out;
+}
+
+Result<BundleContents> DecodePayload(std::string_view p) {
+  BundleContents c;
+  bool have_identity = false;
+  bool have_snapshot = false;
+  std::size_t at = 0;
+  while (at < p.size()) {
+    if (p.size() - at < 2) return Fail("the bundle's contents end inside an entry name");
+    std::size_t n = GetLe(p, at, 2);
+    at += 2;
+    if (p.size() - at < n + 8) return Fail("the bundle's contents end inside an entry");
+    std::string name(p.substr(at, n));
+    at += n;
+    std::uint64_t size = GetLe(p, at, 8);
+    at += 8;
+    if (p.size() - at < size) return Fail("the bundle's entry " + name + " is cut short");
+    std::string_view data = p.substr(at, size);
+    at += size;
+    if (name == "identity.json") {
+      auto id = ParseIdentity(std::string(data));
+      if (!id) return Fail(id.error());
+      c.identity = *id;
+      have_identity = true;
+    } else if (name == "etcd.db") {
+      c.snapshot = std::string(data);
+      have_snapshot = true;
+    } else if (name.empty() || name.find("..") != std::string::npos || name[0] == '/') {
+      return Fail("the bundle names a file outside the PKI dir: '" + name + "'");
+    } else {
+      c.files[name] = std::string(data);
+    }
+  }
+  if (!have_identity) return Fail("the bundle has no identity.json");
+  if (!have_snapshot) return Fail("the bundle has no etcd snapshot");
+  return c;
+}
+
+Result<std::array<std::uint8_t, 16>> SaltFromHex(const std::string& hex) {
+  std::array<std::uint8_t, 16> out{};
+  if (hex.size() != 32) return Fail("the bundle's salt is not 32 hex digits");
+  for (std::size_t i = 0; i < 16; ++i) {
+    auto nibble = [](char ch) -> int {
+      if (ch >= '0' && ch <= '9') return ch - '0';
+      if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+      return -1;
+    };
+    int hi = nibble(hex[2 * i]);
+    int lo = nibble(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) return Fail("the bundle's salt is not 32 hex digits");
+    out[i] = static_cast<std::uint8_t>(hi * 16 + lo);
+  }
+  return out;
+}
+
+}  // namespace
+
+Status CheckEtcdHash(std::string_view snapshot) {
+  // etcd appends SHA-256 over the database; a bbolt database is whole pages, so the
+  // length is then 32 past a multiple of 512 (etcdctl's own test for "has a hash").
+  if (snapshot.size() < 32 || snapshot.size() % 512 != 32)
+    return Fail("the snapshot has no etcd integrity hash at its end (size " + std::to_string(snapshot.size()) +
+                "): it is not a whole snapshot as etcd streams it");
+  std::string_view db = snapshot.substr(0, snapshot.size() - 32);
+  Sha256 h;
+  h.Update(db);
+  auto d = h.Digest();
+  if (std::memcmp(d.data(), snapshot.data() + db.size(), 32) != 0)
+    return Fail("the snapshot's etcd integrity hash does not match its data");
+  return Ok{};
+}
+
+Result<std::string> SealBundle(BundleHeader header, const BundleContents& contents, std::string_view secret,
+                               const Salt& salt, const Nonce& nonce) {
+  if (header.cluster.empty()) return Fail("a bundle needs the cluster name");
+  if (contents.identity.cluster != header.cluster)
+    return Fail("the identity names cluster '" + contents.identity.cluster + "', the header '" + header.cluster + "'");
+  if (auto s = CheckEtcdHash(contents.snapshot); !s) return Fail(s.error());
+  for (const auto& f : kRequiredFiles) {
+    if (!contents.files.count(f)) return Fail("the bundle would lack " + f + ", which a restore needs");
+  }
+  std::string payload = EncodePayload(contents);
+  header.snapshot_sha256 = Sha256Hex(contents.snapshot);
+  header.snapshot_size = contents.snapshot.size();
+  header.payload_size = payload.size();
+  header.salt = Hex(salt.data(), salt.size());
+  std::string hjson = HeaderJson(header);
+  std::string out(kMagic);
+  out += static_cast<char>(kVersion);
+  PutU32(out, static_cast<std::uint32_t>(hjson.size()));
+  out += hjson;
+  auto key = BundleKey(secret, header.cluster, salt);
+  if (!key) return Fail(key.error());
+  // The additional data is everything before the nonce: magic, version and header.
+  auto sealed = Gcm(true, *key, nonce, out, payload, {});
+  OPENSSL_cleanse(key->data(), key->size());
+  OPENSSL_cleanse(payload.data(), payload.size());
+  if (!sealed) return Fail(sealed.error());
+  out.append(reinterpret_cast<const char*>(nonce.data()), nonce.size());
+  out += *sealed;
+  return out;
+}
+
+namespace {
+
+struct Parsed {
+  BundleHeader header;
+  std::size_t header_end = 0;  // offset of the nonce
+};
+
+Result<Parsed> Parse(std::string_view bytes) {
+  if (bytes.size() < kPrefix || bytes.substr(0, 4) != kMagic) return Fail("not a sprout backup bundle (no SPRB magic)");
+  if (static_cast<std::uint8_t>(bytes[4]) != kVersion)
+    return Fail("bundle format version " + std::to_string(static_cast<std::uint8_t>(bytes[4])) +
+                " is not known to this sprout (it reads version 1)");
+  std::size_t hlen = GetLe(bytes, 5, 4);
+  if (hlen > kMaxHeader || bytes.size() < kPrefix + hlen) return Fail("the bundle's header is cut short");
+  Parsed p;
+  try {
+    auto j = nlohmann::json::parse(bytes.substr(kPrefix, hlen));
+    auto& h = p.header;
+    h.cluster = j.at("cluster").get<std::string>();
+    h.created = j.at("created").get<std::int64_t>();
+    h.kind = j.at("kind").get<std::string>();
+    h.node = j.at("node").get<std::string>();
+    h.revision = j.at("revision").get<std::uint64_t>();
+    h.keys = j.at("keys").get<std::uint64_t>();
+    h.snapshot_sha256 = j.at("snapshot_sha256").get<std::string>();
+    h.snapshot_size = j.at("snapshot_size").get<std::uint64_t>();
+    h.payload_size = j.at("payload_size").get<std::uint64_t>();
+    h.salt = j.at("salt").get<std::string>();
+  } catch (const std::exception& e) {
+    return Fail(std::string("the bundle's header is not valid: ") + e.what());
+  }
+  p.header_end = kPrefix + hlen;
+  std::uint64_t want = p.header_end + sizeof(Nonce) + p.header.payload_size + kTagSize;
+  if (bytes.size() != want)
+    return Fail("the bundle is " + std::to_string(bytes.size()) + " bytes, its header says " + std::to_string(want) +
+                (bytes.size() < want ? ": it was cut short" : ": it has bytes appended"));
+  return p;
+}
+
+}  // namespace
+
+Result<BundleHeader> ReadHeader(std::string_view bytes) {
+  auto p = Parse(bytes);
+  if (!p) return Fail(p.error());
+  return p->header;
+}
+
+Result<Opened> OpenBundle(std::string_view bytes, std::string_view cluster, std::string_view secret) {
+  auto p = Parse(bytes);
+  if (!p) return Fail(p.error());
+  const BundleHeader& h = p->header;
+  if (h.cluster != cluster)
+    return Fail("the bundle is a backup of cluster '" + h.cluster + "', this node belongs to '" + std::string(cluster) +
+                "'");
+  auto salt = SaltFromHex(h.salt);
+  if (!salt) return Fail(salt.error());
+  auto key = BundleKey(secret, cluster, *salt);
+  if (!key) return Fail(key.error());
+  Nonce nonce{};
+  std::memcpy(nonce.data(), bytes.data() + p->header_end, nonce.size());
+  std::size_t ct_at = p->header_end + nonce.size();
+  auto plain = Gcm(false, *key, nonce, bytes.substr(0, p->header_end), bytes.substr(ct_at, h.payload_size),
+                   bytes.substr(ct_at + h.payload_size, kTagSize));
+  OPENSSL_cleanse(key->data(), key->size());
+  if (!plain) return Fail(plain.error());
+  auto contents = DecodePayload(*plain);
+  OPENSSL_cleanse(plain->data(), plain->size());
+  if (!contents) return Fail(contents.error());
+  // Authenticated, so these checks catch a bundle sealed wrongly, not an attacker.
+  if (contents->identity.cluster != h.cluster)
+    return Fail("the bundle's identity names cluster '" + contents->identity.cluster + "', its header '" + h.cluster +
+                "'");
+  if (contents->snapshot.size() != h.snapshot_size || Sha256Hex(contents->snapshot) != h.snapshot_sha256)
+    return Fail("the snapshot in the bundle does not match the size and sha256 its header records");
+  if (auto s = CheckEtcdHash(contents->snapshot); !s) return Fail(s.error());
+  for (const auto& f : kRequiredFiles) {
+    if (!contents->files.count(f)) return Fail("the bundle lacks " + f + ", which a restore needs");
+  }
+  return Opened{h, std::move(*contents)};
+}
+
+}  // namespace sprout::backup

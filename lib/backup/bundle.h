@@ -1,0 +1,89 @@
+// Backup bundles: etcd's snapshot, the cluster PKI and the cluster identity in one
+// file, encrypted and authenticated with AES-256-GCM under a key derived from the
+// cluster secret (docs/backup.md, "The bundle"). Pure: randomness comes in as bytes.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/result.h"
+
+namespace sprout::backup {
+
+// kBundleSuffix ends the name of every bundle file.
+inline constexpr std::string_view kBundleSuffix = ".sprout-backup";
+
+// Salt and Nonce are the random inputs of one bundle (the caller draws them).
+using Salt = std::array<std::uint8_t, 16>;
+using Nonce = std::array<std::uint8_t, 12>;
+
+// BundleHeader is the clear part of a bundle. It is authenticated (AES-GCM's
+// additional data), so listing may trust it only after the bundle opened; before
+// that it is a claim.
+struct BundleHeader {
+  std::string cluster;              // cluster name (identity)
+  std::int64_t created = 0;         // Unix seconds when the snapshot was taken
+  std::string kind;                 // "scheduled" or "manual"
+  std::string node;                 // the node that took it
+  std::uint64_t revision = 0;       // etcd revision of the snapshot
+  std::uint64_t keys = 0;           // etcd's key count of the snapshot
+  std::string snapshot_sha256;      // hex SHA-256 of the snapshot as etcd streamed it
+  std::uint64_t snapshot_size = 0;  // its size in bytes
+  std::uint64_t payload_size = 0;   // size of the plaintext (so a cut file shows without the key)
+  std::string salt;                 // hex of the bundle's HKDF salt
+
+  // operator== compares every field.
+  bool operator==(const BundleHeader&) const = default;
+};
+
+// Identity is who the cluster was when the snapshot was taken.
+struct Identity {
+  std::string cluster;               // cluster name
+  std::string token;                 // the founding's etcd cluster token
+  std::vector<std::string> members;  // "name=peer-url" of the members then, sorted
+
+  // operator== compares every field.
+  bool operator==(const Identity&) const = default;
+};
+
+// BundleContents is what a bundle carries inside its encryption.
+struct BundleContents {
+  Identity identity;
+  std::string snapshot;                      // etcd's snapshot (database plus etcd's SHA-256)
+  std::map<std::string, std::string> files;  // PKI files by path under the PKI dir, and "bootstrap-token"
+};
+
+// kRequiredFiles are the PKI files a bundle must carry for a restore.
+extern const std::vector<std::string> kRequiredFiles;
+
+// SealBundle encodes and encrypts contents under a key derived from secret, the
+// header's cluster and salt. header's salt, snapshot and payload fields are filled in
+// here; the rest (cluster, time, kind, node, revision, keys) comes from the caller.
+Result<std::string> SealBundle(BundleHeader header, const BundleContents& contents, std::string_view secret,
+                               const Salt& salt, const Nonce& nonce);
+
+// ReadHeader parses the clear header and checks the file's size against it, without
+// the secret. It does not authenticate anything.
+Result<BundleHeader> ReadHeader(std::string_view bytes);
+
+// Opened is a bundle that decrypted and passed every check.
+struct Opened {
+  BundleHeader header;
+  BundleContents contents;
+};
+
+// OpenBundle authenticates and decrypts bytes for cluster with secret and checks them:
+// the cluster named in the header and identity, the snapshot's size and sha256, etcd's
+// own hash at the end of the snapshot, and the required PKI files. Every refusal says
+// why; no plaintext is returned unless all checks passed.
+Result<Opened> OpenBundle(std::string_view bytes, std::string_view cluster, std::string_view secret);
+
+// CheckEtcdHash checks the SHA-256 etcd appends to a snapshot stream (over everything
+// before it), as `etcdctl snapshot restore` does.
+Status CheckEtcdHash(std::string_view snapshot);
+
+}  // namespace sprout::backup

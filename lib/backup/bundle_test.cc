@@ -1,0 +1,146 @@
+#include "backup/bundle.h"
+
+#include <catch2/catch.hpp>
+
+#include "util/sha256.h"
+
+using namespace sprout::backup;
+
+namespace {
+
+// FakeSnapshot is shaped like etcd's stream: whole pages, then SHA-256 of them.
+std::string FakeSnapshot(char fill = 'd', std::size_t pages = 2) {
+  std::string db(4096 * pages, fill);
+  sprout::Sha256 h;
+  h.Update(db);
+  auto d = h.Digest();
+  db.append(reinterpret_cast<const char*>(d.data()), d.size());
+  return db;
+}
+
+BundleContents Contents() {
+  BundleContents c;
+  c.identity = Identity{"edge", "sprout-0123456789abcdef", {"n1=https://198.18.12.11:2380"}};
+  c.snapshot = FakeSnapshot();
+  for (const auto& f : kRequiredFiles) c.files[f] = "contents of " + f;
+  return c;
+}
+
+BundleHeader Header() {
+  BundleHeader h;
+  h.cluster = "edge";
+  h.created = 1795600000;
+  h.kind = "scheduled";
+  h.node = "n1";
+  h.revision = 42;
+  h.keys = 7;
+  return h;
+}
+
+const Salt kSalt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+const Nonce kNonce = {9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 1, 2};
+
+std::string Sealed() {
+  auto b = SealBundle(Header(), Contents(), "s3cret", kSalt, kNonce);
+  REQUIRE(b.ok());
+  return *b;
+}
+
+}  // namespace
+
+TEST_CASE("a sealed bundle opens with the same secret and cluster and gives back everything", "[backup]") {
+  std::string b = Sealed();
+  auto opened = OpenBundle(b, "edge", "s3cret");
+  REQUIRE(opened.ok());
+  CHECK(opened->contents.identity == Contents().identity);
+  CHECK(opened->contents.snapshot == Contents().snapshot);
+  CHECK(opened->contents.files == Contents().files);
+  CHECK(opened->header.revision == 42);
+  CHECK(opened->header.snapshot_sha256 == sprout::Sha256Hex(Contents().snapshot));
+  CHECK(opened->header.snapshot_size == Contents().snapshot.size());
+  auto header = ReadHeader(b);
+  REQUIRE(header.ok());
+  CHECK(*header == opened->header);
+}
+
+TEST_CASE("a bundle holds no PKI file and no snapshot byte in the clear", "[backup]") {
+  std::string b = Sealed();
+  CHECK(b.find("contents of etcd/ca.key") == std::string::npos);
+  CHECK(b.find("contents of sa.key") == std::string::npos);
+  CHECK(b.find(std::string(64, 'd')) == std::string::npos);
+  CHECK(b.find("sprout-0123456789abcdef") == std::string::npos);  // the token is inside too
+}
+
+TEST_CASE("a bundle refuses to open with another secret or for another cluster", "[backup]") {
+  std::string b = Sealed();
+  auto wrong_secret = OpenBundle(b, "edge", "other");
+  REQUIRE_FALSE(wrong_secret.ok());
+  CHECK(wrong_secret.error().find("does not open with this cluster's secret") != std::string::npos);
+  auto wrong_cluster = OpenBundle(b, "edge-2", "s3cret");
+  REQUIRE_FALSE(wrong_cluster.ok());
+  CHECK(wrong_cluster.error() == "the bundle is a backup of cluster 'edge', this node belongs to 'edge-2'");
+}
+
+TEST_CASE("every flipped byte of a bundle makes it refuse to open", "[backup]") {
+  std::string b = Sealed();
+  // Every byte: the magic, the clear header (authenticated), the nonce, the
+  // ciphertext and the tag.
+  int refused = 0;
+  for (std::size_t i = 0; i < b.size(); i += 1) {
+    std::string bad = b;
+    bad[i] = static_cast<char>(bad[i] ^ 0x01);
+    if (!OpenBundle(bad, "edge", "s3cret").ok()) ++refused;
+  }
+  CHECK(refused == static_cast<int>(b.size()));
+}
+
+TEST_CASE("a cut or extended bundle is seen without the secret", "[backup]") {
+  std::string b = Sealed();
+  auto cut = ReadHeader(std::string_view(b).substr(0, b.size() - 100));
+  REQUIRE_FALSE(cut.ok());
+  CHECK(cut.error().find("cut short") != std::string::npos);
+  auto longer = ReadHeader(b + "x");
+  REQUIRE_FALSE(longer.ok());
+  CHECK(longer.error().find("bytes appended") != std::string::npos);
+  CHECK_FALSE(ReadHeader("SPRB").ok());
+  CHECK(ReadHeader("hello world, not a bundle").error() == "not a sprout backup bundle (no SPRB magic)");
+  std::string v2 = b;
+  v2[4] = 2;
+  CHECK(ReadHeader(v2).error() == "bundle format version 2 is not known to this sprout (it reads version 1)");
+}
+
+TEST_CASE("the same contents under another salt give another ciphertext", "[backup]") {
+  Salt other = kSalt;
+  other[0] ^= 0xff;
+  auto a = SealBundle(Header(), Contents(), "s3cret", kSalt, kNonce);
+  auto b = SealBundle(Header(), Contents(), "s3cret", other, kNonce);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(a->substr(a->size() - 200) != b->substr(b->size() - 200));
+  CHECK(OpenBundle(*b, "edge", "s3cret").ok());
+}
+
+TEST_CASE("a bundle is not sealed without a whole snapshot and every PKI file a restore needs", "[backup]") {
+  auto c = Contents();
+  c.files.erase("etcd/ca.key");
+  auto missing = SealBundle(Header(), c, "s3cret", kSalt, kNonce);
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error() == "the bundle would lack etcd/ca.key, which a restore needs");
+  c = Contents();
+  c.snapshot.back() ^= 1;
+  auto bad_hash = SealBundle(Header(), c, "s3cret", kSalt, kNonce);
+  REQUIRE_FALSE(bad_hash.ok());
+  CHECK(bad_hash.error() == "the snapshot's etcd integrity hash does not match its data");
+  c = Contents();
+  c.identity.cluster = "other";
+  CHECK_FALSE(SealBundle(Header(), c, "s3cret", kSalt, kNonce).ok());
+}
+
+TEST_CASE("etcd's hash check accepts a whole stream and refuses a cut or changed one", "[backup]") {
+  std::string s = FakeSnapshot('x', 3);
+  CHECK(CheckEtcdHash(s).ok());
+  CHECK_FALSE(CheckEtcdHash(s.substr(0, s.size() - 1)).ok());
+  CHECK_FALSE(CheckEtcdHash(s.substr(0, 4096)).ok());
+  s[10] = 'y';
+  CHECK(CheckEtcdHash(s).error() == "the snapshot's etcd integrity hash does not match its data");
+}

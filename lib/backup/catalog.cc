@@ -1,0 +1,103 @@
+#include "backup/catalog.h"
+
+#include <algorithm>
+#include <ctime>
+#include <regex>
+
+#include "backup/bundle.h"
+
+namespace sprout::backup {
+
+std::string FormatUtc(std::int64_t unix_seconds) {
+  std::time_t t = static_cast<std::time_t>(unix_seconds);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
+  return buf;
+}
+
+std::optional<std::int64_t> ParseUtc(std::string_view text) {
+  static const std::regex kUtc(R"((\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z)");
+  std::match_results<std::string_view::const_iterator> m;
+  if (!std::regex_match(text.begin(), text.end(), m, kUtc)) return std::nullopt;
+  std::tm tm{};
+  tm.tm_year = std::stoi(m[1].str()) - 1900;
+  tm.tm_mon = std::stoi(m[2].str()) - 1;
+  tm.tm_mday = std::stoi(m[3].str());
+  tm.tm_hour = std::stoi(m[4].str());
+  tm.tm_min = std::stoi(m[5].str());
+  tm.tm_sec = std::stoi(m[6].str());
+  std::int64_t t = ::timegm(&tm);
+  if (FormatUtc(t) != text) return std::nullopt;  // 20261399T... normalizes to another date
+  return t;
+}
+
+std::string NameFor(const BundleName& n) {
+  std::string kind = n.kind == "manual" ? "manual-" + n.node : std::string("scheduled");
+  return n.cluster + "-" + FormatUtc(n.time) + "-" + kind + std::string(kBundleSuffix);
+}
+
+std::optional<BundleName> ParseName(std::string_view file) {
+  if (file.empty() || file[0] == '.' || file.size() <= kBundleSuffix.size() || !file.ends_with(kBundleSuffix))
+    return std::nullopt;
+  std::string_view stem = file.substr(0, file.size() - kBundleSuffix.size());
+  static const std::regex kName(R"((.+)-(\d{8}T\d{6}Z)-(scheduled|manual-(.+)))");
+  std::match_results<std::string_view::const_iterator> m;
+  if (!std::regex_match(stem.begin(), stem.end(), m, kName)) return std::nullopt;
+  auto t = ParseUtc(m[2].str());
+  if (!t) return std::nullopt;
+  BundleName n;
+  n.cluster = m[1].str();
+  n.time = *t;
+  n.kind = m[3].str() == "scheduled" ? "scheduled" : "manual";
+  n.node = m[4].matched ? m[4].str() : "";
+  return n;
+}
+
+std::string TempNameFor(std::string_view name, std::string_view node, long pid) {
+  return "." + std::string(name) + ".tmp-" + std::string(node) + "-" + std::to_string(pid);
+}
+
+bool IsTempName(std::string_view file) {
+  return file.size() > 1 && file[0] == '.' && file.find(std::string(kBundleSuffix) + ".tmp-") != std::string_view::npos;
+}
+
+std::vector<Listed> ListBundles(const std::vector<SinkFile>& files, std::string_view cluster) {
+  std::vector<Listed> out;
+  for (const auto& f : files) {
+    auto n = ParseName(f.file);
+    if (n && n->cluster == cluster) out.push_back(Listed{f, *n});
+  }
+  std::sort(out.begin(), out.end(), [](const Listed& a, const Listed& b) {
+    if (a.name.time != b.name.time) return a.name.time > b.name.time;
+    return a.file.file > b.file.file;
+  });
+  return out;
+}
+
+Retention Prune(const std::vector<SinkFile>& files, std::string_view cluster, int keep, std::int64_t now) {
+  Retention r;
+  for (const auto& f : files) {
+    if (IsTempName(f.file) && now - f.mtime > kStaleTempSeconds) r.remove.push_back(f.file);
+  }
+  auto listed = ListBundles(files, cluster);
+  if (listed.empty()) return r;
+  if (!listed.front().file.header_ok) {
+    r.held = "the newest bundle " + listed.front().file.file + " is not a whole bundle (" +
+             listed.front().file.problem + "); keeping every bundle until a good one is written";
+    return r;
+  }
+  int kept = 0;
+  for (const auto& l : listed) {
+    // Bad bundles neither count nor stay: once the newest is good they only mislead.
+    if (l.file.header_ok && kept < std::max(keep, 1)) {
+      ++kept;
+    } else {
+      r.remove.push_back(l.file.file);
+    }
+  }
+  return r;
+}
+
+}  // namespace sprout::backup

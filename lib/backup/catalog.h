@@ -1,0 +1,78 @@
+// Bundle names in a sink, what a listing shows, and which bundles retention removes.
+// Pure: the edge lists the folder and deletes (docs/backup.md, "Names, listing,
+// retention").
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sprout::backup {
+
+// BundleName is what a bundle's file name says.
+struct BundleName {
+  std::string cluster;    // cluster name
+  std::int64_t time = 0;  // Unix seconds: the slot's start (scheduled) or when taken (manual)
+  std::string kind;       // "scheduled" or "manual"
+  std::string node;       // manual only: the node that took it
+  bool operator==(const BundleName&) const = default;
+};
+
+// FormatUtc renders Unix seconds as "20261124T101500Z".
+std::string FormatUtc(std::int64_t unix_seconds);
+// ParseUtc reads FormatUtc's form back.
+std::optional<std::int64_t> ParseUtc(std::string_view text);
+
+// NameFor is the file name of a bundle: "<cluster>-<UTC>-scheduled.sprout-backup" or
+// "<cluster>-<UTC>-manual-<node>.sprout-backup". Names of one cluster sort by time.
+std::string NameFor(const BundleName& name);
+// ParseName reads a file name NameFor made; anything else (temporary files included)
+// gives nothing.
+std::optional<BundleName> ParseName(std::string_view file);
+
+// TempNameFor is the temporary name a bundle is written under before it is linked to
+// its name: hidden, and never parsed as a bundle.
+std::string TempNameFor(std::string_view name, std::string_view node, long pid);
+// IsTempName says whether file is a name TempNameFor made.
+bool IsTempName(std::string_view file);
+
+// SinkFile is one file in a sink as the edge found it.
+struct SinkFile {
+  std::string file;        // its name in the folder
+  std::uint64_t size = 0;  // bytes
+  std::int64_t mtime = 0;  // Unix seconds
+  bool header_ok = false;  // the header reads and the size matches it (ReadHeader)
+  std::string problem;     // why not, when !header_ok
+  std::uint64_t revision = 0;
+};
+
+// Listed is one bundle of the cluster, newest first in a listing.
+struct Listed {
+  SinkFile file;
+  BundleName name;
+};
+
+// ListBundles keeps the bundles of cluster among files, newest first (by the time in
+// the name, then by name). Temporary files and other clusters' bundles are left out.
+std::vector<Listed> ListBundles(const std::vector<SinkFile>& files, std::string_view cluster);
+
+// Retention is what a prune removes, and why nothing when it removes nothing.
+struct Retention {
+  std::vector<std::string> remove;  // file names to delete
+  std::string held;                 // non-empty: why no bundle is deleted
+};
+
+// kStaleTempSeconds is how old a temporary file must be before a prune removes it: a
+// write in progress on another node is never that slow.
+inline constexpr std::int64_t kStaleTempSeconds = 3600;
+
+// Prune decides retention for cluster: keep the newest `keep` bundles whose header
+// reads, remove the older ones of this cluster (never another cluster's), and remove
+// temporary files older than kStaleTempSeconds. When the newest bundle of the cluster
+// does not read, no bundle is removed (held says why): a bad newest bundle is a problem
+// to report, not a reason to shorten history. keep < 1 counts as 1.
+Retention Prune(const std::vector<SinkFile>& files, std::string_view cluster, int keep, std::int64_t now);
+
+}  // namespace sprout::backup

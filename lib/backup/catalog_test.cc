@@ -1,0 +1,97 @@
+#include "backup/catalog.h"
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+
+using namespace sprout::backup;
+
+namespace {
+
+SinkFile Good(const std::string& file, std::int64_t mtime = 0) { return SinkFile{file, 100, mtime, true, "", 1}; }
+SinkFile Bad(const std::string& file) { return SinkFile{file, 10, 0, false, "it was cut short", 0}; }
+
+std::string Scheduled(const std::string& cluster, std::int64_t t) { return NameFor({cluster, t, "scheduled", ""}); }
+
+bool Has(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+}  // namespace
+
+TEST_CASE("bundle names carry cluster, UTC time and kind, and parse back", "[backup]") {
+  CHECK(FormatUtc(0) == "19700101T000000Z");
+  CHECK(FormatUtc(1795600500) == "20261125T095500Z");
+  CHECK(ParseUtc("20261125T095500Z") == 1795600500);
+  CHECK_FALSE(ParseUtc("20261399T064500Z").has_value());
+  CHECK_FALSE(ParseUtc("2026-11-26").has_value());
+
+  BundleName s{"sprt-backup", 1795600500, "scheduled", ""};
+  CHECK(NameFor(s) == "sprt-backup-20261125T095500Z-scheduled.sprout-backup");
+  CHECK(ParseName(NameFor(s)) == s);
+  BundleName m{"edge", 1795600501, "manual", "node-1"};
+  CHECK(NameFor(m) == "edge-20261125T095501Z-manual-node-1.sprout-backup");
+  CHECK(ParseName(NameFor(m)) == m);
+
+  CHECK_FALSE(ParseName("edge-20261125T095500Z-scheduled.sprout-backup.tmp-n1-7").has_value());
+  CHECK_FALSE(ParseName(TempNameFor(NameFor(s), "n1", 7)).has_value());
+  CHECK(IsTempName(TempNameFor(NameFor(s), "n1", 7)));
+  CHECK_FALSE(IsTempName(NameFor(s)));
+  CHECK_FALSE(ParseName("edge-20261125T095500Z-weekly.sprout-backup").has_value());
+  CHECK_FALSE(ParseName("notes.txt").has_value());
+}
+
+TEST_CASE("names of one cluster sort by time", "[backup]") {
+  std::vector<std::string> names = {Scheduled("c", 1795600500), Scheduled("c", 1795600440),
+                                    NameFor({"c", 1795600470, "manual", "n2"})};
+  std::sort(names.begin(), names.end());
+  CHECK(names[0] == Scheduled("c", 1795600440));
+  CHECK(names[2] == Scheduled("c", 1795600500));
+}
+
+TEST_CASE("a listing shows this cluster's bundles newest first, and never a temporary file", "[backup]") {
+  std::vector<SinkFile> files = {Good(Scheduled("c", 100)),
+                                 Good(Scheduled("c", 300)),
+                                 Good(Scheduled("other", 400)),
+                                 Good(TempNameFor(Scheduled("c", 500), "n1", 9)),
+                                 Good("README"),
+                                 Bad(Scheduled("c", 200))};
+  auto l = ListBundles(files, "c");
+  REQUIRE(l.size() == 3);
+  CHECK(l[0].name.time == 300);
+  CHECK(l[1].name.time == 200);
+  CHECK_FALSE(l[1].file.header_ok);
+  CHECK(l[2].name.time == 100);
+}
+
+TEST_CASE("retention keeps the newest N good bundles of this cluster and removes the rest", "[backup]") {
+  std::vector<SinkFile> files;
+  for (int i = 1; i <= 5; ++i) files.push_back(Good(Scheduled("c", std::int64_t{i} * 60)));
+  files.push_back(Good(Scheduled("other", 10)));
+  files.push_back(Bad(Scheduled("c", 150)));
+  auto r = Prune(files, "c", 3, 1000);
+  CHECK(r.held.empty());
+  CHECK(r.remove.size() == 3);
+  CHECK(Has(r.remove, Scheduled("c", 60)));
+  CHECK(Has(r.remove, Scheduled("c", 120)));
+  CHECK(Has(r.remove, Scheduled("c", 150)));  // a bad one older than the newest good one
+  CHECK_FALSE(Has(r.remove, Scheduled("other", 10)));
+  CHECK_FALSE(Has(r.remove, Scheduled("c", 180)));
+
+  CHECK(Prune(files, "c", 0, 1000).remove.size() == 5);  // keep < 1 keeps one
+}
+
+TEST_CASE("retention removes nothing when the newest bundle is bad", "[backup]") {
+  std::vector<SinkFile> files = {Good(Scheduled("c", 60)), Good(Scheduled("c", 120)), Bad(Scheduled("c", 180))};
+  auto r = Prune(files, "c", 1, 1000);
+  CHECK(r.remove.empty());
+  CHECK(r.held.find(Scheduled("c", 180)) != std::string::npos);
+  CHECK(r.held.find("cut short") != std::string::npos);
+}
+
+TEST_CASE("retention removes temporary files only once they are an hour old", "[backup]") {
+  std::string fresh = TempNameFor(Scheduled("c", 60), "n1", 1);
+  std::string stale = TempNameFor(Scheduled("c", 120), "n2", 2);
+  std::vector<SinkFile> files = {Good(fresh, 10000 - 60), Good(stale, 10000 - kStaleTempSeconds - 1)};
+  auto r = Prune(files, "c", 3, 10000);
+  CHECK(r.remove == std::vector<std::string>{stale});
+}

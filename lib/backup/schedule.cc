@@ -1,0 +1,31 @@
+#include "backup/schedule.h"
+
+namespace sprout::backup {
+
+std::int64_t SlotOf(std::int64_t now, std::int64_t interval) {
+  if (interval <= 0) return now;
+  std::int64_t r = now % interval;
+  if (r < 0) r += interval;
+  return now - r;
+}
+
+ScheduleDecision Decide(const ScheduleInput& in) {
+  ScheduleDecision d;
+  d.slot = SlotOf(in.now, in.interval);
+  if (in.interval <= 0) {
+    d.why = "scheduled backups are off";
+  } else if (!in.etcd_answered) {
+    d.why = "this node's etcd did not answer";
+  } else if (!in.leader) {
+    d.why = "not the etcd leader (the leader takes scheduled snapshots)";
+  } else if (in.slot_written) {
+    d.why = "the bundle of this slot exists";
+  } else if (in.failed_slot == d.slot && in.now - in.failed_at < in.retry_after) {
+    d.why = "the last attempt failed; retrying in " + std::to_string(in.retry_after - (in.now - in.failed_at)) + " s";
+  } else {
+    d.take = true;
+  }
+  return d;
+}
+
+}  // namespace sprout::backup

@@ -1,0 +1,98 @@
+// The edges of a backup: etcd's snapshot and status APIs over mutual TLS (its v3 JSON
+// gateway, like formation's other etcd calls), the test restore and the restore with
+// etcdctl, and atomic writes to a sink folder. The parsers are pure and unit-tested.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backup/catalog.h"
+#include "formation/etcd.h"
+#include "util/result.h"
+
+namespace sprout::backup {
+
+// EtcdStatus is what /v3/maintenance/status says about one member.
+struct EtcdStatus {
+  std::string member_id;  // the answering member
+  std::string leader;     // the member it believes leads
+  std::uint64_t revision = 0;
+  bool leads() const { return !member_id.empty() && member_id == leader; }
+};
+
+// ParseEtcdStatus reads the gateway's status answer.
+Result<EtcdStatus> ParseEtcdStatus(std::string_view json);
+
+// SnapshotStream decodes the gateway's snapshot answer: one JSON object per line,
+// {"result":{"blob":"<base64>"}}, or {"error":...} when etcd failed mid-way.
+class SnapshotStream {
+ public:
+  // Feed takes the next bytes of the answer, split anywhere.
+  Status Feed(std::string_view bytes);
+  // Finish ends the answer and returns the snapshot, checked with CheckEtcdHash.
+  Result<std::string> Finish();
+
+ private:
+  Status Line(std::string_view line);
+  std::string pending_;
+  std::string data_;
+};
+
+// SnapshotStatus is what `etcdctl snapshot status -w json` says of a database file.
+struct SnapshotStatus {
+  std::uint64_t hash = 0;
+  std::uint64_t revision = 0;
+  std::uint64_t keys = 0;
+  std::uint64_t size = 0;
+};
+
+// ParseSnapshotStatus reads `etcdctl snapshot status -w json`.
+Result<SnapshotStatus> ParseSnapshotStatus(std::string_view json);
+
+// GetEtcdStatus asks the member at client_url for its status.
+Result<EtcdStatus> GetEtcdStatus(const std::string& client_url, const formation::EtcdClientTls& tls);
+
+// FetchSnapshot streams a snapshot from the member at client_url (bounded: 5 s to
+// connect, 10 min in all) and checks etcd's integrity hash.
+Result<std::string> FetchSnapshot(const std::string& client_url, const formation::EtcdClientTls& tls);
+
+// RestoreArgs are what `etcdctl snapshot restore` needs to make a member's data dir.
+struct RestoreArgs {
+  std::string etcdctl = "etcdctl";
+  std::filesystem::path snapshot;  // the snapshot file (with etcd's hash at its end)
+  std::filesystem::path data_dir;  // must not exist
+  std::string name;                // --name
+  std::string initial_cluster;     // --initial-cluster
+  std::string token;               // --initial-cluster-token
+  std::string peer_url;            // --initial-advertise-peer-urls
+};
+
+// RestoreSnapshot runs `etcdctl snapshot restore` (which checks etcd's hash).
+Status RestoreSnapshot(const RestoreArgs& args);
+
+// StatusOfSnapshot runs `etcdctl snapshot status -w json` on a database file.
+Result<SnapshotStatus> StatusOfSnapshot(const std::string& etcdctl, const std::filesystem::path& file);
+
+// TestRestore restores snapshot into a fresh folder under scratch and checks that the
+// restored database has the snapshot's revision and key count; returns the snapshot's
+// status. The folder is removed afterwards.
+Result<SnapshotStatus> TestRestore(const std::string& etcdctl, const std::filesystem::path& snapshot,
+                                   const std::filesystem::path& scratch);
+
+// SinkWrite is how a write to a sink ended.
+enum class SinkWrite { kWritten, kExists };
+
+// WriteToSink writes bytes to dir/name atomically: a temporary name, fsync, link(2) to
+// name (which fails if name exists: then kExists, and nothing changed), fsync of the
+// folder, and a read back whose sha256 must match. The temporary file is removed in
+// every case it can be.
+Result<SinkWrite> WriteToSink(const std::filesystem::path& dir, const std::string& name, std::string_view bytes,
+                              const std::string& node);
+
+// ScanSink lists dir's files, reading each bundle's header (not its contents).
+Result<std::vector<SinkFile>> ScanSink(const std::filesystem::path& dir);
+
+}  // namespace sprout::backup

@@ -1,0 +1,165 @@
+#include "backup/take.h"
+
+#include <sys/random.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "backup/catalog.h"
+#include "backup/snapshot.h"
+#include "util/fs.h"
+#include "util/sha256.h"
+
+namespace sprout::backup {
+
+namespace {
+
+template <std::size_t N>
+Status Random(std::array<std::uint8_t, N>& out) {
+  std::size_t got = 0;
+  while (got < N) {
+    ssize_t r = ::getrandom(out.data() + got, N - got, 0);
+    if (r < 0) return Fail("getrandom failed");
+    got += static_cast<std::size_t>(r);
+  }
+  return Ok{};
+}
+
+}  // namespace
+
+Result<std::map<std::string, std::string>> ReadPkiFiles(const std::filesystem::path& pki_dir,
+                                                        const std::filesystem::path& bootstrap_token) {
+  std::map<std::string, std::string> files;
+  for (const auto& f : kRequiredFiles) {
+    auto path = f == "bootstrap-token" ? bootstrap_token : pki_dir / f;
+    auto text = ReadFile(path);
+    if (!text) return Fail("cannot read " + path.string() + " for the bundle: " + text.error());
+    files[f] = *text;
+  }
+  return files;
+}
+
+Result<BackupResult> TakeBackup(const BackupOptions& o) {
+  auto started = std::chrono::steady_clock::now();
+  BackupResult r;
+  r.file = NameFor(BundleName{o.cluster, o.time, o.kind, o.kind == "manual" ? o.node : ""});
+  std::error_code ec;
+  if (o.kind == "scheduled" && std::filesystem::exists(o.sink / r.file, ec)) {
+    r.existed = true;
+    return r;
+  }
+  // 1. The snapshot, through etcd's API, with etcd's hash checked.
+  auto snapshot = FetchSnapshot(o.client_url, o.tls);
+  if (!snapshot) return Fail("snapshot: " + snapshot.error());
+  // 2. The test restore, from a file in the node's scratch folder (0700: it holds all
+  // of etcd's data).
+  std::filesystem::create_directories(o.scratch, ec);
+  std::filesystem::permissions(o.scratch, std::filesystem::perms::owner_all, ec);
+  auto file = o.scratch / "snapshot.db";
+  if (auto s = WriteFileAtomic(file, *snapshot, std::filesystem::perms(0600)); !s) return Fail(s.error());
+  auto status = TestRestore(o.etcdctl, file, o.scratch);
+  std::filesystem::remove(file, ec);
+  if (!status) return Fail(status.error());
+  // 3. The bundle.
+  auto files = ReadPkiFiles(o.pki_dir, o.bootstrap_token);
+  if (!files) return Fail(files.error());
+  BundleContents contents{o.identity, std::move(*snapshot), std::move(*files)};
+  BundleHeader header;
+  header.cluster = o.cluster;
+  header.created = o.now();
+  header.kind = o.kind;
+  header.node = o.node;
+  header.revision = status->revision;
+  header.keys = status->keys;
+  Salt salt{};
+  Nonce nonce{};
+  if (auto s = Random(salt); !s) return Fail(s.error());
+  if (auto s = Random(nonce); !s) return Fail(s.error());
+  auto sealed = SealBundle(header, contents, o.secret, salt, nonce);
+  if (!sealed) return Fail(sealed.error());
+  // 4. The sink: temporary name, fsync, link, fsync, read back.
+  auto wrote = WriteToSink(o.sink, r.file, *sealed, o.node);
+  if (!wrote) return Fail(wrote.error());
+  if (*wrote == SinkWrite::kExists) {
+    if (o.kind == "scheduled") {
+      r.existed = true;
+      return r;
+    }
+    return Fail("a bundle named " + r.file + " exists in " + o.sink.string() + " already");
+  }
+  auto h = ReadHeader(*sealed);
+  if (h) r.header = *h;
+  r.size = sealed->size();
+  r.sha256 = Sha256Hex(*sealed);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  // 5. Retention, now that a good bundle is the newest.
+  if (auto files_now = ScanSink(o.sink)) {
+    auto retention = Prune(*files_now, o.cluster, o.keep, o.now());
+    r.held = retention.held;
+    for (const auto& f : retention.remove) {
+      if (std::filesystem::remove(o.sink / f, ec)) r.pruned.push_back(f);
+    }
+    if (!r.pruned.empty()) SyncPath(o.sink).ok();
+  }
+  return r;
+}
+
+Result<BackupRecord> LoadBackupRecord(const std::filesystem::path& state_dir) {
+  BackupRecord r;
+  std::error_code ec;
+  auto path = state_dir / "backup.json";
+  if (!std::filesystem::exists(path, ec)) return r;
+  auto text = ReadFile(path);
+  if (!text) return Fail(text.error());
+  try {
+    auto j = nlohmann::json::parse(*text);
+    r.last_good_file = j.value("last_good_file", "");
+    r.last_good_at = j.value("last_good_at", std::int64_t{0});
+    r.last_good_revision = j.value("last_good_revision", std::uint64_t{0});
+    r.last_good_size = j.value("last_good_size", std::uint64_t{0});
+    r.last_good_sha256 = j.value("last_good_sha256", "");
+    r.last_good_seconds = j.value("last_good_seconds", 0.0);
+    r.last_error = j.value("last_error", "");
+    r.last_error_at = j.value("last_error_at", std::int64_t{0});
+  } catch (const std::exception& e) {
+    return Fail(path.string() + ": " + e.what());
+  }
+  return r;
+}
+
+Status SaveBackupRecord(const std::filesystem::path& state_dir, const BackupRecord& r) {
+  nlohmann::ordered_json j{{"last_good_file", r.last_good_file},
+                           {"last_good_at", r.last_good_at},
+                           {"last_good_revision", r.last_good_revision},
+                           {"last_good_size", r.last_good_size},
+                           {"last_good_sha256", r.last_good_sha256},
+                           {"last_good_seconds", r.last_good_seconds},
+                           {"last_error", r.last_error},
+                           {"last_error_at", r.last_error_at}};
+  return WriteFileAtomic(state_dir / "backup.json", j.dump(2) + "\n", std::filesystem::perms(0644));
+}
+
+void NoteGood(const std::filesystem::path& state_dir, const std::filesystem::path& sink, const BackupResult& res,
+              std::int64_t now) {
+  auto r = LoadBackupRecord(state_dir);
+  BackupRecord rec = r ? *r : BackupRecord{};
+  rec.last_good_file = (sink / res.file).string();
+  rec.last_good_at = now;
+  rec.last_good_revision = res.header.revision;
+  rec.last_good_size = res.size;
+  rec.last_good_sha256 = res.sha256;
+  rec.last_good_seconds = res.seconds;
+  rec.last_error.clear();
+  rec.last_error_at = 0;
+  SaveBackupRecord(state_dir, rec).ok();
+}
+
+void NoteFailure(const std::filesystem::path& state_dir, const std::string& error, std::int64_t now) {
+  auto r = LoadBackupRecord(state_dir);
+  BackupRecord rec = r ? *r : BackupRecord{};
+  rec.last_error = error;
+  rec.last_error_at = now;
+  SaveBackupRecord(state_dir, rec).ok();
+}
+
+}  // namespace sprout::backup

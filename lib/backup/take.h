@@ -1,0 +1,80 @@
+// Taking one backup, start to end (docs/backup.md, "Writing a bundle"): snapshot,
+// etcd's hash, the test restore, the bundle, the atomic write, the read back, and
+// retention; plus the node's record of its last good and last failed backup.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backup/bundle.h"
+#include "formation/etcd.h"
+#include "util/result.h"
+
+namespace sprout::backup {
+
+// BackupOptions is everything one backup needs.
+struct BackupOptions {
+  std::string cluster;                    // cluster name
+  std::string secret;                     // the cluster secret (the bundle's key comes from it)
+  std::string node;                       // this node's name
+  Identity identity;                      // the founding's token and members
+  std::filesystem::path sink;             // the folder bundles go to (local, or an NFS mount)
+  std::filesystem::path pki_dir;          // the cluster PKI in kubeadm's layout
+  std::filesystem::path bootstrap_token;  // <state>/bootstrap-token
+  std::filesystem::path scratch;          // where the snapshot and the test restore go (0700)
+  std::string etcdctl = "etcdctl";        // for the test restore
+  std::string client_url = "https://127.0.0.1:2379";
+  formation::EtcdClientTls tls;       // the client certificate
+  int keep = 7;                       // retention
+  std::string kind = "manual";        // "manual" or "scheduled"
+  std::int64_t time = 0;              // the name's time: now (manual) or the slot (scheduled)
+  std::function<std::int64_t()> now;  // Unix seconds; the clock
+};
+
+// BackupResult is a backup that counted (or whose slot another node had written).
+struct BackupResult {
+  std::string file;                 // name in the sink
+  bool existed = false;             // scheduled: the slot's bundle was there already; nothing written
+  BundleHeader header;              // what the bundle says
+  std::uint64_t size = 0;           // the bundle's bytes
+  std::string sha256;               // of the bundle file
+  double seconds = 0;               // snapshot to read back
+  std::vector<std::string> pruned;  // removed by retention
+  std::string held;                 // why retention removed nothing, if it held
+};
+
+// TakeBackup takes one backup. Nothing is written to the sink before the snapshot
+// passed etcd's hash check and the test restore.
+Result<BackupResult> TakeBackup(const BackupOptions& o);
+
+// ReadPkiFiles reads the files a bundle carries from pki_dir and the bootstrap token.
+Result<std::map<std::string, std::string>> ReadPkiFiles(const std::filesystem::path& pki_dir,
+                                                        const std::filesystem::path& bootstrap_token);
+
+// BackupRecord is the node's memory of its backups, in <state>/backup.json, for status.
+struct BackupRecord {
+  std::string last_good_file;     // path of the last good bundle
+  std::int64_t last_good_at = 0;  // Unix seconds
+  std::uint64_t last_good_revision = 0;
+  std::uint64_t last_good_size = 0;
+  std::string last_good_sha256;
+  double last_good_seconds = 0;
+  std::string last_error;  // the last failure since the last good one, "" if none
+  std::int64_t last_error_at = 0;
+};
+
+// LoadBackupRecord reads <state>/backup.json; a missing file is an empty record.
+Result<BackupRecord> LoadBackupRecord(const std::filesystem::path& state_dir);
+// SaveBackupRecord writes it atomically.
+Status SaveBackupRecord(const std::filesystem::path& state_dir, const BackupRecord& record);
+// NoteGood and NoteFailure update the record on disk.
+void NoteGood(const std::filesystem::path& state_dir, const std::filesystem::path& sink, const BackupResult& r,
+              std::int64_t now);
+void NoteFailure(const std::filesystem::path& state_dir, const std::string& error, std::int64_t now);
+
+}  // namespace sprout::backup

@@ -1,0 +1,257 @@
+#!/bin/bash
+# etcd backups and a cluster rebuilt from one (docs/backup.md), with real etcd over
+# mTLS in network namespaces (198.18.12.0/24 on a bridge with no uplink):
+#   1. three nodes form and keys are written;
+#   2. `backup now` writes a good bundle to the share; `backup list` shows it;
+#   3. scheduled bundles appear every slot, each written by exactly one node (the etcd
+#      leader), retention keeps the newest N; `status` names the last good bundle;
+#   4. a corrupted bundle is refused at restore: the node starts nothing;
+#   5. every node and its disk is destroyed; three fresh nodes given the newest bundle
+#      (restore-from) form one cluster that holds the keys.
+# The share is a plain folder all namespaces see (SHARE says so in the output); with
+# BACKUP_NFS=1 it is an NFS export of the host, mounted over the namespaces' bridge.
+set -u
+name=backup_test
+NP=sprt-u SUBNET=198.18.12 CLUSTER=sprt-backup NB_MAX=6
+# shellcheck source=tests/formation/netns.sh
+. "$(dirname "$0")/formation/netns.sh"
+nb_preflight "$name"
+WORK=$(mktemp -d /tmp/sprt-backup.XXXXXX)
+SECRET=$WORK/secret
+SHARE=$WORK/share
+INTERVAL=${BACKUP_INTERVAL:-8}
+KEEP=3
+KEYS=${BACKUP_KEYS:-1000}
+passed=0; failed=0
+ok() { echo "ok: $*"; passed=$((passed + 1)); }
+bad() { echo "FAIL: $*"; failed=$((failed + 1)); }
+cleanup() {
+  nb_teardown
+  if [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]; then
+    rm -rf "$WORK"
+  else
+    echo "$name: logs kept in $WORK"
+    for f in "$WORK"/n*/firstboot.log; do [ -f "$f" ] && { echo "--- $f (tail)"; tail -n 15 "$f"; }; done
+  fi
+  echo "$passed passed, $failed failed"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+nb_teardown 2>/dev/null  # a stale run may have left our namespaces behind
+head -c 32 /dev/urandom | base64 >"$SECRET"
+mkdir -p "$SHARE"
+echo "share: a plain folder ($SHARE) seen by every namespace"
+for i in 1 2 3 4 5 6; do nb_setup "$i"; done
+# Nodes 4..6 are the fresh nodes of the restore; they use the same addresses as 1..3
+# would, so they get 1..3's slots: node i+3 runs in namespace i after 1..3 are gone.
+
+bflags=(--backup-dir "$SHARE" --backup-keep "$KEEP" --etcdctl "$(command -v etcdctl)")
+# fb i ARGS...: sprout-firstboot ARGS as node i, in node i's namespace (its etcd is on 127.0.0.1 there).
+fb() { local i=$1; shift; ip netns exec "$NP$i" "$FIRSTBOOT" "$@" --state-dir "$WORK/n$i/state" --name "node$i" --secret-file "$SECRET" \
+  --cluster-name "$CLUSTER" --pki-dir "$WORK/n$i/pki" --etcd-data-dir "$WORK/n$i/etcd" --listen "$(nb_addr "$i")" \
+  --peers "$(nb_peers 3)" "${bflags[@]}"; }
+
+# 1. Three nodes form; keys are written.
+t0=$(date +%s.%N)
+for i in 1 2 3; do nb_start "$i" 3 3 "${bflags[@]}" --backup-interval "$INTERVAL"; done
+if nb_wait_voting 1 3 60 1 2 3; then
+  formed=$(echo "$(date +%s.%N) - $t0" | bc)
+  printf 'formed: 3 voting members after %.2f s\n' "$formed"
+  ok "three nodes formed a cluster"
+else
+  bad "three nodes did not form a cluster within 60 s"
+  exit 1
+fi
+eps=$(nb_endpoints 1 2 3)
+tw=$(date +%s.%N)
+for b in $(seq 0 128 $((KEYS - 1))); do
+  for k in $(seq "$b" $((b + 127))); do
+    [ "$k" -lt "$KEYS" ] && printf 'put /backup/k%05d value-%05d\n' "$k" "$k"
+  done | { printf '\n'; cat; printf '\n\n'; } | nb_ctl 1 "$eps" txn >/dev/null || bad "a write transaction failed"
+done
+nb_ctl 1 "$eps" put /backup/marker "written before the backup" >/dev/null
+# keycount via endpoints: the number of keys under /backup/ (etcd's count, one key returned).
+keycount() { nb_ctl "$1" "$2" get /backup/ --prefix --limit 1 -w json | grep -o '"count":[0-9]*' | cut -d: -f2; }
+count=$(keycount 1 "$eps")
+printf 'wrote %s keys in %.2f s\n' "$count" "$(echo "$(date +%s.%N) - $tw" | bc)"
+[ "$count" = $((KEYS + 1)) ] && ok "$count keys written" || bad "expected $((KEYS + 1)) keys, etcd counts '$count'"
+
+# 2. A manual backup from node 2, listed from node 1.
+out=$(fb 2 backup now 2>&1)
+echo "$out"
+if echo "$out" | grep -q '^backup: good: .*-manual-node2.sprout-backup: [0-9]* bytes, revision [0-9]*'; then
+  ok "backup now wrote a good bundle"
+else
+  bad "backup now did not report a good bundle"
+fi
+list=$(fb 1 backup list 2>&1)
+echo "$list"
+echo "$list" | grep -q 'manual-node2.sprout-backup .* revision [0-9]* .*sha256 [0-9a-f]\{64\}  good$' &&
+  ok "backup list shows the manual bundle with size, time, revision and sha256, and it opens" ||
+  bad "backup list does not show the manual bundle as good"
+if grep -l 'CA PRIVATE\|PRIVATE KEY' "$SHARE"/* >/dev/null 2>&1; then
+  bad "a bundle on the share holds a private key in the clear"
+else
+  ok "no private key in the clear on the share"
+fi
+
+# 3. Scheduled bundles: one per slot of INTERVAL seconds, by the leader only; retention.
+want=$((KEEP + 1))  # enough slots for retention to have removed something
+deadline=$(($(date +%s) + INTERVAL * (want + 2) + 10))
+while [ "$(cat "$WORK"/n[123]/firstboot.log | grep -c 'backup: good: .*-scheduled.sprout-backup')" -lt "$want" ] &&
+  [ "$(date +%s)" -lt "$deadline" ]; do
+  sleep 1
+done
+good=$(grep -ho 'backup: good: [^ ]*-scheduled.sprout-backup' "$WORK"/n[123]/firstboot.log | sort)
+echo "scheduled bundles reported good:"
+for i in 1 2 3; do
+  grep 'backup: good: .*-scheduled' "$WORK/n$i/firstboot.log" | sed "s/^sprout-firstboot: /  node$i: /; s/ (PHASE=.*//"
+done
+n_good=$(echo "$good" | grep -c .)
+n_unique=$(echo "$good" | sort -u | grep -c .)
+if [ "$n_good" -ge "$want" ] && [ "$n_good" -eq "$n_unique" ]; then
+  ok "$n_good scheduled bundles, each slot written by exactly one node"
+else
+  bad "scheduled bundles: $n_good reported good, $n_unique distinct (want >= $want, all distinct)"
+fi
+# The leader, by etcd: the node whose own member ID is the leader it reports.
+leader_node=""
+for i in 1 2 3; do
+  st_json=$(nb_ctl "$i" "$(nb_endpoints "$i")" endpoint status -w json)
+  mid=$(echo "$st_json" | grep -o '"member_id":[0-9]*' | head -1 | cut -d: -f2)
+  lid=$(echo "$st_json" | grep -o '"leader":[0-9]*' | head -1 | cut -d: -f2)
+  [ -n "$mid" ] && [ "$mid" = "$lid" ] && leader_node=$i
+done
+writers=$(grep -l 'backup: good: .*-scheduled' "$WORK"/n[123]/firstboot.log | sed 's|.*/n\([0-9]\)/.*|\1|' | tr '\n' ' ')
+echo "nodes that wrote scheduled bundles: $writers(etcd leader: node$leader_node)"
+[ "$writers" = "$leader_node " ] && ok "only the etcd leader (node$leader_node) wrote scheduled bundles" ||
+  bad "scheduled bundles written by node(s) $writers, the leader is node$leader_node"
+sleep 1
+on_share=$(ls "$SHARE")
+echo "on the share:"; ls -l "$SHARE" | sed 's/^/  /'
+n_bundles=$(echo "$on_share" | grep -c '\.sprout-backup$')
+if [ "$n_bundles" -eq "$KEEP" ] && ! echo "$on_share" | grep -q 'manual-node2' &&
+  grep -q 'backup: retention removed .*manual-node2' "$WORK"/n[123]/firstboot.log; then
+  ok "retention kept the newest $KEEP bundles and removed the oldest (the manual one)"
+else
+  bad "retention: $n_bundles bundles on the share (want $KEEP, the manual one removed)"
+fi
+echo "$on_share" | grep -q 'tmp-' && bad "a temporary file is left on the share" || ok "no temporary file on the share"
+writer=$(grep -l 'backup: good: .*-scheduled' "$WORK"/n[123]/firstboot.log | head -1 | sed 's|.*/n\([0-9]\)/.*|\1|')
+st=$("$FIRSTBOOT" status --state-dir "$WORK/n$writer/state")
+echo "$st" | grep '^backup:'
+echo "$st" | grep -q "^backup: last good $SHARE/$CLUSTER-.*-scheduled.sprout-backup at .*, revision [0-9]*, [0-9]* bytes, sha256 [0-9a-f]\{64\}" &&
+  ok "status names the last good bundle" || bad "status of node $writer has no last good bundle line"
+
+# 3b. The share goes away (its folder is moved off, as an unmounted share looks): the
+# leader's attempts fail, are reported in the journal and in status, nothing partial is
+# listed; once the share is back, the next slot's bundle is good.
+mv "$SHARE" "$SHARE.away"
+t_away=$(date +%s)
+deadline=$((t_away + INTERVAL * 3 + 10))
+while ! grep -q 'backup: scheduled snapshot failed' "$WORK/n$leader_node/firstboot.log" && [ "$(date +%s)" -lt "$deadline" ]; do
+  sleep 1
+done
+grep -h 'backup: scheduled snapshot failed' "$WORK/n$leader_node/firstboot.log" | head -1 | sed 's/ (PHASE=.*//'
+st=$("$FIRSTBOOT" status --state-dir "$WORK/n$leader_node/state")
+echo "$st" | grep '^backup: last attempt failed'
+echo "$st" | grep -q '^backup: last attempt failed at .*cannot write to the sink' &&
+  ok "an unreachable share is reported in the journal and in status" || bad "no failure reported while the share was away"
+mkdir -p "$SHARE.away.check" && rmdir "$SHARE.away.check"
+mv "$SHARE.away" "$SHARE"
+before=$(grep -c 'backup: good: .*-scheduled' "$WORK/n$leader_node/firstboot.log")
+deadline=$(($(date +%s) + INTERVAL * 2 + 35))
+while [ "$(grep -c 'backup: good: .*-scheduled' "$WORK/n$leader_node/firstboot.log")" -le "$before" ] &&
+  [ "$(date +%s)" -lt "$deadline" ]; do
+  sleep 1
+done
+list=$(fb 1 backup list 2>&1)
+echo "$list"
+if [ "$(grep -c 'backup: good: .*-scheduled' "$WORK/n$leader_node/firstboot.log")" -gt "$before" ] &&
+  ! ls -a "$SHARE" | grep -q 'tmp-' && ! echo "$list" | grep -q 'BAD'; then
+  ok "after the share came back the next bundle is good, and nothing partial is listed"
+else
+  bad "no good bundle after the share came back, or a partial one is listed"
+fi
+
+# 4. A corrupted bundle is refused at restore, and the node starts nothing.
+newest=$(ls "$SHARE"/*.sprout-backup | sort | tail -1)
+cp "$newest" "$WORK/corrupt.sprout-backup"
+size=$(stat -c %s "$WORK/corrupt.sprout-backup")
+printf '\xff' | dd of="$WORK/corrupt.sprout-backup" bs=1 seek=$((size / 2)) conv=notrunc status=none
+mkdir -p "$WORK/n4"
+timeout 30 ip netns exec "${NP}4" "$FIRSTBOOT" run --state-dir "$WORK/n4/state" --name node4 --listen "$(nb_addr 4)" \
+  --peers "$(nb_addr 4)" --expected 1 --secret-file "$SECRET" --cluster-name "$CLUSTER" --etcd-data-dir "$WORK/n4/etcd" \
+  --pki-dir "$WORK/n4/pki" --restore-from "$WORK/corrupt.sprout-backup" --etcdctl "$(command -v etcdctl)" \
+  >"$WORK/n4/firstboot.log" 2>&1
+code=$?
+grep 'restore-from' "$WORK/n4/firstboot.log"
+if [ "$code" -eq 1 ] && grep -q 'refused, starting nothing: .*does not open' "$WORK/n4/firstboot.log" &&
+  [ ! -e "$WORK/n4/etcd" ] && [ ! -e "$WORK/n4/pki" ]; then
+  ok "a corrupted bundle is refused at restore (exit $code), no etcd data and no PKI made"
+else
+  bad "the corrupted bundle: exit $code, etcd dir $(ls -d "$WORK/n4/etcd" 2>&1), pki $(ls -d "$WORK/n4/pki" 2>&1)"
+fi
+
+# 5. Every node and its disk is destroyed; three fresh nodes given the newest bundle
+# form one cluster from it.
+old_id=$(nb_ctl 1 "$eps" endpoint status -w json | grep -o '"cluster_id":[0-9]*' | head -1 | cut -d: -f2)
+for i in 1 2 3; do nb_kill "$i"; done
+rm -rf "$WORK/n1" "$WORK/n2" "$WORK/n3"
+echo "destroyed nodes 1-3 and their state, etcd data and PKI; restoring from $(basename "$newest")"
+tr=$(date +%s.%N)
+for i in 1 2 3; do mkdir -p "$WORK/n$i"; nb_start "$i" 3 3 --restore-from "$newest" --etcdctl "$(command -v etcdctl)"; done
+if nb_wait_voting 1 3 60 1 2 3; then
+  restored=$(echo "$(date +%s.%N) - $tr" | bc)
+  printf 'restored: 3 voting members after %.2f s (fresh formation took %.2f s; ratio %.2f)\n' "$restored" "$formed" \
+    "$(echo "$restored / $formed" | bc -l)"
+  nb_ctl 1 "$eps" member list -w table
+  ok "three fresh nodes formed a cluster from the bundle"
+else
+  bad "three fresh nodes did not form a cluster from the bundle within 60 s"
+fi
+for i in 1 2 3; do grep -h 'restored etcd from' "$WORK/n$i/firstboot.log" | sed 's/ (PHASE=.*//'; done
+[ "$(grep -l 'restored etcd from' "$WORK"/n[123]/firstboot.log | wc -l)" -eq 3 ] &&
+  ok "every founding member restored from the bundle" || bad "not every founding member restored"
+ids=$(for i in 1 2 3; do nb_ctl "$i" "$(nb_endpoints "$i")" endpoint status -w json | grep -o '"cluster_id":[0-9]*' | cut -d: -f2; done | sort -u)
+echo "cluster IDs: old $old_id, restored $(echo "$ids" | tr '\n' ' ')"
+[ "$(echo "$ids" | grep -c .)" -eq 1 ] && ok "one cluster ID on every restored member" || bad "restored members disagree: $ids"
+count=$(keycount 3 "$eps")
+marker=$(nb_ctl 3 "$eps" get /backup/marker --print-value-only)
+k500=$(nb_ctl 2 "$eps" get /backup/k00500 --print-value-only)
+echo "read back via node 3: $count keys under /backup/, /backup/marker = '$marker'; via node 2: /backup/k00500 = '$k500'"
+if [ "$count" = $((KEYS + 1)) ] && [ "$marker" = "written before the backup" ] && [ "$k500" = "value-00500" ]; then
+  ok "the restored cluster holds every key written before the backup"
+else
+  bad "the restored cluster does not hold the keys (count '$count', marker '$marker')"
+fi
+nb_ctl 1 "$eps" put /backup/after "written after the restore" >/dev/null &&
+  [ "$(nb_ctl 3 "$eps" get /backup/after --print-value-only)" = "written after the restore" ] &&
+  ok "the restored cluster takes writes" || bad "the restored cluster does not take a write"
+
+# 6. Never a mix: the founding members are given the bundle except node 3, which starts
+# empty. Its etcd uses the founding's plain token, so another cluster ID: the restored
+# members refuse it, and it never holds or serves data of its own as part of theirs.
+for i in 1 2 3; do nb_kill "$i"; done
+rm -rf "$WORK/n1" "$WORK/n2" "$WORK/n3"
+for i in 1 2; do mkdir -p "$WORK/n$i"; nb_start "$i" 3 3 --restore-from "$newest" --etcdctl "$(command -v etcdctl)"; done
+mkdir -p "$WORK/n3"
+nb_start 3 3 3
+eps12=$(nb_endpoints 1 2)
+deadline=$(($(date +%s) + 60))
+until [ "$(nb_ctl 1 "$eps12" endpoint health 2>&1 | grep -c 'is healthy')" -eq 2 ] || [ "$(date +%s)" -ge "$deadline" ]; do
+  sleep 0.5
+done
+sleep 3
+nb_ctl 1 "$eps12" member list -w table
+count=$(keycount 1 "$eps12")
+id3=$(nb_ctl 3 "$(nb_endpoints 3)" endpoint status -w json 2>/dev/null | grep -o '"cluster_id":[0-9]*' | cut -d: -f2)
+id1=$(nb_ctl 1 "$(nb_endpoints 1)" endpoint status -w json 2>/dev/null | grep -o '"cluster_id":[0-9]*' | cut -d: -f2)
+started3=$(nb_ctl 1 "$eps12" member list | grep -c ', started, node3,')
+echo "restored members' cluster ID $id1 holding $count keys; empty node 3: cluster ID '${id3:-none answered}', started in theirs: $started3"
+grep -ho 'request cluster ID mismatch[^"]*\|cluster ID mismatch' "$WORK"/n[12]/etcd.log "$WORK"/n[12]/state/etcd.log 2>/dev/null | sort | uniq -c | head -3
+if [ "$count" = $((KEYS + 1)) ] && [ "$started3" -eq 0 ] && [ "$id3" != "$id1" ]; then
+  ok "a founding member that started empty stays out of the restored cluster (no mix)"
+else
+  bad "mix check: count '$count', node 3 started in the restored cluster: $started3, IDs '$id1' / '$id3'"
+fi
