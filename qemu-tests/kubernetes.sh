@@ -69,6 +69,8 @@ check "the kernel keeps the TSC as its clock (tsc=reliable; the HPET makes every
   "$(node_ssh 1 cat /sys/devices/system/clocksource/clocksource0/current_clocksource)" '^tsc$'
 check "the control plane's pods outweigh the node's services for the CPU (system.slice weight 25)" \
   "$(node_ssh 1 cat /sys/fs/cgroup/system.slice/cpu.weight)" '^25$'
+check "four cgroup controllers, not eight (the kubelet scans its pod cgroups once per controller)" \
+  "$(node_ssh 1 cat /sys/fs/cgroup/cgroup.controllers)" '^cpuset cpu memory pids$'
 
 # A workload: a Deployment of the preloaded toolbox image serving HTTP (tolerating the
 # control-plane taint: this is the only node), its Service, and a client pod that asks
