@@ -38,29 +38,18 @@ check "one node boots to its login prompt" "${plain:-none}" '^[0-9]+$'
 rm -rf "$CLUSTER_DIR/plain"
 
 cp_nodes="node-1 node-2 node-3"
-# worker_ready NAME: the node is Ready and carries no control-plane label
+# node_ready NAME: the node's Ready condition is True
 node_ready() {
   [ "$(cluster_kubectl get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
 }
-# one_apiserver_answers: some control-plane node's apiserver answers (the kubeconfig
-# names node 1; after a power loss any of them will do for the assertions)
+# kube ARGS...: kubectl through the first control-plane node whose apiserver answers
+# (the admin kubeconfig names node 1; any of them will do for the assertions)
 kube() {
   local i out
   for i in 1 2 3 5; do
     out=$(KUBE_SERVER="https://$(node_ip "$i"):6443" cluster_kubectl "$@" 2>/dev/null) && { echo "$out"; return 0; }
   done
   return 1
-}
-cluster_kubectl() {  # the harness's, with the admin.conf fetched once
-  local conf=$CLUSTER_DIR/admin.conf
-  if [ -z "${CLUSTER_KUBECTL:-}" ]; then
-    CLUSTER_KUBECTL=$(bash "$here/../images/kubernetes/compile.sh" "${SPROUT_CACHE:-/var/cache/sprout}" 2>/dev/null)/kubectl
-  fi
-  if [ ! -s "$conf" ]; then
-    node_ssh 1 cat /etc/kubernetes/admin.conf > "$conf.tmp" && mv "$conf.tmp" "$conf" || return 1
-  fi
-  ip netns exec "$CLUSTER_NS" "$CLUSTER_KUBECTL" --kubeconfig "$conf" --request-timeout=20s \
-    ${KUBE_SERVER:+--server "$KUBE_SERVER"} "$@"
 }
 all_ready() {  # all_ready NAMES...: each is a Ready node
   local n
