@@ -2,9 +2,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <iostream>
+#include <vector>
 
 #include "builder/commands.h"
+#include "image/arch.h"
+#include "image/gpt.h"
 #include "util/fs.h"
 #include "util/process.h"
 
@@ -14,11 +18,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Firmware finds OVMF's code and variable-store template (Debian package ovmf).
-bool Firmware(fs::path& code, fs::path& vars) {
+// Firmware finds the UEFI firmware's code and variable-store template: OVMF (Debian
+// package ovmf) for amd64, AAVMF (qemu-efi-aarch64) for arm64.
+bool Firmware(Arch arch, fs::path& code, fs::path& vars) {
   std::error_code ec;
-  for (const auto& [c, v] : {std::pair{"/usr/share/OVMF/OVMF_CODE_4M.fd", "/usr/share/OVMF/OVMF_VARS_4M.fd"},
-                             std::pair{"/usr/share/OVMF/OVMF_CODE.fd", "/usr/share/OVMF/OVMF_VARS.fd"}}) {
+  using Pair = std::pair<const char*, const char*>;
+  const std::vector<Pair> amd64{{"/usr/share/OVMF/OVMF_CODE_4M.fd", "/usr/share/OVMF/OVMF_VARS_4M.fd"},
+                                {"/usr/share/OVMF/OVMF_CODE.fd", "/usr/share/OVMF/OVMF_VARS.fd"}};
+  const std::vector<Pair> arm64{{"/usr/share/AAVMF/AAVMF_CODE.fd", "/usr/share/AAVMF/AAVMF_VARS.fd"}};
+  for (const auto& [c, v] : arch == Arch::kArm64 ? arm64 : amd64) {
     if (fs::exists(c, ec) && fs::exists(v, ec)) {
       code = c;
       vars = v;
@@ -26,6 +34,21 @@ bool Firmware(fs::path& code, fs::path& vars) {
     }
   }
   return false;
+}
+
+// DiskArch reads the image's GPT and says which architecture its root partition is
+// for (amd64 when it cannot tell, as images before arm64 support are).
+Arch DiskArch(const fs::path& image) {
+  std::ifstream in(image, std::ios::binary);
+  std::vector<std::uint8_t> head(34 * kSectorSize);
+  in.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head.size()));
+  std::error_code ec;
+  auto gpt = ParseGpt(head, fs::file_size(image, ec));
+  if (!gpt) return Arch::kAmd64;
+  std::vector<std::string> types;
+  for (const auto& p : gpt->partitions) types.push_back(p.spec.type.ToString());
+  std::vector<std::string_view> views(types.begin(), types.end());
+  return ImageArchOf(views).value_or(Arch::kAmd64);
 }
 
 }  // namespace
@@ -36,18 +59,24 @@ int Boot(const BootOptions& o) {
     std::cerr << "sprout: no image at " << o.image.string() << "; build one with `sprout build PROFILE -o DIR`\n";
     return 2;
   }
+  const Arch arch = DiskArch(o.image);
+  const bool arm = arch == Arch::kArm64;
+  const std::string qemu = arm ? "qemu-system-aarch64" : "qemu-system-x86_64";
   fs::path code, vars_template;
-  if (!Firmware(code, vars_template)) {
-    std::cerr << "sprout: UEFI firmware not found in /usr/share/OVMF; install it with `apt-get install ovmf`\n";
+  if (!Firmware(arch, code, vars_template)) {
+    std::cerr << (arm ? "sprout: UEFI firmware for arm64 not found in /usr/share/AAVMF; install it with `apt-get "
+                        "install qemu-efi-aarch64`\n"
+                      : "sprout: UEFI firmware not found in /usr/share/OVMF; install it with `apt-get install ovmf`\n");
     return 2;
   }
-  if (FindProgram("qemu-system-x86_64").empty()) {
-    std::cerr << "sprout: qemu-system-x86_64 not found; install it with `apt-get install qemu-system-x86`\n";
+  if (FindProgram(qemu).empty()) {
+    std::cerr << "sprout: " << qemu << " not found; install it with `apt-get install "
+              << (arm ? "qemu-system-arm" : "qemu-system-x86") << "`\n";
     return 2;
   }
   // UEFI variables are per machine; each boot gets a fresh copy beside nothing shared.
   TempDir tmp(fs::temp_directory_path(), "sprout-boot");
-  fs::path vars = tmp.path() / "OVMF_VARS.fd";
+  fs::path vars = tmp.path() / vars_template.filename();
   fs::copy_file(vars_template, vars, ec);
   if (ec) {
     std::cerr << "sprout: cannot copy the UEFI variable store: " << ec.message() << "\n";
@@ -59,11 +88,13 @@ int Boot(const BootOptions& o) {
     std::cerr << "sprout: --kvm given but /dev/kvm is not usable; leave it out to use software emulation\n";
     return 2;
   }
-  std::vector<std::string> argv{"qemu-system-x86_64",
+  // arm64: QEMU's virt machine; in emulation a Cortex-A72 (ARMv8.0), because the "max"
+  // CPU's pointer authentication is slow to emulate.
+  std::vector<std::string> argv{qemu,
                                 "-machine",
-                                std::string("q35,accel=") + (kvm ? "kvm" : "tcg"),
+                                std::string(arm ? "virt" : "q35") + ",accel=" + (kvm ? "kvm" : "tcg"),
                                 "-cpu",
-                                kvm ? "host" : "max",
+                                kvm ? "host" : (arm ? "cortex-a72" : "max"),
                                 "-m",
                                 o.memory,
                                 "-smp",
@@ -81,7 +112,7 @@ int Boot(const BootOptions& o) {
                                 "user,model=virtio-net-pci,restrict=on"};
   if (o.snapshot) argv.emplace_back("-snapshot");
   argv.insert(argv.end(), o.extra.begin(), o.extra.end());
-  std::cerr << "sprout: booting " << o.image.string() << (kvm ? " with KVM" : " in software emulation (no KVM)")
+  std::cerr << "sprout: booting " << o.image.string() << " (" << ArchName(arch) << ")" << (kvm ? " with KVM" : " in software emulation (no KVM)")
             << (o.snapshot ? ", writes discarded at exit" : ", writes kept in the image") << "\n"
             << "sprout: quit with Ctrl-A then X; the serial console follows\n";
   std::vector<char*> args;

@@ -112,18 +112,20 @@ int Validate(const fs::path& path, bool print) {
   return 0;
 }
 
-int Base(const fs::path& what, const fs::path& cache_dir, bool force) {
+int Base(const fs::path& what, const fs::path& cache_dir, bool force, std::optional<Arch> arch_flag) {
   fs::path recipe = what;
+  Arch arch = arch_flag.value_or(Arch::kAmd64);
   if (!IsRecipe(what)) {
     auto p = LoadAndReport(what);
     if (!p) return 1;
     recipe = p->base;
+    arch = arch_flag.value_or(p->arch);
     if (!IsRecipe(recipe)) {
       std::cout << "the profile's base " << recipe.string() << " is a ready root; nothing to build\n";
       return 0;
     }
   }
-  auto key = RecipeKey(recipe, DefaultAptSources());
+  auto key = RecipeKey(recipe, DefaultAptSources(), arch);
   if (!key) {
     std::cerr << "sprout: " << key.error() << "\n";
     return 1;
@@ -135,11 +137,12 @@ int Base(const fs::path& what, const fs::path& cache_dir, bool force) {
   }
   const bool tty = ::isatty(2) != 0;
   Progress progress(tty, 1);
-  progress.Begin("build base OS");
+  progress.Begin(std::string("build base OS (") + ArchName(arch) + ")");
   progress.Note("mmdebstrap takes minutes (70 s on a quiet 2-core machine, more under load); its log: " +
                 (cache_dir / "base" / (*key + ".log")).string());
   BasePhases phases(progress, tty);
-  auto built = BuildBase(recipe, cache_dir, *key, [&phases](const std::string& phase) { phases.Heard(phase); });
+  auto built =
+      BuildBase(recipe, cache_dir, *key, arch, [&phases](const std::string& phase) { phases.Heard(phase); });
   phases.Heard("");  // closes the last phase's time
   if (!built) {
     progress.Note("sprout: " + built.error());
@@ -157,6 +160,7 @@ int Build(const BuildOptions& options) {
   // The profile is read first, so the step list (and "[n/N]") follows its formats.
   auto profile = LoadAndReport(options.profile);
   if (!profile) return 1;
+  if (options.arch) profile->arch = *options.arch;
   StepProgress steps(::isatty(2) != 0, BuildSteps(options.formats.empty() ? profile->formats : options.formats));
   auto fail = [&](const std::string& why) {
     steps.Note("sprout: " + why);
@@ -164,8 +168,8 @@ int Build(const BuildOptions& options) {
   };
   auto in = steps.Run(kResolveProfile, ResolveProfile, std::move(*profile), options);
   if (!in) return fail(in.error());
-  auto base = steps.Run(kPrepareBase, ResolveBase, in->profile.base, options.cache_dir, options.build_base,
-                        SharedCaches(options.cache_dir));
+  auto base = steps.Run(kPrepareBase, ResolveBase, in->profile.base, in->profile.arch, options.cache_dir,
+                        options.build_base, SharedCaches(options.cache_dir));
   if (!base) return fail(base.error());
   auto planned = PlanBuild(std::move(*in), std::move(*base));
   if (!planned) return fail(planned.error());

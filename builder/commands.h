@@ -21,6 +21,7 @@ struct BuildOptions {
   bool offline = false;             // container images must come from the cache (docs/images.md)
   std::filesystem::path ca_bundle;  // extra CA bundle for registries
   std::filesystem::path sign_key;   // Ed25519 private key (PEM) to sign manifest.json with
+  std::optional<Arch> arch;         // --arch: overrides the profile's arch
 };
 
 // Validate checks a profile and prints every problem; --print shows the resolved profile.
@@ -29,8 +30,10 @@ int Validate(const std::filesystem::path& profile, bool print);
 // Build makes the profile's images in out_dir.
 int Build(const BuildOptions& options);
 
-// Base builds (or finds) the cached base of a profile or recipe directory.
-int Base(const std::filesystem::path& profile_or_recipe, const std::filesystem::path& cache_dir, bool force);
+// Base builds (or finds) the cached base of a profile or recipe directory, for arch
+// (default: the profile's, or amd64 for a recipe directory).
+int Base(const std::filesystem::path& profile_or_recipe, const std::filesystem::path& cache_dir, bool force,
+         std::optional<Arch> arch = std::nullopt);
 
 // BootOptions are the settings of `sprout boot`.
 struct BootOptions {

@@ -17,7 +17,11 @@ namespace fs = std::filesystem;
 
 std::vector<oci::ImageSpec> SpecsOf(const Profile& profile) {
   std::vector<oci::ImageSpec> specs;
-  for (const auto& i : profile.images) specs.push_back({i.ref, i.source, i.credentials, i.platform});
+  // An image without a platform of its own is taken for the profile's architecture.
+  const std::string arch_platform = std::string("linux/") + ArchName(profile.arch);
+  for (const auto& i : profile.images) {
+    specs.push_back({i.ref, i.source, i.credentials, i.platform.empty() ? arch_platform : i.platform});
+  }
   return specs;
 }
 
@@ -26,6 +30,7 @@ int Pull(const PullCliOptions& options) {
   auto profile = LoadProfile(options.profile, diags);
   if (!diags.all().empty()) std::cerr << diags.Render(::isatty(2) != 0);
   if (!profile) return 1;
+  if (options.arch) profile->arch = *options.arch;
   if (profile->images.empty()) {
     std::cout << options.profile.string() << " lists no images; nothing to pull\n";
     return 0;

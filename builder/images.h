@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <vector>
 
 #include "image/rootfs.h"
@@ -19,6 +20,7 @@ struct PullCliOptions {
   std::filesystem::path layout;  // if set, also write the images as one OCI layout here
   bool offline = false;
   int parallel = 6;
+  std::optional<Arch> arch;  // --arch: overrides the profile's arch
 };
 
 // Pull fetches every image of a profile into the cache and prints reference and digest.

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "builder/commands.h"
+#include "image/arch.h"
 #include "image/gpt.h"
 #include "image/media.h"
 #include "util/fs.h"
@@ -149,6 +150,7 @@ int Inspect(const fs::path& image, bool json) {
     out["partitions"].push_back({{"number", ++number},
                                  {"label", p.spec.label},
                                  {"type", p.spec.type.ToString()},
+                                 {"typeName", PartitionTypeName(p.spec.type.ToString())},
                                  {"uuid", p.spec.uuid.ToString()},
                                  {"offset", p.offset()},
                                  {"size", p.size()}});
@@ -165,15 +167,17 @@ int Inspect(const fs::path& image, bool json) {
   if (out.contains("volumeId")) std::cout << "volume ID:  " << out["volumeId"].get<std::string>() << "\n";
   std::cout << "partitions:\n";
   for (const auto& p : out["partitions"]) {
-    std::printf("  %d  %-22s %10s  type %s  uuid %s\n", p["number"].get<int>(), p["label"].get<std::string>().c_str(),
+    const std::string name = p["typeName"].get<std::string>();
+    std::printf("  %d  %-22s %10s  type %s%s  uuid %s\n", p["number"].get<int>(), p["label"].get<std::string>().c_str(),
                 HumanSize(p["size"].get<std::uint64_t>()).c_str(), p["type"].get<std::string>().c_str(),
-                p["uuid"].get<std::string>().c_str());
+                name.empty() ? "" : (" (" + name + ")").c_str(), p["uuid"].get<std::string>().c_str());
   }
   std::cout << std::flush;
   std::cout << "root hash:  " << out["rootHash"].get<std::string>() << "\n";
   std::cout << "kernel:     " << out["kernel"].get<std::string>() << "\n";
   const auto& prof = out["profile"];
-  std::cout << "profile:    " << prof.value("name", "?") << " (role " << prof.value("role", "?") << ")\n";
+  std::cout << "profile:    " << prof.value("name", "?") << " (role " << prof.value("role", "?") << ", arch "
+            << prof.value("arch", "amd64") << ")\n";
   std::cout << "preloaded images:";
   if (out["images"].empty()) std::cout << " none";
   std::cout << "\n";

@@ -170,7 +170,8 @@ int Main(int argc, char** argv) {
           "offline", "never use the network: container images must be in the cache")(
           "ca-bundle", "extra CA bundle (PEM) for registries", cxxopts::value<std::string>())(
           "sign", "sign manifest.json with this Ed25519 private key (see sprout keygen)",
-          cxxopts::value<std::string>());
+          cxxopts::value<std::string>())("arch", "build for amd64 or arm64, overriding the profile's arch",
+                                         cxxopts::value<std::string>());
       return Run(
           o,
           Positional{"profile", "profile file", "PROFILE -o DIR",
@@ -186,6 +187,10 @@ int Main(int argc, char** argv) {
             b.offline = a.count("offline") > 0;
             Set<std::string>(a, "ca-bundle", b.ca_bundle);
             Set<std::string>(a, "sign", b.sign_key);
+            if (a.count("arch")) {
+              b.arch = sprout::ParseArchName(a["arch"].as<std::string>());
+              if (!b.arch) return Fail("--arch takes amd64 or arm64; " + sprout::ArchHint(a["arch"].as<std::string>()));
+            }
             if (a.count("format")) {
               for (const auto& f : sprout::Split(a["format"].as<std::string>(), ',')) {
                 auto format = sprout::ParseFormatName(f);
@@ -204,11 +209,16 @@ int Main(int argc, char** argv) {
           "offline", "never use the network; fail naming any image not in the cache")(
           "ca-bundle", "extra CA bundle (PEM) for registries", cxxopts::value<std::string>())(
           "parallel", "concurrent blob downloads", cxxopts::value<int>()->default_value("6"))(
-          "layout", "also write the images as one OCI layout into this directory", cxxopts::value<std::string>());
+          "layout", "also write the images as one OCI layout into this directory", cxxopts::value<std::string>())(
+          "arch", "pull for amd64 or arm64, overriding the profile's arch", cxxopts::value<std::string>());
       return Run(
           o, Positional{"profile", "profile file", "PROFILE", "pull needs a PROFILE, such as profiles/default.yaml"},
           sub_argc, sub_argv, [](const cxxopts::ParseResult& a) {
             sprout::cli::PullCliOptions p;
+            if (a.count("arch")) {
+              p.arch = sprout::ParseArchName(a["arch"].as<std::string>());
+              if (!p.arch) return Fail("--arch takes amd64 or arm64; " + sprout::ArchHint(a["arch"].as<std::string>()));
+            }
             p.profile = a["profile"].as<std::string>();
             p.cache_dir = CacheDir(a);
             p.offline = a.count("offline") > 0;
@@ -223,12 +233,19 @@ int Main(int argc, char** argv) {
     }
     if (command == "base") {
       cxxopts::Options o("sprout base", "Build the base OS of a profile (or a recipe directory) into the cache.");
-      o.add_options()("cache-dir", kCacheHelp, cxxopts::value<std::string>())("force", "rebuild even if cached");
+      o.add_options()("cache-dir", kCacheHelp, cxxopts::value<std::string>())("force", "rebuild even if cached")(
+          "arch", "build for amd64 or arm64 (default: the profile's arch; amd64 for a recipe)",
+          cxxopts::value<std::string>());
       return Run(o,
                  Positional{"what", "profile or recipe", "PROFILE|RECIPE",
                             "base needs a PROFILE or a recipe directory, such as images/base"},
                  sub_argc, sub_argv, [](const cxxopts::ParseResult& a) {
-                   return sprout::cli::Base(a["what"].as<std::string>(), CacheDir(a), a.count("force") > 0);
+                   std::optional<sprout::Arch> arch;
+                   if (a.count("arch")) {
+                     arch = sprout::ParseArchName(a["arch"].as<std::string>());
+                     if (!arch) return Fail("--arch takes amd64 or arm64; " + sprout::ArchHint(a["arch"].as<std::string>()));
+                   }
+                   return sprout::cli::Base(a["what"].as<std::string>(), CacheDir(a), a.count("force") > 0, arch);
                  });
     }
     if (command == "personalize") {

@@ -4,12 +4,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <iostream>
 #include <thread>
 
 #include "builder/cluster.h"
 #include "builder/images.h"
 #include "builder/publish.h"
+#include "image/arch.h"
 #include "image/disk.h"
 #include "image/fsimages.h"
 #include "image/gpt.h"
@@ -34,14 +36,40 @@ fs::path SelfDir() {
   return ec ? fs::current_path() : exe.parent_path();
 }
 
-// FirstbootBinary finds sprout-firstboot: $SPROUT_FIRSTBOOT, else beside sprout.
-Result<fs::path> FirstbootBinary() {
-  if (const char* p = std::getenv("SPROUT_FIRSTBOOT"); p && *p) return fs::path(p);
-  fs::path beside = SelfDir() / "sprout-firstboot";
-  std::error_code ec;
-  if (fs::is_regular_file(beside, ec)) return beside;
-  return Fail("cannot find sprout-firstboot beside " + SelfDir().string() +
-              "; build it (cmake --build build) or set SPROUT_FIRSTBOOT to its path");
+// FirstbootBinary finds the sprout-firstboot that goes into an image of arch and checks
+// that it is a program of that arch: for the host's arch $SPROUT_FIRSTBOOT, else the one
+// beside sprout; for another arch $SPROUT_FIRSTBOOT_<ARCH>, else SELFDIR/<arch>/, where
+// scripts/cross-firstboot puts its cross build (docs/arm64.md).
+Result<fs::path> FirstbootBinary(Arch arch) {
+  const bool native = arch == HostArch();
+  std::string var = "SPROUT_FIRSTBOOT";
+  if (!native) {
+    var += "_";
+    for (const char* c = ArchName(arch); *c; ++c) var += static_cast<char>(std::toupper(static_cast<unsigned char>(*c)));
+  }
+  const std::string build_hint =
+      native ? "build it (cmake --build build)"
+             : std::string("cross-build it with `scripts/cross-firstboot ") + ArchName(arch) + " " + SelfDir().string() +
+                   "`";
+  fs::path path;
+  if (const char* p = std::getenv(var.c_str()); p && *p) {
+    path = p;
+  } else {
+    path = native ? SelfDir() / "sprout-firstboot" : SelfDir() / ArchName(arch) / "sprout-firstboot";
+    std::error_code ec;
+    if (!fs::is_regular_file(path, ec)) {
+      return Fail(std::string("cannot find the ") + ArchName(arch) + " sprout-firstboot at " + path.string() + "; " +
+                  build_hint + " or set " + var + " to its path");
+    }
+  }
+  auto head = ReadFile(path);
+  if (!head) return Fail(head.error());
+  auto elf = ElfArch(std::string_view(*head).substr(0, 64));
+  if (elf && *elf != arch) {
+    return Fail(path.string() + " is an " + ArchName(*elf) + " program, but the image is " + ArchName(arch) + "; " +
+                build_hint + " or set " + var + " to an " + ArchName(arch) + " build");
+  }
+  return path;
 }
 
 int64_t SourceDateEpoch(const Profile& p) {
@@ -84,9 +112,10 @@ std::optional<Profile> LoadAndReport(const fs::path& path) {
 
 Result<BuildInputs> ResolveProfile(Profile profile, const BuildOptions& options) {
   if (auto fetched = FetchProfileFiles(profile, options.cache_dir); !fetched) return Fail(fetched.error());
-  auto firstboot = FirstbootBinary();
+  auto firstboot = FirstbootBinary(profile.arch);
   if (!firstboot) return Fail(firstboot.error());
   std::vector<Format> formats = options.formats.empty() ? profile.formats : options.formats;
+  if (auto s = CheckFormats(profile.arch, formats); !s) return Fail(profile.file.string() + ": " + s.error());
   return BuildInputs{std::move(profile), std::move(formats), *firstboot};
 }
 
@@ -159,7 +188,7 @@ Result<PackedRoot> PackRoot(const BuildPlan& plan, std::vector<RootEntry> additi
   spec.base = plan.base.root;
   spec.additions = std::move(additions);
   spec.mtime = plan.epoch;
-  spec.capture_prefixes = CapturedPaths();
+  spec.capture_prefixes = CapturedPaths(plan.in.profile.arch);
   fs::path image = plan.work / "root.squashfs";
   if (jobs <= 0) jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   auto packer = Pipe::Start(
@@ -182,7 +211,7 @@ Result<VerityTree> BuildVerity(const BuildPlan& plan, const PackedRoot& root) {
 }
 
 Result<BootFiles> MakeInitrd(const BuildPlan& plan, const PackedRoot& root) {
-  auto boot = FindBootFiles(root.captured);
+  auto boot = FindBootFiles(root.captured, plan.in.profile.arch);
   if (!boot) return Fail(boot.error());
   std::vector<RootEntry> stages{{RootEntry::Kind::kDir, "sprout", "", {}, 0755}};
   for (const char* stage : {"local-top", "local-bottom"}) {

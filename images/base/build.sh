@@ -1,14 +1,22 @@
 #!/bin/bash
 # Builds the sprout base OS root file system as a tarball with mmdebstrap.
-# Usage: build.sh OUTPUT.tar
+# Usage: [SPROUT_ARCH=amd64|arm64] build.sh OUTPUT.tar
 # Called by `sprout base`, which caches the result under a key of this folder's
-# contents and the apt sources; run it by hand only to debug the recipe.
+# contents, the apt sources and the architecture; run it by hand only to debug the
+# recipe. A foreign architecture (arm64 on an x86-64 host) runs the packages'
+# maintainer scripts under qemu-user through binfmt_misc (docs/arm64.md).
 set -euo pipefail
 out=${1:?usage: build.sh OUTPUT.tar}
 here=$(cd "$(dirname "$0")" && pwd)
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1700000000}
 
-packages=$(grep -v '^\s*#' "$here/packages" | grep -v '^\s*$' | paste -sd, -)
+arch=${SPROUT_ARCH:-amd64}
+
+# One package per line; a line ending in "[ARCH]" is for that architecture only.
+packages=$(awk -v arch="$arch" '
+  /^[[:space:]]*(#|$)/ { next }
+  NF >= 2 && $2 ~ /^\[.*\]$/ { if ($2 != "[" arch "]") next }
+  { print $1 }' "$here/packages" | paste -sd, -)
 
 # The host's own apt sources name the mirror; this keeps the recipe free of hosts.
 sources=${SPROUT_APT_SOURCES:-/etc/apt/sources.list.d/debian.sources}
@@ -28,7 +36,7 @@ exec mmdebstrap \
   --mode="$mode" \
   --variant=minbase \
   --format=tar \
-  --architectures=amd64 \
+  --architectures="$arch" \
   --include="$packages" \
   --dpkgopt='path-exclude=/usr/share/man/*' \
   --dpkgopt='path-exclude=/usr/share/doc/*' \

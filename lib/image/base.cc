@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "image/arch.h"
 #include "util/fs.h"
 #include "util/process.h"
 #include "util/sha256.h"
@@ -30,7 +31,7 @@ fs::path DefaultAptSources() {
   return "/etc/apt/sources.list";
 }
 
-Result<std::string> RecipeKey(const fs::path& recipe, const fs::path& apt_sources) {
+Result<std::string> RecipeKey(const fs::path& recipe, const fs::path& apt_sources, Arch arch) {
   std::vector<fs::path> files;
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(recipe, ec); !ec && it != fs::recursive_directory_iterator();
@@ -41,6 +42,7 @@ Result<std::string> RecipeKey(const fs::path& recipe, const fs::path& apt_source
   std::sort(files.begin(), files.end());
   Sha256 h;
   h.Update("sprout-base-v1\n");
+  h.Update(std::string("arch ") + ArchName(arch) + "\n");
   for (const auto& f : files) {
     auto data = ReadFile(f);
     if (!data) return Fail(data.error());
@@ -138,15 +140,24 @@ class PhaseWatcher {
 
 }  // namespace
 
-Result<fs::path> BuildBase(const fs::path& recipe, const fs::path& cache_dir, const std::string& key,
+Result<fs::path> BuildBase(const fs::path& recipe, const fs::path& cache_dir, const std::string& key, Arch arch,
                            const PhaseFn& watch) {
+  BinfmtCheck binfmt = CheckBinfmt(arch, HostArch(), ReadBinfmt(arch));
+  if (binfmt.verdict == BinfmtVerdict::kMissing) return Fail(binfmt.problem);
+  if (binfmt.verdict == BinfmtVerdict::kRegister) {
+    if (auto s = RegisterBinfmt(arch); !s) return Fail(s.error());
+    binfmt = CheckBinfmt(arch, HostArch(), ReadBinfmt(arch));
+    if (binfmt.verdict != BinfmtVerdict::kReady) {
+      return Fail(std::string("registered ") + TraitsOf(arch).qemu_binfmt + " with binfmt_misc, but: " + binfmt.problem);
+    }
+  }
   fs::path out = CachedBasePath(cache_dir, key);
   fs::create_directories(out.parent_path());
   // mmdebstrap picks its output format from the file name, so the temporary keeps ".tar".
   fs::path tmp = cache_dir / "base" / (key + ".partial-" + std::to_string(::getpid()) + ".tar");
   fs::path log = cache_dir / "base" / (key + ".log");
   Command cmd{{"bash", (recipe / "build.sh").string(), tmp.string()},
-              {{"SPROUT_APT_SOURCES", DefaultAptSources().string()}}};
+              {{"SPROUT_APT_SOURCES", DefaultAptSources().string()}, {"SPROUT_ARCH", ArchName(arch)}}};
   cmd.stdout_file = log.string();
   cmd.stderr_to_stdout_file = true;
   Result<RunResult> r = Fail("");
@@ -185,20 +196,22 @@ std::optional<fs::path> FindCachedBase(const fs::path& cache_dir, const std::vec
   return std::nullopt;
 }
 
-Result<BaseRef> ResolveBase(const fs::path& base, const fs::path& cache_dir, bool build,
+Result<BaseRef> ResolveBase(const fs::path& base, Arch arch, const fs::path& cache_dir, bool build,
                             const std::vector<fs::path>& shared) {
   std::error_code ec;
   if (IsRecipe(base)) {
-    auto key = RecipeKey(base, DefaultAptSources());
+    auto key = RecipeKey(base, DefaultAptSources(), arch);
     if (!key) return Fail(key.error());
     if (auto cached = FindCachedBase(cache_dir, shared, *key)) return BaseRef{*cached, "recipe:" + *key};
     if (!build) {
       std::string where = cache_dir.string();
       for (const auto& dir : shared) where += " or " + dir.string();
-      return Fail("the base recipe " + base.string() + " has not been built yet (key " + *key + ", cache " + where +
-                  ")\nhint: run `sprout base " + base.string() + "` once as root, or pass --build-base");
+      const std::string arch_flag = arch == Arch::kAmd64 ? "" : std::string(" --arch ") + ArchName(arch);
+      return Fail("the base recipe " + base.string() + " has not been built yet for " + ArchName(arch) + " (key " +
+                  *key + ", cache " + where + ")\nhint: run `sprout base " + base.string() + arch_flag +
+                  "` once as root, or pass --build-base");
     }
-    auto built = BuildBase(base, cache_dir, *key);
+    auto built = BuildBase(base, cache_dir, *key, arch);
     if (!built) return Fail(built.error());
     return BaseRef{*built, "recipe:" + *key};
   }

@@ -47,3 +47,16 @@ TEST_CASE("FindCachedBase reads a shared cache when the own one lacks the base",
   CHECK(FindCachedBase(own, {shared}, "k1") == CachedBasePath(own, "k1"));  // the own cache first
   CHECK_FALSE(FindCachedBase(own, {shared}, "k2").has_value());
 }
+
+TEST_CASE("RecipeKey differs per architecture, so amd64 and arm64 never share a base", "[base][arch]") {
+  TempDir dir(fs::temp_directory_path(), "recipe-key");
+  fs::create_directories(dir.path() / "recipe");
+  std::ofstream(dir.path() / "recipe" / "build.sh") << "#!/bin/sh\n";
+  std::ofstream(dir.path() / "sources") << "Types: deb\n";
+  auto amd = RecipeKey(dir.path() / "recipe", dir.path() / "sources", Arch::kAmd64);
+  auto arm = RecipeKey(dir.path() / "recipe", dir.path() / "sources", Arch::kArm64);
+  REQUIRE(amd);
+  REQUIRE(arm);
+  CHECK(*amd != *arm);
+  CHECK(*amd == *RecipeKey(dir.path() / "recipe", dir.path() / "sources", Arch::kAmd64));
+}

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "image/arch.h"
 #include "image/media.h"
 #include "util/text.h"
 
@@ -11,7 +12,9 @@ namespace {
 
 const char* const kKernelPrefix = "boot/vmlinuz-";
 const char* const kInitrdPrefix = "boot/initrd.img-";
-const char* const kBootloaderPath = "usr/lib/systemd/boot/efi/systemd-bootx64.efi";
+const char* const kBootloaderDir = "usr/lib/systemd/boot/efi/";
+
+std::string BootloaderPath(Arch arch) { return std::string(kBootloaderDir) + TraitsOf(arch).systemd_boot; }
 
 // Newest returns the captured file with the highest version-sorted name under prefix.
 const std::pair<const std::string, std::string>* Newest(const std::map<std::string, std::string>& files,
@@ -31,19 +34,24 @@ std::uint64_t Bytes(const std::vector<EspFile>& files) {
 
 }  // namespace
 
-std::vector<std::string> CapturedPaths() { return {kKernelPrefix, kInitrdPrefix, kBootloaderPath, kDpkgStatusPath}; }
+std::vector<std::string> CapturedPaths(Arch arch) {
+  return {kKernelPrefix, kInitrdPrefix, BootloaderPath(arch), kDpkgStatusPath};
+}
 
-Result<BootFiles> FindBootFiles(const std::map<std::string, std::string>& captured) {
+Result<BootFiles> FindBootFiles(const std::map<std::string, std::string>& captured, Arch arch) {
+  const ArchTraits& t = TraitsOf(arch);
   auto kernel = Newest(captured, kKernelPrefix);
   auto initrd = Newest(captured, kInitrdPrefix);
-  auto bootloader = captured.find(kBootloaderPath);
+  auto bootloader = captured.find(BootloaderPath(arch));
   if (!kernel || !initrd || bootloader == captured.end()) {
-    return Fail(
-        "the base lacks a kernel, an initrd or systemd-boot (/boot/vmlinuz-*, /boot/initrd.img-*, "
-        "systemd-bootx64.efi); add linux-image-amd64, initramfs-tools and systemd-boot-efi to its packages");
+    return Fail(std::string("the ") + ArchName(arch) +
+                " base lacks a kernel, an initrd or systemd-boot (/boot/vmlinuz-*, /boot/initrd.img-*, " +
+                t.systemd_boot + "); add " + t.kernel_package +
+                ", initramfs-tools and systemd-boot-efi to its packages (is the base built for " + ArchName(arch) +
+                "?)");
   }
   return BootFiles{kernel->first.substr(std::string(kKernelPrefix).size()), kernel->second, initrd->second,
-                   bootloader->second};
+                   bootloader->second, arch};
 }
 
 std::string AppendToInitrd(std::string initrd, const std::string& cpio) {
@@ -54,8 +62,9 @@ std::string AppendToInitrd(std::string initrd, const std::string& cpio) {
 
 std::vector<EspFile> EspFiles(const BootFiles& boot, const std::string& loader_conf, const std::string& loader_entry,
                               const std::string& metadata) {
-  return {{"EFI/BOOT/BOOTX64.EFI", boot.bootloader},
-          {"EFI/systemd/systemd-bootx64.efi", boot.bootloader},
+  const ArchTraits& t = TraitsOf(boot.arch);
+  return {{t.efi_boot_path, boot.bootloader},
+          {std::string("EFI/systemd/") + t.systemd_boot, boot.bootloader},
           {"loader/loader.conf", loader_conf},
           {"loader/entries/sprout.conf", loader_entry},
           {"sprout/vmlinuz", boot.kernel},

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "image/fsimages.h"
+#include "profile/profile.h"
 #include "util/result.h"
 
 namespace sprout {
@@ -17,26 +18,27 @@ namespace sprout {
 struct BootFiles {
   std::string kernel_version;  // "6.1.0-18-amd64", from the kernel's file name
   std::string kernel, initrd, bootloader;
+  Arch arch = Arch::kAmd64;  // the architecture the boot loader is for
 };
 
 // CapturedPaths are the root paths whose contents a build keeps while it packs the
-// root: the boot files, and dpkg's status for the SBOM. A path matches by prefix.
-std::vector<std::string> CapturedPaths();
+// root: the boot files of arch, and dpkg's status for the SBOM. A path matches by prefix.
+std::vector<std::string> CapturedPaths(Arch arch);
 
 // kDpkgStatusPath is dpkg's status file in the root, the SBOM's source.
 inline constexpr const char* kDpkgStatusPath = "var/lib/dpkg/status";
 
-// FindBootFiles picks the newest kernel and initrd (by version-sorted name) and
+// FindBootFiles picks the newest kernel and initrd (by version-sorted name) and arch's
 // systemd-boot from the captured files, or says which packages the base lacks.
-Result<BootFiles> FindBootFiles(const std::map<std::string, std::string>& captured);
+Result<BootFiles> FindBootFiles(const std::map<std::string, std::string>& captured, Arch arch);
 
 // AppendToInitrd appends an uncompressed cpio archive to an initrd. The kernel looks
 // for a following archive only at 4-byte-aligned offsets after a compressed one,
 // skipping zeros, so the initrd is padded first.
 std::string AppendToInitrd(std::string initrd, const std::string& cpio);
 
-// EspFiles lists the ESP of a medium: systemd-boot (also as the removable-media
-// default), the loader configuration and entry, the kernel, the initrd and the image
+// EspFiles lists the ESP of a medium: systemd-boot for boot.arch (also as the
+// removable-media default, BOOTX64.EFI or BOOTAA64.EFI), the loader configuration and entry, the kernel, the initrd and the image
 // metadata that `sprout inspect` reads.
 std::vector<EspFile> EspFiles(const BootFiles& boot, const std::string& loader_conf, const std::string& loader_entry,
                               const std::string& metadata);

@@ -11,7 +11,7 @@ TEST_CASE("FindBootFiles takes the newest kernel and initrd and systemd-boot", "
                                               {"boot/initrd.img-6.1.0-18-amd64", "initrd"},
                                               {"usr/lib/systemd/boot/efi/systemd-bootx64.efi", "boot"},
                                               {"var/lib/dpkg/status", "Package: bash\n"}};
-  auto boot = FindBootFiles(captured);
+  auto boot = FindBootFiles(captured, Arch::kAmd64);
   REQUIRE(boot);
   CHECK(boot->kernel_version == "6.1.0-18-amd64");
   CHECK(boot->kernel == "kernel");
@@ -20,13 +20,13 @@ TEST_CASE("FindBootFiles takes the newest kernel and initrd and systemd-boot", "
   // Every path FindBootFiles reads, and dpkg's status for the SBOM, is captured.
   for (const auto& [path, data] : captured) {
     bool kept = false;
-    for (const auto& prefix : CapturedPaths()) kept = kept || path.starts_with(prefix);
+    for (const auto& prefix : CapturedPaths(Arch::kAmd64)) kept = kept || path.starts_with(prefix);
     CHECK(kept);
   }
 }
 
 TEST_CASE("a base without systemd-boot names the packages to add", "[boot]") {
-  auto boot = FindBootFiles({{"boot/vmlinuz-6.1", "k"}, {"boot/initrd.img-6.1", "i"}});
+  auto boot = FindBootFiles({{"boot/vmlinuz-6.1", "k"}, {"boot/initrd.img-6.1", "i"}}, Arch::kAmd64);
   REQUIRE(!boot);
   CHECK(boot.error().find("add linux-image-amd64, initramfs-tools and systemd-boot-efi") != std::string::npos);
 }
@@ -58,4 +58,35 @@ TEST_CASE("LiveEspSize is whole MiB with 4 MiB of room, at least 40 MiB", "[boot
   CHECK(LiveEspSize({{"a", "x"}}) == 40u << 20);
   CHECK(LiveEspSize({{"a", std::string(50u << 20, 'x')}}) == 54u << 20);
   CHECK(LiveEspSize({{"a", std::string((50u << 20) + 1, 'x')}}) == 55u << 20);
+}
+
+TEST_CASE("an arm64 build takes systemd-bootaa64.efi and boots it as BOOTAA64.EFI", "[boot][arch]") {
+  std::map<std::string, std::string> captured{{"boot/vmlinuz-6.1.0-18-arm64", "kernel"},
+                                              {"boot/initrd.img-6.1.0-18-arm64", "initrd"},
+                                              {"usr/lib/systemd/boot/efi/systemd-bootaa64.efi", "aa64"},
+                                              {"usr/lib/systemd/boot/efi/systemd-bootx64.efi", "x64"}};
+  auto boot = FindBootFiles(captured, Arch::kArm64);
+  REQUIRE(boot);
+  CHECK(boot->bootloader == "aa64");
+  CHECK(boot->kernel_version == "6.1.0-18-arm64");
+  CHECK(boot->arch == Arch::kArm64);
+  auto files = EspFiles(*boot, "conf", "entry", "{}");
+  REQUIRE(files.size() >= 2);
+  CHECK(files[0].path == "EFI/BOOT/BOOTAA64.EFI");
+  CHECK(files[0].data == "aa64");
+  CHECK(files[1].path == "EFI/systemd/systemd-bootaa64.efi");
+  bool captures_aa64 = false;
+  for (const auto& prefix : CapturedPaths(Arch::kArm64)) captures_aa64 |= prefix.ends_with("systemd-bootaa64.efi");
+  CHECK(captures_aa64);
+}
+
+TEST_CASE("an amd64 base built into an arm64 image is named, with the package to add", "[boot][arch]") {
+  auto boot = FindBootFiles({{"boot/vmlinuz-6.1.0-18-amd64", "k"},
+                             {"boot/initrd.img-6.1.0-18-amd64", "i"},
+                             {"usr/lib/systemd/boot/efi/systemd-bootx64.efi", "x64"}},
+                            Arch::kArm64);
+  REQUIRE(!boot);
+  CHECK(boot.error().find("the arm64 base lacks") != std::string::npos);
+  CHECK(boot.error().find("systemd-bootaa64.efi") != std::string::npos);
+  CHECK(boot.error().find("add linux-image-arm64") != std::string::npos);
 }

@@ -34,6 +34,8 @@ namespace dps {
 inline constexpr std::string_view kEsp = "c12a7328-f81f-11d2-ba4b-00a0c93ec93b";
 inline constexpr std::string_view kRootX86_64 = "4f68bce3-e8cd-4db1-96e7-fbcaf984b709";
 inline constexpr std::string_view kRootVerityX86_64 = "2c7357ed-ebd2-46d9-aec1-23d437ec2bf5";
+inline constexpr std::string_view kRootArm64 = "b921b045-1df0-41c3-af44-4c6f280d3fae";        // 64-bit ARM/AArch64
+inline constexpr std::string_view kRootVerityArm64 = "df3300ce-d69f-4c92-978c-9bfb0f38d820";  // 64-bit ARM/AArch64
 inline constexpr std::string_view kVar = "4d21b016-b534-45c2-a9fb-5c16e091fd2d";
 inline constexpr std::string_view kLinuxGeneric = "0fc63daf-8483-4772-8e79-3d69d8477de4";
 }  // namespace dps

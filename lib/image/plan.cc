@@ -1,5 +1,6 @@
 #include "image/plan.h"
 
+#include "image/arch.h"
 #include "util/sha256.h"
 #include "util/text.h"
 
@@ -15,8 +16,8 @@ std::string SeedOf(const std::string& inputs_json) {
 }
 
 DiskPlan PlanDisk(const Profile& profile, const std::string& seed) {
-  (void)profile;
   DiskPlan d;
+  d.arch = profile.arch;
   d.disk_guid = Guid::Derive(seed, "disk");
   d.esp_uuid = Guid::Derive(seed, "partition:esp");
   d.state_uuid = Guid::Derive(seed, "partition:state");
@@ -64,7 +65,7 @@ void PlanBoot(DiskPlan& d, const Profile& profile, const std::string& root_hash)
       // (a corrupt block read later) reboots too rather than hanging.
       "panic=10",
       "console=tty0",
-      "console=ttyS0,115200",
+      std::string("console=") + TraitsOf(d.arch).serial_console,
   };
   d.cmdline.insert(d.cmdline.end(), profile.cmdline.begin(), profile.cmdline.end());
   d.loader_conf =
@@ -85,8 +86,8 @@ std::vector<PartitionSpec> PlanPartitions(const DiskPlan& d, std::uint64_t esp_s
                                           std::uint64_t verity_size, std::uint64_t state_size) {
   // GPT attribute 60 marks a partition read-only for the OS, per the DPS.
   constexpr std::uint64_t kReadOnly = 1ull << 60;
-  const Guid root = *Guid::Parse(dps::kRootX86_64);
-  const Guid verity = *Guid::Parse(dps::kRootVerityX86_64);
+  const Guid root = *Guid::Parse(TraitsOf(d.arch).root_type);
+  const Guid verity = *Guid::Parse(TraitsOf(d.arch).root_verity_type);
   return {
       {kEspLabel, *Guid::Parse(dps::kEsp), d.esp_uuid, esp_size, 0},
       {kRootLabel, root, d.root_uuid, root_size, kReadOnly},

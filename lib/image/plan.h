@@ -15,6 +15,7 @@ namespace sprout {
 
 // DiskPlan holds every identifier and text file the disk's layout implies.
 struct DiskPlan {
+  Arch arch = Arch::kAmd64;  // picks the root and verity partition types and the serial console
   Guid disk_guid, esp_uuid, state_uuid, config_uuid;
   Guid root_uuid, verity_uuid;      // slot A; from the root hash (set by PlanBoot)
   Guid root_b_uuid, verity_b_uuid;  // the reserved slot B
@@ -64,7 +65,8 @@ DiskPlan PlanDisk(const Profile& profile, const std::string& seed);
 // Specification suggests), and the kernel command line carries the hash.
 void PlanBoot(DiskPlan& plan, const Profile& profile, const std::string& root_hash);
 
-// PlanPartitions lists the GPT partitions: ESP, root A and its verity, the reserved
+// PlanPartitions lists the GPT partitions (root and verity types of plan.arch, from the
+// Discoverable Partitions Specification): ESP, root A and its verity, the reserved
 // root B and its verity (same sizes), the config area, then the state partition last
 // so it can grow.
 std::vector<PartitionSpec> PlanPartitions(const DiskPlan& plan, std::uint64_t esp_size, std::uint64_t root_size,

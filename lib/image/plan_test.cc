@@ -50,3 +50,32 @@ TEST_CASE("PlanPartitions reserves slot B with slot A's sizes and puts state las
   CHECK(parts[kRootAIndex].attributes == 1ull << 60);
   CHECK(parts[kStateIndex].attributes == 0);
 }
+
+TEST_CASE("an arm64 plan uses the DPS arm64 root and verity types and the PL011 console", "[plan][arch]") {
+  Profile p;
+  p.arch = Arch::kArm64;
+  DiskPlan d = PlanDisk(p, "s");
+  PlanBoot(d, p, std::string(64, 'a'));
+  auto parts = PlanPartitions(d, 64 << 20, 300 << 20, 5 << 20, 256 << 20);
+  REQUIRE(parts.size() == 7);
+  // UAPI Discoverable Partitions Specification: Root Partition (64-bit ARM/AArch64) and
+  // Root Verity Partition (64-bit ARM/AArch64); slot B has the same types.
+  CHECK(parts[kRootAIndex].type.ToString() == "b921b045-1df0-41c3-af44-4c6f280d3fae");
+  CHECK(parts[kVerityAIndex].type.ToString() == "df3300ce-d69f-4c92-978c-9bfb0f38d820");
+  CHECK(parts[kRootBIndex].type == parts[kRootAIndex].type);
+  CHECK(parts[kVerityBIndex].type == parts[kVerityAIndex].type);
+  CHECK(parts[kEspIndex].type.ToString() == std::string(dps::kEsp));
+  CHECK(parts[kStateIndex].type.ToString() == std::string(dps::kVar));
+  CHECK(d.loader_entry.find("console=ttyAMA0,115200") != std::string::npos);
+  CHECK(d.loader_entry.find("ttyS0") == std::string::npos);
+}
+
+TEST_CASE("an amd64 plan keeps the x86-64 types and ttyS0", "[plan][arch]") {
+  Profile p;
+  DiskPlan d = PlanDisk(p, "s");
+  PlanBoot(d, p, std::string(64, 'a'));
+  auto parts = PlanPartitions(d, 64 << 20, 300 << 20, 5 << 20, 256 << 20);
+  CHECK(parts[kRootAIndex].type.ToString() == "4f68bce3-e8cd-4db1-96e7-fbcaf984b709");
+  CHECK(parts[kVerityAIndex].type.ToString() == "2c7357ed-ebd2-46d9-aec1-23d437ec2bf5");
+  CHECK(d.loader_entry.find("console=ttyS0,115200") != std::string::npos);
+}

@@ -399,7 +399,8 @@ Result<std::vector<PreloadedImage>> PullImages(const std::vector<ImageSpec>& spe
     if (source->kind == "recipe") {
       auto k = RecipeKey(source->path);
       if (!k) return Fail(k.error());
-      key = "recipe:" + *k + ":" + spec.ref;
+      // A recipe builds for one platform; each platform is its own cache entry.
+      key = "recipe:" + *k + ":" + PlatformString(platform) + ":" + spec.ref;
     } else if (source->kind != "registry") {
       key = source->kind + ":" + source->path.string() + ":" + spec.ref;
     }
@@ -419,7 +420,9 @@ Result<std::vector<PreloadedImage>> PullImages(const std::vector<ImageSpec>& spe
         TempDir work(options.cache_dir / "oci", "recipe");
         fs::path script = source->path / "build.sh";
         auto run = Run({{"bash", script.string(), (work.path() / "layout").string()},
-                        {{"SPROUT_IMAGE_REF", spec.ref}, {"SPROUT_CACHE_DIR", options.cache_dir.string()}},
+                        {{"SPROUT_IMAGE_REF", spec.ref},
+                         {"SPROUT_CACHE_DIR", options.cache_dir.string()},
+                         {"SPROUT_IMAGE_ARCH", platform.architecture}},
                         {},
                         (work.path() / "log").string(),
                         true});

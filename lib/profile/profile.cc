@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -16,6 +17,27 @@ namespace sprout {
 namespace fs = std::filesystem;
 
 const char* RoleName(Role role) { return role == Role::kWorker ? "worker" : "control-plane"; }
+
+const char* ArchName(Arch arch) { return arch == Arch::kArm64 ? "arm64" : "amd64"; }
+
+std::optional<Arch> ParseArchName(const std::string& name) {
+  for (Arch a : {Arch::kAmd64, Arch::kArm64}) {
+    if (name == ArchName(a)) return a;
+  }
+  return std::nullopt;
+}
+
+std::string ArchHint(const std::string& name) {
+  std::string lower;
+  for (char c : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "x86_64" || lower == "x86-64" || lower == "x64" || lower == "amd64") {
+    return "did you mean 'amd64'? sprout uses Debian's architecture names";
+  }
+  if (lower == "aarch64" || lower == "arm64" || lower == "armv8") {
+    return "did you mean 'arm64'? sprout uses Debian's architecture names";
+  }
+  return "architectures are: amd64, arm64";
+}
 
 const char* FormatName(Format format) {
   switch (format) {
@@ -49,6 +71,8 @@ struct Layer {
   std::optional<fs::path> base;
   Location base_where;
   std::optional<Role> role;
+  std::optional<Arch> arch;
+  Location arch_where;
   std::optional<std::vector<Format>> formats;
   std::vector<std::string> cmdline;
   std::vector<fs::path> overlays;
@@ -96,8 +120,9 @@ class LayerParser {
       return layer;
     }
     CheckKeys(root, "the profile",
-              {"extends", "name", "description", "base", "role", "formats", "kernel", "disk", "overlays", "files",
-               "reproducible", "hostname", "images", "shoot", "staticPods", "withoutStaticPods", "podHost", "kubelet"});
+              {"extends", "name", "description", "base", "role", "arch", "formats", "kernel", "disk", "overlays",
+               "files", "reproducible", "hostname", "images", "shoot", "staticPods", "withoutStaticPods", "podHost",
+               "kubelet"});
     ParseCluster(root, layer);
     if (auto n = root["extends"]) {
       if (auto s = String(n, "extends")) {
@@ -153,6 +178,16 @@ class LayerParser {
           diags_.Error(At(n), "'role' must be 'control-plane' or 'worker'; got '" + *s + "'",
                        guess ? "did you mean '" + *guess + "'?"
                              : "control-plane nodes run etcd and the API server; workers run only workloads");
+        }
+      }
+    }
+    if (auto n = root["arch"]) {
+      if (auto s = String(n, "arch")) {
+        if (auto a = ParseArchName(*s)) {
+          layer.arch = *a;
+          layer.arch_where = At(n);
+        } else {
+          diags_.Error(At(n), "'arch' must be 'amd64' or 'arm64'; got '" + *s + "'", ArchHint(*s));
         }
       }
     }
@@ -707,6 +742,10 @@ std::optional<Profile> LoadProfile(const fs::path& path, Diagnostics& diags) {
       have_base = true;
     }
     if (l.role) p.role = *l.role;
+    if (l.arch) {
+      p.arch = *l.arch;
+      p.arch_where = l.arch_where;
+    }
     if (l.formats) p.formats = *l.formats;
     p.cmdline.insert(p.cmdline.end(), l.cmdline.begin(), l.cmdline.end());
     p.overlays.insert(p.overlays.end(), l.overlays.begin(), l.overlays.end());
@@ -778,6 +817,7 @@ std::string ProfileToJson(const Profile& p) {
   j["description"] = p.description;
   j["base"] = rel(p.base);
   j["role"] = RoleName(p.role);
+  j["arch"] = ArchName(p.arch);
   j["formats"] = nlohmann::json::array();
   for (auto f : p.formats) j["formats"].push_back(FormatName(f));
   j["kernel"]["cmdline"] = p.cmdline;

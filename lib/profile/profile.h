@@ -28,6 +28,19 @@ const char* FormatName(Format format);
 // ParseFormatName is the inverse of FormatName; nullopt for an unknown name.
 std::optional<Format> ParseFormatName(const std::string& name);
 
+// Arch is the CPU architecture an image is built for, in Debian's spelling.
+enum class Arch { kAmd64, kArm64 };
+
+// ArchName is the profile spelling of an architecture ("amd64", "arm64").
+const char* ArchName(Arch arch);
+
+// ParseArchName is the inverse of ArchName; nullopt for an unknown name.
+std::optional<Arch> ParseArchName(const std::string& name);
+
+// ArchHint is the hint for a name ParseArchName does not know: the Debian name of a
+// kernel or GNU spelling ("x86_64", "aarch64"), else the list of names.
+std::string ArchHint(const std::string& name);
+
 // ProfileFile is one file to place into the root: from a source file, a URL (fetched,
 // checked and cached at build time) or inline content.
 struct ProfileFile {
@@ -58,7 +71,7 @@ struct ProfileImage {
   std::string ref;                    // registry/repository[:tag][@sha256:...]
   std::string source;                 // "" (the registry) or recipe:DIR, oci:DIR, oci-archive:TAR, docker-archive:TAR
   std::filesystem::path credentials;  // absolute, or empty
-  std::string platform;               // "" = the build host's
+  std::string platform;               // "" = linux/ and the profile's arch
   Location where;
 };
 
@@ -71,6 +84,8 @@ struct Profile {
   std::filesystem::path base;  // base OS: recipe directory, tarball, or directory
   Location base_where;
   Role role = Role::kControlPlane;
+  Arch arch = Arch::kAmd64;  // `arch:`; `--arch` overrides it
+  Location arch_where;
   std::vector<Format> formats{Format::kRaw};
   std::vector<std::string> cmdline;             // extra kernel command-line words
   std::vector<std::filesystem::path> overlays;  // extra overlays, after common and role
