@@ -112,7 +112,8 @@ int Boot(const BootOptions& o) {
                                 "user,model=virtio-net-pci,restrict=on"};
   if (o.snapshot) argv.emplace_back("-snapshot");
   argv.insert(argv.end(), o.extra.begin(), o.extra.end());
-  std::cerr << "sprout: booting " << o.image.string() << " (" << ArchName(arch) << ")" << (kvm ? " with KVM" : " in software emulation (no KVM)")
+  std::cerr << "sprout: booting " << o.image.string() << " (" << ArchName(arch) << ")"
+            << (kvm ? " with KVM" : " in software emulation (no KVM)")
             << (o.snapshot ? ", writes discarded at exit" : ", writes kept in the image") << "\n"
             << "sprout: quit with Ctrl-A then X; the serial console follows\n";
   std::vector<char*> args;

@@ -141,8 +141,7 @@ int Base(const fs::path& what, const fs::path& cache_dir, bool force, std::optio
   progress.Note("mmdebstrap takes minutes (70 s on a quiet 2-core machine, more under load); its log: " +
                 (cache_dir / "base" / (*key + ".log")).string());
   BasePhases phases(progress, tty);
-  auto built =
-      BuildBase(recipe, cache_dir, *key, arch, [&phases](const std::string& phase) { phases.Heard(phase); });
+  auto built = BuildBase(recipe, cache_dir, *key, arch, [&phases](const std::string& phase) { phases.Heard(phase); });
   phases.Heard("");  // closes the last phase's time
   if (!built) {
     progress.Note("sprout: " + built.error());

@@ -243,7 +243,8 @@ int Main(int argc, char** argv) {
                    std::optional<sprout::Arch> arch;
                    if (a.count("arch")) {
                      arch = sprout::ParseArchName(a["arch"].as<std::string>());
-                     if (!arch) return Fail("--arch takes amd64 or arm64; " + sprout::ArchHint(a["arch"].as<std::string>()));
+                     if (!arch)
+                       return Fail("--arch takes amd64 or arm64; " + sprout::ArchHint(a["arch"].as<std::string>()));
                    }
                    return sprout::cli::Base(a["what"].as<std::string>(), CacheDir(a), a.count("force") > 0, arch);
                  });

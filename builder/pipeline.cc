@@ -45,12 +45,12 @@ Result<fs::path> FirstbootBinary(Arch arch) {
   std::string var = "SPROUT_FIRSTBOOT";
   if (!native) {
     var += "_";
-    for (const char* c = ArchName(arch); *c; ++c) var += static_cast<char>(std::toupper(static_cast<unsigned char>(*c)));
+    for (const char* c = ArchName(arch); *c; ++c)
+      var += static_cast<char>(std::toupper(static_cast<unsigned char>(*c)));
   }
-  const std::string build_hint =
-      native ? "build it (cmake --build build)"
-             : std::string("cross-build it with `scripts/cross-firstboot ") + ArchName(arch) + " " + SelfDir().string() +
-                   "`";
+  const std::string build_hint = native ? "build it (cmake --build build)"
+                                        : std::string("cross-build it with `scripts/cross-firstboot ") +
+                                              ArchName(arch) + " " + SelfDir().string() + "`";
   fs::path path;
   if (const char* p = std::getenv(var.c_str()); p && *p) {
     path = p;

@@ -146,6 +146,16 @@ check "manifest list: linux/arm64 picks the arm64 manifest" "$out" "linux/arm64:
 profile multi2.yaml "$pb" creds.json "sprout/multi:1|linux/amd64"
 out=$("$SPROUT" pull multi2.yaml --cache-dir "$work/c3" --ca-bundle ca.crt 2>&1)
 check "manifest list: linux/amd64 picks the amd64 manifest" "$out" "linux/amd64: $bb_digest"
+# An entry without a platform is taken for the profile's arch (docs/arm64.md):
+# `--arch arm64` (or `arch: arm64`) resolves the index to its arm64 manifest.
+profile multi4.yaml "$pb" creds.json "sprout/multi:1"
+out=$("$SPROUT" pull multi4.yaml --arch arm64 --cache-dir "$work/c3" --ca-bundle ca.crt 2>&1)
+check "manifest list: --arch arm64 picks the arm64 manifest" "$out" "linux/arm64: $arm_digest"
+{ cat multi4.yaml; echo "arch: arm64"; } >multi5.yaml
+out=$("$SPROUT" pull multi5.yaml --cache-dir "$work/c3" --ca-bundle ca.crt 2>&1)
+check "manifest list: arch: arm64 in the profile picks the arm64 manifest" "$out" "linux/arm64: $arm_digest"
+out=$("$SPROUT" pull multi4.yaml --cache-dir "$work/c3" --ca-bundle ca.crt 2>&1)
+check "manifest list: no arch picks the amd64 manifest" "$out" "linux/amd64: $bb_digest"
 profile multi3.yaml "$pb" creds.json "sprout/multi:1|linux/s390x"
 out=$("$SPROUT" pull multi3.yaml --cache-dir "$work/c3" --ca-bundle ca.crt 2>&1); rc=$?
 check "manifest list: a missing platform is named with the offer" "$rc:$out" '^1:.*no image for linux/s390x; it offers linux/amd64, linux/arm64'

@@ -15,12 +15,24 @@ namespace sprout {
 namespace {
 
 // Partition types from the UAPI Group's Discoverable Partitions Specification.
-constexpr ArchTraits kAmd64{dps::kRootX86_64,   dps::kRootVerityX86_64, "EFI/BOOT/BOOTX64.EFI",
-                            "systemd-bootx64.efi", "linux-image-amd64",   "ttyS0,115200",
-                            62,                   "qemu-x86_64",          "x86_64"};
-constexpr ArchTraits kArm64{dps::kRootArm64,      dps::kRootVerityArm64, "EFI/BOOT/BOOTAA64.EFI",
-                            "systemd-bootaa64.efi", "linux-image-arm64",   "ttyAMA0,115200",
-                            183,                   "qemu-aarch64",        "aarch64"};
+constexpr ArchTraits kAmd64{dps::kRootX86_64,
+                            dps::kRootVerityX86_64,
+                            "EFI/BOOT/BOOTX64.EFI",
+                            "systemd-bootx64.efi",
+                            "linux-image-amd64",
+                            "ttyS0,115200",
+                            62,
+                            "qemu-x86_64",
+                            "x86_64"};
+constexpr ArchTraits kArm64{dps::kRootArm64,
+                            dps::kRootVerityArm64,
+                            "EFI/BOOT/BOOTAA64.EFI",
+                            "systemd-bootaa64.efi",
+                            "linux-image-arm64",
+                            "ttyAMA0,115200",
+                            183,
+                            "qemu-aarch64",
+                            "aarch64"};
 
 }  // namespace
 
@@ -36,13 +48,12 @@ Arch HostArch() {
 
 std::optional<Arch> ElfArch(std::string_view head) {
   // e_ident: magic, class 2 (64-bit), data 1 (little-endian); e_machine at offset 18.
-  if (head.size() < 20 || head.substr(0, 4) != "\x7f"
-                                               "ELF" ||
-      head[4] != 2 || head[5] != 1) {
+  constexpr std::string_view kElfMagic = "\177ELF";
+  if (head.size() < 20 || head.substr(0, 4) != kElfMagic || head[4] != 2 || head[5] != 1) {
     return std::nullopt;
   }
-  const auto machine = static_cast<std::uint16_t>(static_cast<unsigned char>(head[18]) |
-                                                  static_cast<unsigned char>(head[19]) << 8);
+  const auto machine =
+      static_cast<std::uint16_t>(static_cast<unsigned char>(head[18]) | static_cast<unsigned char>(head[19]) << 8);
   for (Arch a : {Arch::kAmd64, Arch::kArm64}) {
     if (TraitsOf(a).elf_machine == machine) return a;
   }
@@ -70,7 +81,7 @@ Status CheckFormats(Arch arch, const std::vector<Format>& formats) {
   }
   if (refused.empty()) return Ok{};
   return Fail(std::string("an ") + ArchName(arch) + " image cannot be made as " + refused +
-              " yet (the ISO and PXE boot paths are amd64's; docs/arm64.md); ask for raw or qcow2, such as "
+              " yet (neither is boot-tested on arm64; docs/arm64.md); ask for raw or qcow2, such as "
               "--format raw,qcow2");
 }
 
@@ -100,17 +111,18 @@ BinfmtCheck CheckBinfmt(Arch target, Arch host, const BinfmtState& state) {
   }
   if (!state.entry.empty()) {
     if (state.entry.starts_with("enabled")) return {};
-    return {BinfmtVerdict::kMissing, why + "the " + t.qemu_binfmt + " handler is disabled; enable it as root: `echo 1 > " +
-                                         kBinfmtDir + "/" + t.qemu_binfmt + "`"};
+    return {BinfmtVerdict::kMissing, why + "the " + t.qemu_binfmt +
+                                         " handler is disabled; enable it as root: `echo 1 > " + kBinfmtDir + "/" +
+                                         t.qemu_binfmt + "`"};
   }
   if (!state.rule_file) {
     return {BinfmtVerdict::kMissing, why + "qemu-user-static is not installed; install it: `apt-get install " +
                                          "qemu-user-static` (scripts/install-deps does)"};
   }
   if (state.privileged) return {BinfmtVerdict::kRegister, ""};
-  return {BinfmtVerdict::kMissing, why + t.qemu_binfmt + " is not registered with binfmt_misc; register it as root: " +
-                                       "`cat " + kBinfmtRules + "/" + t.qemu_binfmt + ".conf > " + kBinfmtDir +
-                                       "/register` (or run `sprout base` as root, which does)"};
+  return {BinfmtVerdict::kMissing,
+          why + t.qemu_binfmt + " is not registered with binfmt_misc; register it as root: " + "`cat " + kBinfmtRules +
+              "/" + t.qemu_binfmt + ".conf > " + kBinfmtDir + "/register` (or run `sprout base` as root, which does)"};
 }
 
 BinfmtState ReadBinfmt(Arch arch) {

@@ -148,7 +148,8 @@ Result<fs::path> BuildBase(const fs::path& recipe, const fs::path& cache_dir, co
     if (auto s = RegisterBinfmt(arch); !s) return Fail(s.error());
     binfmt = CheckBinfmt(arch, HostArch(), ReadBinfmt(arch));
     if (binfmt.verdict != BinfmtVerdict::kReady) {
-      return Fail(std::string("registered ") + TraitsOf(arch).qemu_binfmt + " with binfmt_misc, but: " + binfmt.problem);
+      return Fail(std::string("registered ") + TraitsOf(arch).qemu_binfmt +
+                  " with binfmt_misc, but: " + binfmt.problem);
     }
   }
   fs::path out = CachedBasePath(cache_dir, key);

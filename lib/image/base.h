@@ -26,8 +26,7 @@ bool IsRecipe(const std::filesystem::path& path);
 // RecipeKey digests a recipe directory's files (names and contents, sorted) together
 // with the apt sources it builds from and the architecture it builds for, so any
 // change gives a new key and two architectures never share a base.
-Result<std::string> RecipeKey(const std::filesystem::path& recipe, const std::filesystem::path& apt_sources,
-                              Arch arch);
+Result<std::string> RecipeKey(const std::filesystem::path& recipe, const std::filesystem::path& apt_sources, Arch arch);
 
 // DefaultAptSources is the host's sources file a recipe builds from.
 std::filesystem::path DefaultAptSources();

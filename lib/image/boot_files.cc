@@ -63,12 +63,9 @@ std::string AppendToInitrd(std::string initrd, const std::string& cpio) {
 std::vector<EspFile> EspFiles(const BootFiles& boot, const std::string& loader_conf, const std::string& loader_entry,
                               const std::string& metadata) {
   const ArchTraits& t = TraitsOf(boot.arch);
-  return {{t.efi_boot_path, boot.bootloader},
-          {std::string("EFI/systemd/") + t.systemd_boot, boot.bootloader},
-          {"loader/loader.conf", loader_conf},
-          {"loader/entries/sprout.conf", loader_entry},
-          {"sprout/vmlinuz", boot.kernel},
-          {"sprout/initrd.img", boot.initrd},
+  return {{t.efi_boot_path, boot.bootloader},  {std::string("EFI/systemd/") + t.systemd_boot, boot.bootloader},
+          {"loader/loader.conf", loader_conf}, {"loader/entries/sprout.conf", loader_entry},
+          {"sprout/vmlinuz", boot.kernel},     {"sprout/initrd.img", boot.initrd},
           {kImageMetadataPath, metadata}};
 }
 

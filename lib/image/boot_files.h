@@ -38,8 +38,8 @@ Result<BootFiles> FindBootFiles(const std::map<std::string, std::string>& captur
 std::string AppendToInitrd(std::string initrd, const std::string& cpio);
 
 // EspFiles lists the ESP of a medium: systemd-boot for boot.arch (also as the
-// removable-media default, BOOTX64.EFI or BOOTAA64.EFI), the loader configuration and entry, the kernel, the initrd and the image
-// metadata that `sprout inspect` reads.
+// removable-media default, BOOTX64.EFI or BOOTAA64.EFI), the loader configuration and entry, the kernel, the initrd and
+// the image metadata that `sprout inspect` reads.
 std::vector<EspFile> EspFiles(const BootFiles& boot, const std::string& loader_conf, const std::string& loader_entry,
                               const std::string& metadata);
 

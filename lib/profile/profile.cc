@@ -119,10 +119,10 @@ class LayerParser {
                    "start with 'name: my-image' and see docs/profiles.md for every setting");
       return layer;
     }
-    CheckKeys(root, "the profile",
-              {"extends", "name", "description", "base", "role", "arch", "formats", "kernel", "disk", "overlays",
-               "files", "reproducible", "hostname", "images", "shoot", "staticPods", "withoutStaticPods", "podHost",
-               "kubelet"});
+    CheckKeys(
+        root, "the profile",
+        {"extends", "name", "description", "base", "role", "arch", "formats", "kernel", "disk", "overlays", "files",
+         "reproducible", "hostname", "images", "shoot", "staticPods", "withoutStaticPods", "podHost", "kubelet"});
     ParseCluster(root, layer);
     if (auto n = root["extends"]) {
       if (auto s = String(n, "extends")) {
