@@ -213,6 +213,22 @@ Result<VerityTree> BuildVerity(const BuildPlan& plan, const PackedRoot& root) {
 Result<BootFiles> MakeInitrd(const BuildPlan& plan, const PackedRoot& root) {
   auto boot = FindBootFiles(root.captured, plan.in.profile.arch);
   if (!boot) return Fail(boot.error());
+  if (KernelNeedsGunzip(boot->arch, boot->kernel)) {
+    fs::path packed = plan.work / "vmlinuz.gz";
+    fs::path unpacked = plan.work / "vmlinuz";
+    if (auto s = WriteFileAtomic(packed, boot->kernel); !s) return Fail(s.error());
+    Command gunzip{{"gzip", "-dc"}, {}};
+    gunzip.stdin_file = packed.string();
+    gunzip.stdout_file = unpacked.string();
+    auto run = Run(gunzip);
+    if (!run || run->exit_code != 0) return Fail("cannot decompress the kernel " + boot->kernel_version + " with gzip");
+    auto kernel = ReadFile(unpacked);
+    if (!kernel) return Fail(kernel.error());
+    boot->kernel = std::move(*kernel);
+    std::error_code ec;
+    fs::remove(packed, ec);
+    fs::remove(unpacked, ec);
+  }
   std::vector<RootEntry> stages{{RootEntry::Kind::kDir, "sprout", "", {}, 0755}};
   for (const char* stage : {"local-top", "local-bottom"}) {
     fs::path script = DataDir() / "images" / "initrd" / stage;

@@ -54,6 +54,11 @@ Result<BootFiles> FindBootFiles(const std::map<std::string, std::string>& captur
                    bootloader->second, arch};
 }
 
+bool KernelNeedsGunzip(Arch arch, std::string_view kernel) {
+  return arch == Arch::kArm64 && kernel.size() >= 2 && static_cast<unsigned char>(kernel[0]) == 0x1f &&
+         static_cast<unsigned char>(kernel[1]) == 0x8b;
+}
+
 std::string AppendToInitrd(std::string initrd, const std::string& cpio) {
   initrd.append(CpioPadding(initrd.size()), '\0');
   initrd += cpio;

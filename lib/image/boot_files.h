@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "image/fsimages.h"
@@ -31,6 +32,12 @@ inline constexpr const char* kDpkgStatusPath = "var/lib/dpkg/status";
 // FindBootFiles picks the newest kernel and initrd (by version-sorted name) and arch's
 // systemd-boot from the captured files, or says which packages the base lacks.
 Result<BootFiles> FindBootFiles(const std::map<std::string, std::string>& captured, Arch arch);
+
+// KernelNeedsGunzip says whether a kernel must be decompressed before it goes on the
+// ESP: Debian's arm64 kernel is a gzip-compressed Image, which UEFI (and systemd-boot,
+// which hands it to the firmware) cannot start; its uncompressed Image is an EFI
+// program. amd64's bzImage is one already.
+bool KernelNeedsGunzip(Arch arch, std::string_view kernel);
 
 // AppendToInitrd appends an uncompressed cpio archive to an initrd. The kernel looks
 // for a following archive only at 4-byte-aligned offsets after a compressed one,

@@ -90,3 +90,11 @@ TEST_CASE("an amd64 base built into an arm64 image is named, with the package to
   CHECK(boot.error().find("systemd-bootaa64.efi") != std::string::npos);
   CHECK(boot.error().find("add linux-image-arm64") != std::string::npos);
 }
+
+TEST_CASE("an arm64 kernel that is gzip-compressed is decompressed for the ESP; amd64's never", "[boot][arch]") {
+  const std::string gz("\x1f\x8b\x08\x00", 4);
+  CHECK(KernelNeedsGunzip(Arch::kArm64, gz));
+  CHECK_FALSE(KernelNeedsGunzip(Arch::kArm64, "MZ\x40\xfa"));  // an EFI-stub Image already
+  CHECK_FALSE(KernelNeedsGunzip(Arch::kAmd64, gz));
+  CHECK_FALSE(KernelNeedsGunzip(Arch::kArm64, ""));
+}
