@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "image/plan.h"
+
 using namespace sprout;
 
 namespace {
@@ -81,4 +83,14 @@ TEST_CASE("InputsJson fails when an input cannot be read", "[inputs]") {
   auto j = InputsJson(Sample("/w"), 1700000000, "recipe:k", broken);
   REQUIRE_FALSE(j);
   CHECK(j.error().starts_with("cannot digest the build's inputs: cannot read /w/profiles/overlay"));
+}
+
+TEST_CASE("InputsJson, and so the seed, differ between amd64 and arm64", "[inputs][arch]") {
+  Profile p = Sample("/w");
+  const std::string amd64 = InputsJson(p, 1700000000, "recipe:k", FakeDigest).value();
+  p.arch = Arch::kArm64;
+  const std::string arm64 = InputsJson(p, 1700000000, "recipe:k", FakeDigest).value();
+  CHECK(amd64.find("\"arch\": \"amd64\"") != std::string::npos);
+  CHECK(arm64.find("\"arch\": \"arm64\"") != std::string::npos);
+  CHECK(SeedOf(amd64) != SeedOf(arm64));
 }
