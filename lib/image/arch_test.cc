@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "image/guid.h"
+
 using namespace sprout;
 
 TEST_CASE("TraitsOf names arm64's boot loader, console, kernel and DPS types", "[arch]") {
