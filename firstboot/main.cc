@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "firstboot/run.h"
+#include "firstboot/update.h"
 #include "formation/node_state.h"
 #include "formation/transport.h"
 #include "nodeconfig/sources.h"
@@ -78,6 +79,7 @@ int Status(const std::filesystem::path& state_dir, bool json) {
               << "\nfounding members: " << join(state->members) << " (etcd member list: the full membership)\n";
   }
   std::cout << sprout::firstboot::BackupStatusLines(state_dir);
+  std::cout << sprout::firstboot::SlotStatusText();
   if (!kube.is_discarded() && kube.is_object()) {
     std::cout << "kubernetes:\n  apiserver: " << kube.value("apiserver", "?")
               << "\n  node: " << kube.value("node", "?");
@@ -115,11 +117,13 @@ int Backup(const sprout::node::RunFlags& flags, const sprout::firstboot::BackupF
 namespace {
 
 int Main(int argc, char** argv) {
+  // `update` has its own flags (firstboot/update.h).
+  if (argc > 1 && std::string(argv[1]) == "update") return sprout::firstboot::UpdateMain(argc - 1, argv + 1);
   cxxopts::Options options("sprout-firstboot",
                            "Runs on every sprout node at boot: discovers peers and forms or joins the cluster.\n");
   options.add_options()("state-dir", "where the node keeps its state",
                         cxxopts::value<std::string>()->default_value("/var/lib/sprout"))(
-      "command", "run | status | config | backup", cxxopts::value<std::string>()->default_value("run"))(
+      "command", "run | status | config | backup | update", cxxopts::value<std::string>()->default_value("run"))(
       "subcommand", "backup: now | list", cxxopts::value<std::string>()->default_value(""))(
       "name", "node name (default: configured hostname, else the host name)", cxxopts::value<std::string>())(
       "listen", "this node's IPv4 address (default: sprout.address)", cxxopts::value<std::string>())(
@@ -170,7 +174,7 @@ int Main(int argc, char** argv) {
                                                         cxxopts::value<std::string>()->default_value("etcdctl"))(
       "json", "status: print JSON")("h,help", "show this help");
   options.parse_positional({"command", "subcommand"});
-  options.positional_help("[run|status|config|backup now|backup list]");
+  options.positional_help("[run|status|config|backup now|backup list|update ...]");
   cxxopts::ParseResult args;
   try {
     args = options.parse(argc, argv);

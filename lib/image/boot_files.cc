@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "image/media.h"
+#include "image/plan.h"
 #include "util/text.h"
 
 namespace sprout {
@@ -57,7 +58,7 @@ std::vector<EspFile> EspFiles(const BootFiles& boot, const std::string& loader_c
   return {{"EFI/BOOT/BOOTX64.EFI", boot.bootloader},
           {"EFI/systemd/systemd-bootx64.efi", boot.bootloader},
           {"loader/loader.conf", loader_conf},
-          {"loader/entries/sprout.conf", loader_entry},
+          {std::string("loader/entries/") + kFirstEntryName, loader_entry},
           {"sprout/vmlinuz", boot.kernel},
           {"sprout/initrd.img", boot.initrd},
           {kImageMetadataPath, metadata}};
