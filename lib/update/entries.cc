@@ -105,6 +105,15 @@ std::optional<Entry> BootedEntry(const std::vector<Entry>& entries, const std::s
   return committed;
 }
 
+std::optional<EntryName> NextBoot(const std::vector<EntryName>& entries) {
+  std::optional<EntryName> best;
+  auto rank = [](const EntryName& e) { return std::pair{StateOf(e) != EntryState::kFailed, e.generation}; };
+  for (const auto& e : entries) {
+    if (!best || rank(e) > rank(*best)) best = e;
+  }
+  return best;
+}
+
 bool HealthyStatus(const std::string& status_text) {
   std::string s(Trim(status_text));
   return s == "member" || s.starts_with("worker: credentials saved");

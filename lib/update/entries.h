@@ -52,6 +52,11 @@ struct Entry {
 // is the one systemd-boot just tried), else a committed one; nullopt when none.
 std::optional<Entry> BootedEntry(const std::vector<Entry>& entries, const std::string& booted_hash);
 
+// NextBoot is the entry systemd-boot boots next by loader.conf's "default sprout-*":
+// entries with tries left (or no counter) before failed ones, then the newest
+// generation first; nullopt when there is none.
+std::optional<EntryName> NextBoot(const std::vector<EntryName>& entries);
+
 // HealthyStatus says whether sprout-firstboot's systemd status text of this boot means
 // the node is healthy: a member of the cluster, or a worker with its credentials.
 bool HealthyStatus(const std::string& status_text);

@@ -264,3 +264,15 @@ TEST_CASE("gpt patch: new UUID and label, both checksums valid for the GPT reade
   entries[5] ^= 1;
   CHECK_FALSE(PatchGptCopy(header, entries, {{3, uuids.root, "x"}}));
 }
+
+TEST_CASE("next boot: the newest entry with tries left, else the committed one", "[update]") {
+  auto names = [](std::vector<std::string> files) {
+    std::vector<EntryName> out;
+    for (const auto& f : files) out.push_back(*ParseEntryName(f));
+    return out;
+  };
+  CHECK(NextBoot(names({"sprout-1-a.conf", "sprout-2-b+3.conf"}))->file == "sprout-2-b+3.conf");
+  CHECK(NextBoot(names({"sprout-3-a.conf", "sprout-4-b+0-3.conf"}))->file == "sprout-3-a.conf");
+  CHECK(NextBoot(names({"sprout-9-a.conf", "sprout-10-b.conf"}))->file == "sprout-10-b.conf");
+  CHECK_FALSE(NextBoot({}));
+}
