@@ -113,8 +113,8 @@ Status WriteGptChanges(const std::string& disk, const std::vector<EntryChange>& 
   if (auto s = ReadAt(f.fd, place->alternate_lba * kSectorSize, backup); !s) return Fail(disk + ": " + s.error());
   auto backup_place = ReadGptHeader(backup);
   if (!backup_place) return Fail(disk + ": backup GPT: " + backup_place.error());
-  for (auto [header, where, lba] : {std::tuple{&backup, *backup_place, place->alternate_lba},
-                                    std::tuple{&primary, *place, std::uint64_t{1}}}) {
+  for (auto [header, where, lba] :
+       {std::tuple{&backup, *backup_place, place->alternate_lba}, std::tuple{&primary, *place, std::uint64_t{1}}}) {
     std::vector<std::uint8_t> entries(where.entries_bytes);
     if (auto s = ReadAt(f.fd, where.entries_lba * kSectorSize, entries); !s) return Fail(disk + ": " + s.error());
     if (auto s = PatchGptCopy(*header, entries, changes); !s) return Fail(disk + ": " + s.error());
@@ -359,9 +359,8 @@ int Apply(const Options& o, const std::string& source) {
     if (p.spec.type == *Guid::Parse(dps::kEsp)) build_esp = &p;
   }
   if (!build_esp) return fail(raw + " has no EFI system partition");
-  auto esp_in = Mount::Vfat(raw, true,
-                            "offset=" + std::to_string(build_esp->offset()) +
-                                ",sizelimit=" + std::to_string(build_esp->size()));
+  auto esp_in = Mount::Vfat(
+      raw, true, "offset=" + std::to_string(build_esp->offset()) + ",sizelimit=" + std::to_string(build_esp->size()));
   if (!esp_in) return fail(esp_in.error());
   const fs::path bes = (*esp_in)->path();
   auto kernel = ReadFile(bes / "sprout" / "vmlinuz");
@@ -387,10 +386,10 @@ int Apply(const Options& o, const std::string& source) {
   if (!plan) return fail(plan.error());
   const Slot& target = plan->slots.inactive;
   Step("running slot " + std::string(1, plan->slots.running.letter) + " (root hash " +
-           plan->running_hash.substr(0, 12) + "...), writing slot " + std::string(1, target.letter) +
-           " (partitions " + std::to_string(target.root.entry + 1) + " and " + std::to_string(target.verity.entry + 1) +
-           " of " + node->disk + ") with " + build->profile + " root hash " + build->root_hash.substr(0, 12) +
-           "...; etcd " + (in.running_etcd.empty() ? "-" : in.running_etcd) + " -> " +
+           plan->running_hash.substr(0, 12) + "...), writing slot " + std::string(1, target.letter) + " (partitions " +
+           std::to_string(target.root.entry + 1) + " and " + std::to_string(target.verity.entry + 1) + " of " +
+           node->disk + ") with " + build->profile + " root hash " + build->root_hash.substr(0, 12) + "...; etcd " +
+           (in.running_etcd.empty() ? "-" : in.running_etcd) + " -> " +
            (build->etcd_version.empty() ? "-" : build->etcd_version),
        t0);
 
@@ -420,8 +419,8 @@ int Apply(const Options& o, const std::string& source) {
        t0);
   const fs::path kdir = node->esp / plan->kernel_dir;
   fs::create_directories(kdir, ec);
-  for (auto [name, data] : {std::pair{"vmlinuz", &*kernel}, std::pair{"initrd.img", &*initrd},
-                            std::pair{"image.json", &*metadata}}) {
+  for (auto [name, data] :
+       {std::pair{"vmlinuz", &*kernel}, std::pair{"initrd.img", &*initrd}, std::pair{"image.json", &*metadata}}) {
     if (auto s = WriteFileAtomic(kdir / name, *data); !s) return fail(s.error());
   }
   if (auto s = SyncPath(node->esp / "sprout"); !s) return fail(s.error());
@@ -492,8 +491,8 @@ int Gate(const Options& o) {
     std::cout << "update: the booted entry is committed; no health gate\n";
     return 0;
   }
-  std::cout << "update: slot " << booted->name.slot << " on trial (" << booted->name.file
-            << "); waiting up to " << o.timeout << " s for sprout-firstboot to report this node healthy\n"
+  std::cout << "update: slot " << booted->name.slot << " on trial (" << booted->name.file << "); waiting up to "
+            << o.timeout << " s for sprout-firstboot to report this node healthy\n"
             << std::flush;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.timeout);
   std::string last;

@@ -27,8 +27,8 @@ std::string MajorMinor(std::string v) {
 
 }  // namespace
 
-Result<BuildInfo> ParseBuild(const std::string& dir, const std::string& manifest_text, const std::string& manifest_sha256,
-                             const std::string& sums_text) {
+Result<BuildInfo> ParseBuild(const std::string& dir, const std::string& manifest_text,
+                             const std::string& manifest_sha256, const std::string& sums_text) {
   BuildInfo b;
   nlohmann::json m;
   try {
@@ -43,8 +43,9 @@ Result<BuildInfo> ParseBuild(const std::string& dir, const std::string& manifest
     if (sep == std::string::npos) return Fail(dir + "/sha256sums: a line is not 'HEX  FILE': " + line);
     if (line.substr(sep + 2) == "manifest.json") {
       if (line.substr(0, sep) != manifest_sha256) {
-        return Fail(dir + "/manifest.json does not match its line in sha256sums (changed or half-copied); copy the "
-                          "build directory again");
+        return Fail(dir +
+                    "/manifest.json does not match its line in sha256sums (changed or half-copied); copy the "
+                    "build directory again");
       }
       manifest_listed = true;
     }
@@ -67,8 +68,9 @@ Result<BuildInfo> ParseBuild(const std::string& dir, const std::string& manifest
     }
   }
   if (b.raw_file.empty()) {
-    return Fail(dir + "/manifest.json lists no raw image; build it with --format raw (an update writes the raw "
-                      "image's root and verity)");
+    return Fail(dir +
+                "/manifest.json lists no raw image; build it with --format raw (an update writes the raw "
+                "image's root and verity)");
   }
   if (m.contains("images")) b.etcd_version = EtcdVersionOfImages(m["images"].dump());
   return b;

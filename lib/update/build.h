@@ -11,10 +11,10 @@ namespace sprout::update {
 
 // BuildInfo is what an update needs from a build's manifest.
 struct BuildInfo {
-  std::string profile;       // the profile's name
-  std::string root_hash;     // 64 hex digits
-  std::string raw_file;      // the raw image, relative to the build directory
-  std::string raw_sha256;    // from the manifest
+  std::string profile;     // the profile's name
+  std::string root_hash;   // 64 hex digits
+  std::string raw_file;    // the raw image, relative to the build directory
+  std::string raw_sha256;  // from the manifest
   std::uint64_t raw_size = 0;
   std::string etcd_version;  // the preloaded etcd image's tag, "" when none
 };
@@ -22,8 +22,8 @@ struct BuildInfo {
 // ParseBuild reads manifest.json and sha256sums: the manifest must list a raw image,
 // and sha256sums must list the manifest with manifest_sha256 (the digest of the bytes
 // read). dir names the build in messages.
-Result<BuildInfo> ParseBuild(const std::string& dir, const std::string& manifest_text, const std::string& manifest_sha256,
-                             const std::string& sums_text);
+Result<BuildInfo> ParseBuild(const std::string& dir, const std::string& manifest_text,
+                             const std::string& manifest_sha256, const std::string& sums_text);
 
 // EtcdVersionOfImages is the tag of the image reference whose repository's last part
 // is "etcd" in an "images" JSON array (manifest.json, image.json); "" when none.

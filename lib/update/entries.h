@@ -11,11 +11,11 @@ namespace sprout::update {
 // EntryName is a parsed entry file name.
 struct EntryName {
   int generation = 0;
-  char slot = 'a';          // 'a' or 'b'
-  bool counted = false;     // carries a boot counter: on trial, or failed
-  int tries_left = 0;       // with counted
-  int tries_done = 0;       // with counted
-  std::string file;         // the file name as found
+  char slot = 'a';       // 'a' or 'b'
+  bool counted = false;  // carries a boot counter: on trial, or failed
+  int tries_left = 0;    // with counted
+  int tries_done = 0;    // with counted
+  std::string file;      // the file name as found
 };
 
 // ParseEntryName reads "sprout-2-b+2-1.conf"; other names (not sprout's) give nullopt.

@@ -168,8 +168,9 @@ Result<UpdatePlan> PlanUpdate(const UpdateInputs& in) {
     if (Trim(line) == std::string("default ") + kEntryPattern) by_pattern = true;
   }
   if (!by_pattern) {
-    return Fail("loader/loader.conf on the ESP does not boot by the pattern 'sprout-*' (an image from a sprout before "
-                "A/B updates); reflash the node with a current image");
+    return Fail(
+        "loader/loader.conf on the ESP does not boot by the pattern 'sprout-*' (an image from a sprout before "
+        "A/B updates); reflash the node with a current image");
   }
   if (auto s = CheckEtcdRule(in.running_etcd, in.build.etcd_version); !s) return Fail(s.error());
 

@@ -46,15 +46,15 @@ Result<VerityGeometry> ParseVeritySuperblock(const std::vector<std::uint8_t>& sb
 
 // UpdateInputs is everything an update decides from, read from the node and the build.
 struct UpdateInputs {
-  std::string cmdline;           // the running kernel command line
-  GptLayout disk;                // the node's disk
-  std::vector<Entry> entries;    // sprout's loader entries on the node's ESP
-  std::string loader_conf;       // the node's loader/loader.conf
-  std::string running_etcd;      // etcd version of the running build ("" if none)
-  BuildInfo build;               // the new build
-  GptLayout build_disk;          // the new build's raw image
-  VerityGeometry build_verity;   // its slot a's verity superblock
-  std::string build_entry;       // its loader entry's text
+  std::string cmdline;          // the running kernel command line
+  GptLayout disk;               // the node's disk
+  std::vector<Entry> entries;   // sprout's loader entries on the node's ESP
+  std::string loader_conf;      // the node's loader/loader.conf
+  std::string running_etcd;     // etcd version of the running build ("" if none)
+  BuildInfo build;              // the new build
+  GptLayout build_disk;         // the new build's raw image
+  VerityGeometry build_verity;  // its slot a's verity superblock
+  std::string build_entry;      // its loader entry's text
   int tries = 3;
 };
 
@@ -64,12 +64,12 @@ struct UpdatePlan {
   std::string running_hash;
   std::uint64_t source_root_offset = 0, source_verity_offset = 0;  // in the build's raw image
   VerityGeometry copy;                                             // bytes to copy
-  std::vector<std::string> remove_entries;  // entry file names under loader/entries
-  std::vector<std::string> remove_files;    // ESP paths (relative) no kept entry uses
-  std::vector<EntryChange> mark_empty;      // the inactive slot, labelled _empty first
-  std::vector<EntryChange> mark_new;        // then its new PARTUUIDs and labels
-  std::string kernel_dir;                   // "sprout/b"
-  std::string entry_file;                   // "sprout-2-b+3.conf"
+  std::vector<std::string> remove_entries;                         // entry file names under loader/entries
+  std::vector<std::string> remove_files;                           // ESP paths (relative) no kept entry uses
+  std::vector<EntryChange> mark_empty;                             // the inactive slot, labelled _empty first
+  std::vector<EntryChange> mark_new;                               // then its new PARTUUIDs and labels
+  std::string kernel_dir;                                          // "sprout/b"
+  std::string entry_file;                                          // "sprout-2-b+3.conf"
   std::string entry_text;
 };
 

@@ -109,8 +109,8 @@ TEST_CASE("etcd rule: same minor passes, another minor is refused naming both", 
   CHECK(up.error().find("etcd 3.4") != std::string::npos);
   CHECK_FALSE(CheckEtcdRule("3.5.9", "v3.4.23"));
   CHECK_FALSE(CheckEtcdRule("3.4", ""));
-  CHECK(EtcdVersionOfImages(R"([{"reference":"localhost/sprout/busybox:1.35"},{"reference":"localhost/sprout/etcd:3.4"}])") ==
-        "3.4");
+  CHECK(EtcdVersionOfImages(
+            R"([{"reference":"localhost/sprout/busybox:1.35"},{"reference":"localhost/sprout/etcd:3.4"}])") == "3.4");
   CHECK(EtcdVersionOfImages(R"([{"reference":"registry.k8s.io/etcd:3.4.13-0@sha256:00"}])") == "3.4.13-0");
   CHECK(EtcdVersionOfImages("[]").empty());
 }
