@@ -6,7 +6,9 @@
 # 2. boot A; update to B (slot b) from a second disk holding the builds; B boots,
 #    becomes healthy and is committed;
 # 3. update back to A (slot a); A is committed;
-# 4. update to "bad" (slot b): its three tries fail, and the node falls back to A by itself.
+# 4. update to "bad" (slot b): its three tries fail, and the node falls back to A by itself;
+# 5. update to C (update-c.yaml: sprout-firstboot masked, a 60 s health gate): it boots
+#    but never becomes healthy, the gate reboots it three times, and A boots again.
 # Every boot is one QEMU run (-no-reboot): a reboot ends it and the next run boots the
 # same disk with the same firmware variables. The node's settings come through fw_cfg;
 # its only NIC sits on a QEMU hub with nothing else on it (198.18.14.11 is never on any
@@ -23,7 +25,7 @@ work=$(mktemp -d /tmp/sprout-update.XXXXXX)
 cleanup() {
   if [ "$failed" -gt 0 ] || [ -n "${KEEP_LOGS:-}" ]; then
     echo "logs kept in $work"
-    rm -rf "$work/a" "$work/b" "$work/bad" "$work/builds" "$work"/*.img "$work"/*.raw 2>/dev/null
+    rm -rf "$work/a" "$work/b" "$work/c" "$work/bad" "$work/builds" "$work"/*.img "$work"/*.raw 2>/dev/null
   else
     rm -rf "$work"
   fi
@@ -33,8 +35,8 @@ trap 'exit 130' INT TERM
 find_ovmf || exit 1
 if [ "$(id -u)" -ne 0 ]; then echo "update: needs root (the builds disk is made with mke2fs -d as root)" >&2; exit 1; fi
 
-echo "== build A and B"
-for x in a b; do
+echo "== build A, B and C"
+for x in a b c; do
   t0=$(date +%s)
   nice -n 10 "$SPROUT" build "$here/update-$x.yaml" -o "$work/$x" --cache-dir "$CACHE" --format raw \
     > "$work/build-$x.log" 2>&1
@@ -42,7 +44,7 @@ for x in a b; do
   check "build $x ($(( $(date +%s) - t0 )) s)" "$rc" '^0$'
   [ "$rc" -eq 0 ] || { tail -n 20 "$work/build-$x.log"; exit 1; }
 done
-raw_a=$work/a/update-a.raw raw_b=$work/b/update-b.raw
+raw_a=$work/a/update-a.raw
 
 echo "== the bad build: B with one byte of its root flipped, sums made to match"
 cp -a --sparse=always "$work/b" "$work/bad"
@@ -77,7 +79,7 @@ echo "   flipped byte $at (root partition + 1000)"
 
 echo "== the builds disk (ext4, attached read-only as /dev/vdb)"
 mkdir -p "$work/builds"
-for x in a b bad; do cp -al "$work/$x" "$work/builds/$x"; done
+for x in a b bad c; do cp -al "$work/$x" "$work/builds/$x"; done
 size_mib=$(( $(du -sm --apparent-size "$work/builds" | cut -f1) * 5 / 4 + 64 ))
 mke2fs -q -t ext4 -d "$work/builds" "$work/builds.img" "${size_mib}M" || { check "make the builds disk" failed '^ok$'; exit 1; }
 
@@ -152,6 +154,19 @@ check "bad: the node fell back to A by itself" "$(value "$last" 'SPROUT-UPDATE f
 check "bad: status reports the failed entry" "$(value "$last" 'SPROUT-UPDATE status +entry sprout-4-b[^\r]*')" \
   'sprout-4-b\+0-3\.conf: failed: no tries left after 3 boots'
 check "bad: A still committed and booted" "$(value "$last" 'SPROUT-UPDATE status booted: [^\r]*')" 'entry sprout-3-a\.conf \(committed\)'
+
+phase "A -> C (slot b): never healthy, the gate reboots it, falls back" C c 7
+first=$PHASE_FIRST last=$PHASE_LAST
+check "unhealthy: apply succeeded" "$(value "$first" 'SPROUT-UPDATE apply-rc=[0-9]+')" 'apply-rc=0'
+failing=0
+for ((n = first + 1; n < last; n++)); do
+  grep -aqE 'SPROUT-UPDATE gate-failed build=C' "$work/serial-$n.log" && failing=$((failing + 1))
+done
+check "unhealthy: three boots of C, each failed by the health gate" "$failing of $((last - first - 1))" '^3 of 3$'
+check "unhealthy: the gate said why" "$(value "$((first + 1))" 'SPROUT-UPDATE journal update: slot b not healthy[^\r]*')" 'not healthy after 60 s'
+check "unhealthy: the node fell back to A by itself" "$(value "$last" 'SPROUT-UPDATE fallback build=[ABC][^\r]*')" 'build=A'
+check "unhealthy: status reports the failed entry" "$(value "$last" 'SPROUT-UPDATE status +entry sprout-5-b[^\r]*')" \
+  'sprout-5-b\+0-3\.conf: failed: no tries left after 3 boots'
 
 echo "== sprout inspect of the node's disk after the test"
 "$SPROUT" inspect "$work/node.raw" | sed 's/^/   /'
