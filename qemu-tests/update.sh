@@ -160,10 +160,10 @@ first=$PHASE_FIRST last=$PHASE_LAST
 check "unhealthy: apply succeeded" "$(value "$first" 'SPROUT-UPDATE apply-rc=[0-9]+')" 'apply-rc=0'
 failing=0
 for ((n = first + 1; n < last; n++)); do
-  grep -aqE 'SPROUT-UPDATE gate-failed build=C' "$work/serial-$n.log" && failing=$((failing + 1))
+  grep -aqE 'update: slot b not healthy after 60 s' "$work/serial-$n.log" && failing=$((failing + 1))
 done
 check "unhealthy: three boots of C, each failed by the health gate" "$failing of $((last - first - 1))" '^3 of 3$'
-check "unhealthy: the gate said why" "$(value "$((first + 1))" 'SPROUT-UPDATE journal update: slot b not healthy[^\r]*')" 'not healthy after 60 s'
+check "unhealthy: the gate said why on the console" "$(value "$((first + 1))" 'update: slot b not healthy[^\r]*')" 'not healthy after 60 s'
 check "unhealthy: the node fell back to A by itself" "$(value "$last" 'SPROUT-UPDATE fallback build=[ABC][^\r]*')" 'build=A'
 check "unhealthy: status reports the failed entry" "$(value "$last" 'SPROUT-UPDATE status +entry sprout-5-b[^\r]*')" \
   'sprout-5-b\+0-3\.conf: failed: no tries left after 3 boots'
