@@ -79,7 +79,7 @@ int Status(const std::filesystem::path& state_dir, bool json) {
               << "\nfounding members: " << join(state->members) << " (etcd member list: the full membership)\n";
   }
   std::cout << sprout::firstboot::BackupStatusLines(state_dir);
-  std::cout << sprout::firstboot::SlotStatusText();
+  std::cout << sprout::firstboot::SlotStatusText(state_dir);
   if (!kube.is_discarded() && kube.is_object()) {
     std::cout << "kubernetes:\n  apiserver: " << kube.value("apiserver", "?")
               << "\n  node: " << kube.value("node", "?");

@@ -44,9 +44,10 @@ constexpr const char* kLockFile = "/run/sprout-update.lock";
 // Options are the update command's flags; the defaults are a real node's.
 struct Options {
   std::string cmdline = "/proc/cmdline";
-  std::string disk;  // the disk holding the slots; default: the running root's disk
-  std::string esp;   // a folder holding the ESP's files; default: the disk's ESP, mounted
-  std::string key;   // trusted public key; default: /etc/sprout/update.pub when present
+  std::string disk;                           // the disk holding the slots; default: the running root's disk
+  std::string esp;                            // a folder holding the ESP's files; default: the disk's ESP, mounted
+  std::string key;                            // trusted public key; default: /etc/sprout/update.pub when present
+  std::string state_dir = "/var/lib/sprout";  // where update.json records the slots
   int tries = 3;
   int timeout = 900;
   bool reboot = false;
@@ -284,6 +285,22 @@ std::string RunningEtcd(const fs::path& esp, const std::string& running_hash) {
   return "";
 }
 
+std::string StatusOf(const Node& n);
+
+// Record keeps the slots as this command saw them in STATE/update.json, which
+// `sprout-firstboot status` shows without mounting the ESP.
+void Record(const Options& o, const std::string& by) {
+  Options quiet = o;
+  auto node = OpenNode(quiet, false);
+  if (!node) return;
+  nlohmann::ordered_json j;
+  j["recordedBy"] = by;
+  j["slots"] = StatusOf(*node);
+  std::error_code ec;
+  fs::create_directories(o.state_dir, ec);
+  (void)WriteFileAtomic(fs::path(o.state_dir) / "update.json", j.dump(2) + "\n");
+}
+
 double Since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
@@ -434,6 +451,7 @@ int Apply(const Options& o, const std::string& source) {
   node->esp_mount.reset();
   esp_in->reset();
   ::sync();
+  Record(o, "update apply");
   if (o.reboot) {
     Step("rebooting", t0);
     auto r = Run({{"systemctl", "reboot"}});
@@ -465,6 +483,8 @@ int Bless(const Options& o) {
     return 1;
   }
   if (auto s = SyncPath(dir); !s) std::cerr << "sprout-firstboot update: " << s.error() << "\n";
+  node->esp_mount.reset();
+  Record(o, "update bless");
   std::cout << "update: committed slot " << booted->name.slot << ": " << booted->name.file << " -> " << to << "\n";
   return 0;
 }
@@ -486,6 +506,10 @@ int Gate(const Options& o) {
       return 0;
     }
     booted = BootedEntry(node->entries, node->running_hash);
+  }
+  {
+    Lock lock;
+    Record(o, "update gate");
   }
   if (!booted || !booted->name.counted) {
     std::cout << "update: the booted entry is committed; no health gate\n";
@@ -542,16 +566,20 @@ int Status(const Options& o) {
     return 1;
   }
   std::cout << StatusOf(*node);
+  node->esp_mount.reset();
+  Record(o, "update status");
   return 0;
 }
 
 }  // namespace
 
-std::string SlotStatusText() {
-  if (::geteuid() != 0) return "";
-  Lock lock;
-  auto node = OpenNode(Options{}, false);
-  return node ? StatusOf(*node) : "";
+std::string SlotStatusText(const std::string& state_dir) {
+  auto text = ReadFile(fs::path(state_dir) / "update.json");
+  if (!text) return "";
+  auto j = nlohmann::json::parse(*text, nullptr, false);
+  if (!j.is_object()) return "";
+  return j.value("slots", "") + "  (as seen by `sprout-firstboot " + j.value("recordedBy", "?") +
+         "`; `sprout-firstboot update status` reads the disk now)\n";
 }
 
 int UpdateMain(int argc, char** argv) {
@@ -567,7 +595,9 @@ int UpdateMain(int argc, char** argv) {
       "disk", "the disk with the slots (default: the running root's disk)",
       cxxopts::value<std::string>()->default_value(""))(
       "esp", "a folder with the ESP's files (default: the disk's ESP, mounted)",
-      cxxopts::value<std::string>()->default_value(""))("h,help", "show this help");
+      cxxopts::value<std::string>()->default_value(""))(
+      "state-dir", "where update.json records the slots for `sprout-firstboot status`",
+      cxxopts::value<std::string>()->default_value("/var/lib/sprout"))("h,help", "show this help");
   options.parse_positional({"command", "source"});
   options.positional_help("apply DIR | status | gate | bless");
   cxxopts::ParseResult args;
@@ -585,6 +615,7 @@ int UpdateMain(int argc, char** argv) {
   o.cmdline = args["cmdline"].as<std::string>();
   o.disk = args["disk"].as<std::string>();
   o.esp = args["esp"].as<std::string>();
+  o.state_dir = args["state-dir"].as<std::string>();
   o.key = args["key"].as<std::string>();
   o.tries = args["tries"].as<int>();
   o.timeout = args["timeout"].as<int>();

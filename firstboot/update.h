@@ -11,8 +11,9 @@ namespace sprout::firstboot {
 // "update").
 int UpdateMain(int argc, char** argv);
 
-// SlotStatusText is the slots part of `sprout-firstboot status`: "" when the slots
-// cannot be read (not root, or not booted from a sprout disk).
-std::string SlotStatusText();
+// SlotStatusText is the slots part of `sprout-firstboot status`: what the last update
+// command (apply, the health gate at boot, bless, update status) recorded in
+// STATE/update.json; "" when none did.
+std::string SlotStatusText(const std::string& state_dir);
 
 }  // namespace sprout::firstboot

@@ -56,7 +56,7 @@ MTOOLS_SKIP_CHECK=1 mcopy -s -i "$node@@$((esp_start * 512))" ::/loader ::/sprou
 sed -n 's/^options //p' "$esp/loader/entries/sprout-1-a.conf" > "$work/cmdline"
 sums_of_others() { for n in 2 3 6 7; do range_sum "$node" "$n"; done | tr '\n' ' '; }
 before=$(sums_of_others)
-run() { "$FIRSTBOOT" update "$@" --disk "$node" --esp "$esp" --cmdline "$work/cmdline"; }
+run() { "$FIRSTBOOT" update "$@" --disk "$node" --esp "$esp" --cmdline "$work/cmdline" --state-dir "$work/state"; }
 
 out=$(run apply "$work/b" --key "$work/other.pub" 2>&1)
 check "a build signed by another key is refused" "$? $out" '^1 .*signature does not match'
@@ -115,6 +115,8 @@ out=$(run bless 2>&1)
 check "bless commits the booted entry" "$? $out" '^0 update: committed slot b: sprout-2-b\+2-1\.conf -> sprout-2-b\.conf'
 out=$(run status 2>&1)
 check "status: slot b committed" "$out" 'entry sprout-2-b\.conf \(committed\)'
+out=$("$FIRSTBOOT" status --state-dir "$work/state" 2>&1)
+check "sprout-firstboot status shows the slots bless recorded" "$out" 'entry sprout-2-b\.conf: committed, booted.*as seen by `sprout-firstboot update bless`'
 out=$(run bless 2>&1)
 check "bless again: nothing to commit" "$? $out" '^0 .*nothing to commit'
 
