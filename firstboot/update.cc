@@ -378,8 +378,19 @@ int Apply(const Options& o, const std::string& source) {
   if (!build_esp) return fail(raw + " has no EFI system partition");
   auto esp_in = Mount::Vfat(
       raw, true, "offset=" + std::to_string(build_esp->offset()) + ",sizelimit=" + std::to_string(build_esp->size()));
-  if (!esp_in) return fail(esp_in.error());
-  const fs::path bes = (*esp_in)->path();
+  fs::path bes;
+  std::unique_ptr<TempDir> extracted;
+  if (esp_in) {
+    bes = (*esp_in)->path();
+  } else {
+    // A kernel without vfat (a build host's VM): mtools reads the FAT image instead.
+    extracted = std::make_unique<TempDir>(fs::temp_directory_path(), "sprout-update-esp");
+    auto r = RunChecked({{"mcopy", "-s", "-n", "-i", raw + "@@" + std::to_string(build_esp->offset()), "::/loader",
+                          "::/sprout", extracted->path().string()},
+                         {{"MTOOLS_SKIP_CHECK", "1"}}});
+    if (!r) return fail(esp_in.error() + "; mtools cannot read it either: " + r.error());
+    bes = extracted->path();
+  }
   auto kernel = ReadFile(bes / "sprout" / "vmlinuz");
   auto initrd = ReadFile(bes / "sprout" / "initrd.img");
   auto metadata = ReadFile(bes / "sprout" / "image.json");
@@ -449,7 +460,7 @@ int Apply(const Options& o, const std::string& source) {
            " up to " + std::to_string(o.tries) + " times",
        t0);
   node->esp_mount.reset();
-  esp_in->reset();
+  if (esp_in) esp_in->reset();
   ::sync();
   Record(o, "update apply");
   if (o.reboot) {

@@ -100,23 +100,24 @@ check "A's kernel is still in /sprout" "$(ls "$esp/sprout" | tr '\n' ' ')" 'vmli
 check "no temporary files are left on the ESP" "$(find "$esp" -name '*.tmp.*' | wc -l)" '^0$'
 
 out=$(run apply "$work/b" --key "$work/key.pub" 2>&1)
-check "the update can be run again before the reboot (the trial entry is replaced)" \
-  "$? $(ls "$esp/loader/entries" | tr '\n' ' ')" '^0 sprout-1-a.conf sprout-2-b\+3.conf $'
+# Generations never repeat: the replaced trial entry's number is not used again.
+check "the update can be run again before the reboot (the trial entry is replaced by the next generation)" \
+  "$? $(ls "$esp/loader/entries" | tr '\n' ' ')" '^0 sprout-1-a.conf sprout-3-b\+3.conf $'
 
 # Boot B as systemd-boot would: the counter goes down before the kernel starts.
-mv "$entry" "$esp/loader/entries/sprout-2-b+2-1.conf"
-sed -n 's/^options //p' "$esp/loader/entries/sprout-2-b+2-1.conf" > "$work/cmdline"
+mv "$esp/loader/entries/sprout-3-b+3.conf" "$esp/loader/entries/sprout-3-b+2-1.conf"
+sed -n 's/^options //p' "$esp/loader/entries/sprout-3-b+2-1.conf" > "$work/cmdline"
 out=$(run apply "$work/a" 2>&1)
 check "no update while the running slot is on trial" "$? $out" '^1 .*still on trial'
 out=$(run status 2>&1)
 echo "$out" | sed 's/^/   /'
-check "status: slot b booted, on trial" "$out" 'booted: root hash [0-9a-f]{12}\.\.\., entry sprout-2-b\+2-1\.conf \(trial: 2 tries left, 1 done\)'
+check "status: slot b booted, on trial" "$out" 'booted: root hash [0-9a-f]{12}\.\.\., entry sprout-3-b\+2-1\.conf \(trial: 2 tries left, 1 done\)'
 out=$(run bless 2>&1)
-check "bless commits the booted entry" "$? $out" '^0 update: committed slot b: sprout-2-b\+2-1\.conf -> sprout-2-b\.conf'
+check "bless commits the booted entry" "$? $out" '^0 update: committed slot b: sprout-3-b\+2-1\.conf -> sprout-3-b\.conf'
 out=$(run status 2>&1)
-check "status: slot b committed" "$out" 'entry sprout-2-b\.conf \(committed\)'
+check "status: slot b committed" "$out" 'entry sprout-3-b\.conf \(committed\)'
 out=$("$FIRSTBOOT" status --state-dir "$work/state" 2>&1)
-check "sprout-firstboot status shows the slots bless recorded" "$out" 'entry sprout-2-b\.conf: committed, booted.*as seen by `sprout-firstboot update bless`'
+check "sprout-firstboot status shows the slots bless recorded" "$out" 'entry sprout-3-b\.conf: committed, booted.*as seen by `sprout-firstboot update (bless|status)`'
 out=$(run bless 2>&1)
 check "bless again: nothing to commit" "$? $out" '^0 .*nothing to commit'
 
