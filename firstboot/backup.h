@@ -20,6 +20,7 @@ struct BackupFlags {
   long interval = 0;                // seconds between scheduled snapshots; 0: none
   std::string etcdctl = "etcdctl";  // for the test restore and the restore
   std::string restore_from;         // run: a bundle a founding member forms from
+  bool scheduled = false;           // backup now: take the current slot's scheduled bundle, not a manual one
 };
 
 // BackupNow takes one manual backup on this node; returns the exit code.

@@ -160,12 +160,13 @@ int Main(int argc, char** argv) {
       "apply-system",
       "run: apply the node config to this host (hostname, static address, SSH key); the systemd unit "
       "passes it, tests leave the host alone")(
-      "backup-dir", "backups: the folder bundles go to (the state partition, or a mounted NFS share)",
+      "backup-dir", "backups: where bundles go: a folder, or an NFS share as nfs://HOST/PATH[?uid=N&gid=N]",
       cxxopts::value<std::string>()->default_value(""))("backup-keep", "backups: how many good bundles retention keeps",
                                                         cxxopts::value<int>()->default_value("7"))(
       "backup-interval", "run: seconds between scheduled backups, taken by the etcd leader (0: none)",
       cxxopts::value<long>()->default_value("0"))(
-      "restore-from", "run: a backup bundle; as a founding member with no etcd data, form the cluster from it",
+      "scheduled", "backup now: take the current slot's scheduled bundle (slots of --backup-interval)")(
+      "restore-from", "run: a backup bundle (a path or nfs://HOST/PATH/NAME); as a founding member with no etcd data, form the cluster from it",
       cxxopts::value<std::string>()->default_value(""))("etcdctl", "backups: the etcdctl used for the test restore",
                                                         cxxopts::value<std::string>()->default_value("etcdctl"))(
       "json", "status: print JSON")("h,help", "show this help");
@@ -211,6 +212,7 @@ int Main(int argc, char** argv) {
   backup.interval = args["backup-interval"].as<long>();
   backup.etcdctl = args["etcdctl"].as<std::string>();
   backup.restore_from = args["restore-from"].as<std::string>();
+  backup.scheduled = args.count("scheduled") > 0;
   if (command == "run") return sprout::firstboot::Run(s, backup);
   if (command == "status") return Status(s.state_dir, args.count("json") > 0);
   if (command == "config") return ShowConfig();
