@@ -33,7 +33,8 @@ const char* kLocalClient = "https://127.0.0.1:2379";
 // from the running cluster (its member list) and the node's state (the token).
 Result<backup::BackupOptions> Options(const node::NodeSettings& settings, const BackupFlags& b) {
   const auto& f = settings.formation;
-  if (b.sink.empty()) return Fail("no backup sink: give --backup-dir (a local folder, or nfs://HOST/PATH)");
+  if (b.sink.empty())
+    return Fail("no backup sink: give --backup-dir or sprout.backup-dir (a local folder, or nfs://HOST/PATH)");
   if (settings.role != "control-plane") return Fail("only control-plane nodes hold etcd and the PKI to back up");
   backup::BackupOptions o;
   o.cluster = f.cluster_name;
@@ -81,6 +82,14 @@ std::string Describe(const backup::BackupResult& r, const std::string& sink) {
 
 }  // namespace
 
+BackupFlags WithSettings(BackupFlags flags, const node::NodeSettings& settings) {
+  flags.sink = settings.backup.sink;
+  flags.keep = settings.backup.keep;
+  flags.interval = settings.backup.interval;
+  flags.restore_from = settings.backup.restore_from;
+  return flags;
+}
+
 int BackupNow(const node::NodeSettings& settings, const BackupFlags& b) {
   auto o = Options(settings, b);
   if (!o) {
@@ -119,7 +128,7 @@ int BackupNow(const node::NodeSettings& settings, const BackupFlags& b) {
 
 int BackupList(const node::NodeSettings& settings, const BackupFlags& b) {
   if (b.sink.empty()) {
-    std::cerr << "sprout-firstboot: backup list: give --backup-dir\n";
+    std::cerr << "sprout-firstboot: backup list: no sink; give --backup-dir (or sprout.backup-dir)\n";
     return 2;
   }
   auto sink = backup::OpenSink(b.sink);
