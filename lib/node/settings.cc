@@ -373,8 +373,10 @@ class Resolver {
       Error("backup interval", interval_source, std::to_string(b.interval) + " is not a number of seconds",
             "give 0 (no scheduled backups) or more");
     } else if (b.interval > 0 && b.sink.empty()) {
-      Error("backup interval", interval_source, "scheduled backups need a sink",
-            "give --backup-dir, or sprout.backup-dir in the node config");
+      // A generic image may carry the profile's schedule while the share is given per
+      // node: until it is, no scheduled backups, and formation goes on (no human step).
+      b.interval = 0;
+      Origin("backup interval", out_.settings.origin["backup interval"] + ", off: no sink (give sprout.backup-dir)");
     }
     if (flags_.backup_keep) {
       b.keep = *flags_.backup_keep;

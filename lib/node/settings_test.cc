@@ -282,6 +282,9 @@ TEST_CASE("ResolveSettings precedence table: flag > node config > cluster record
        },
        "backup interval", "3600", "cluster record"},
       {"backup interval: none by default", [](Inputs&) {}, "backup interval", "0", "default"},
+      {"backup interval: the profile's schedule is off until the node is given a sink",
+       [](Inputs& in) { in.record.backup_interval = 3600; }, "backup interval", "0",
+       "cluster record, off: no sink (give sprout.backup-dir)"},
       {"backup keep: the flag beats the profile",
        [](Inputs& in) {
          in.flags.backup_keep = 3;
@@ -506,14 +509,6 @@ TEST_CASE("ResolveSettings validation table: every bad setting is named with its
         "backup keep: 0 keeps nothing (from --backup-keep); give 1 or more",
         "restore from: 'nfs://nas/backups/' names a folder; give the bundle's file (see `backup list`) (from "
         "--restore-from); give a bundle's path or nfs://HOST/PATH/NAME"}},
-      {"backup interval from the profile with no sink anywhere",
-       [](Inputs& in) {
-         Ready(in);
-         in.flags.cluster_file = "/usr/share/sprout/cluster.json";
-         in.record.backup_interval = 3600;
-       },
-       {"backup interval: scheduled backups need a sink (from backup.interval of /usr/share/sprout/cluster.json); "
-        "give --backup-dir, or sprout.backup-dir in the node config"}},
       {"a node with no secret idles and ignores bad settings until it has one",
        [](Inputs& in) {
          in.flags.listen = "198.18.0.1";
