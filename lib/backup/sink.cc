@@ -144,7 +144,8 @@ Result<SinkLocation> ParseSinkLocation(std::string_view text) {
     if (end == std::string_view::npos) end = path.size();
     auto part = path.substr(start, end - start);
     if (part.empty() || part == "." || part == "..")
-      return Fail("backup sink '" + whole + "': the path on the server must be plain names joined by '/' (no //, . or ..)");
+      return Fail("backup sink '" + whole +
+                  "': the path on the server must be plain names joined by '/' (no //, . or ..)");
     start = end + 1;
   }
   loc.host = std::string(host);
@@ -209,8 +210,8 @@ Result<std::unique_ptr<Sink>> OpenSink(const std::string& location) {
   if (loc->kind == SinkLocation::Kind::kNfs) return OpenNfsSink(*loc, kNfsTimeoutMs);
   std::error_code ec;
   if (!std::filesystem::is_directory(loc->folder, ec))
-    return Fail("the sink folder " + loc->folder + " is not there: " +
-                (ec ? ec.message() : std::string("No such file or directory")) +
+    return Fail("the sink folder " + loc->folder +
+                " is not there: " + (ec ? ec.message() : std::string("No such file or directory")) +
                 " (create it, or mount the share, first)");
   return std::unique_ptr<Sink>(std::make_unique<FolderSink>(loc->folder));
 }

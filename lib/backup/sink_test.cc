@@ -13,8 +13,8 @@ namespace {
 class MemorySink : public Sink {
  public:
   std::map<std::string, std::string> files;
-  bool fail_write = false;   // WriteNew fails after leaving half the bytes
-  bool fail_link = false;    // Link fails (not EEXIST)
+  bool fail_write = false;    // WriteNew fails after leaving half the bytes
+  bool fail_link = false;     // Link fails (not EEXIST)
   bool corrupt_read = false;  // Read returns other bytes
   bool fail_read = false;
 
@@ -79,17 +79,15 @@ TEST_CASE("sink locations: folders and nfs:// URLs, with errors that name the fi
     const char* text;
     const char* says;
   };
-  for (const auto& b : {Bad{"", "give a folder or nfs://HOST/PATH"},
-                        Bad{"smb://nas/share", "only folders and nfs://HOST/PATH"},
-                        Bad{"nfs:///share", "no server"},
-                        Bad{"nfs://nas", "no folder on the server; write nfs://HOST/PATH, e.g. nfs://nas/backups"},
-                        Bad{"nfs://nas/", "no folder on the server"},
-                        Bad{"nfs://nas:2049/share", "bare name or IPv4 address"},
-                        Bad{"nfs://nas/a//b", "plain names joined by '/'"},
-                        Bad{"nfs://nas/a/../b", "plain names joined by '/'"},
-                        Bad{"nfs://nas/share?uid=me", "uid=me is not a number; write uid=N"},
-                        Bad{"nfs://nas/share?version=3", "only NFS version 4"},
-                        Bad{"nfs://nas/share?sec=krb5", "unknown option 'sec'; nfs:// shares take uid=N and gid=N"}}) {
+  for (const auto& b :
+       {Bad{"", "give a folder or nfs://HOST/PATH"}, Bad{"smb://nas/share", "only folders and nfs://HOST/PATH"},
+        Bad{"nfs:///share", "no server"},
+        Bad{"nfs://nas", "no folder on the server; write nfs://HOST/PATH, e.g. nfs://nas/backups"},
+        Bad{"nfs://nas/", "no folder on the server"}, Bad{"nfs://nas:2049/share", "bare name or IPv4 address"},
+        Bad{"nfs://nas/a//b", "plain names joined by '/'"}, Bad{"nfs://nas/a/../b", "plain names joined by '/'"},
+        Bad{"nfs://nas/share?uid=me", "uid=me is not a number; write uid=N"},
+        Bad{"nfs://nas/share?version=3", "only NFS version 4"},
+        Bad{"nfs://nas/share?sec=krb5", "unknown option 'sec'; nfs:// shares take uid=N and gid=N"}}) {
     INFO(b.text);
     auto r = ParseSinkLocation(b.text);
     REQUIRE_FALSE(r);

@@ -74,8 +74,7 @@ Result<BackupRecord> LoadBackupRecord(const std::filesystem::path& state_dir);
 // SaveBackupRecord writes it atomically.
 Status SaveBackupRecord(const std::filesystem::path& state_dir, const BackupRecord& record);
 // NoteGood and NoteFailure update the record on disk.
-void NoteGood(const std::filesystem::path& state_dir, const std::string& sink, const BackupResult& r,
-              std::int64_t now);
+void NoteGood(const std::filesystem::path& state_dir, const std::string& sink, const BackupResult& r, std::int64_t now);
 void NoteFailure(const std::filesystem::path& state_dir, const std::string& error, std::int64_t now);
 
 }  // namespace sprout::backup
