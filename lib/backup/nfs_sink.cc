@@ -16,7 +16,7 @@ namespace {
 // reports no write size for NFSv4; 3.5 KiB writes stay below that.
 constexpr std::uint64_t kWriteChunk = 3584;
 // kReadChunk is the most one READ asks for (larger reads work).
-constexpr std::uint64_t kReadChunk = 256 * 1024;
+constexpr std::uint64_t kReadChunk = std::uint64_t{256} << 10;
 // NF3REG: libnfs reports NFSv4 entry types with NFSv3's numbers.
 constexpr std::uint32_t kRegularFile = 1;
 

@@ -243,6 +243,7 @@ Result<std::vector<SinkFile>> ScanBundles(Sink& sink) {
   auto entries = sink.List();
   if (!entries) return Fail("cannot list the sink " + sink.Location() + ": " + entries.error());
   std::vector<SinkFile> out;
+  out.reserve(entries->size());
   for (const auto& e : *entries) {
     SinkFile f;
     f.file = e.name;

@@ -46,6 +46,7 @@ class MemorySink : public Sink {
   Result<bool> Exists(const std::string& name) override { return files.count(name) != 0; }
   Result<std::vector<SinkEntry>> List() override {
     std::vector<SinkEntry> out;
+    out.reserve(files.size());
     for (const auto& [name, data] : files) out.push_back(SinkEntry{name, data.size(), 0});
     return out;
   }
