@@ -9,6 +9,7 @@
 #include "backup/bundle.h"
 #include "backup/catalog.h"
 #include "backup/schedule.h"
+#include "backup/sink.h"
 #include "backup/snapshot.h"
 #include "backup/take.h"
 #include "formation/etcd.h"
@@ -32,7 +33,8 @@ const char* kLocalClient = "https://127.0.0.1:2379";
 // from the running cluster (its member list) and the node's state (the token).
 Result<backup::BackupOptions> Options(const node::NodeSettings& settings, const BackupFlags& b) {
   const auto& f = settings.formation;
-  if (b.sink.empty()) return Fail("no backup folder: give --backup-dir (a local folder or a mounted share)");
+  if (b.sink.empty())
+    return Fail("no backup sink: give --backup-dir or sprout.backup-dir (a local folder, or nfs://HOST/PATH)");
   if (settings.role != "control-plane") return Fail("only control-plane nodes hold etcd and the PKI to back up");
   backup::BackupOptions o;
   o.cluster = f.cluster_name;
@@ -72,13 +74,21 @@ std::string Utc(std::int64_t t) {
 
 std::string Describe(const backup::BackupResult& r, const std::string& sink) {
   std::ostringstream s;
-  s << std::fixed << std::setprecision(2) << sink << "/" << r.file << ": " << r.size << " bytes, revision "
+  s << std::fixed << std::setprecision(2) << backup::JoinLocation(sink, r.file) << ": " << r.size << " bytes, revision "
     << r.header.revision << ", " << r.header.keys << " keys, snapshot " << r.header.snapshot_size << " bytes, sha256 "
     << r.sha256 << ", " << r.seconds << " s";
   return s.str();
 }
 
 }  // namespace
+
+BackupFlags WithSettings(BackupFlags flags, const node::NodeSettings& settings) {
+  flags.sink = settings.backup.sink;
+  flags.keep = settings.backup.keep;
+  flags.interval = settings.backup.interval;
+  flags.restore_from = settings.backup.restore_from;
+  return flags;
+}
 
 int BackupNow(const node::NodeSettings& settings, const BackupFlags& b) {
   auto o = Options(settings, b);
@@ -88,11 +98,26 @@ int BackupNow(const node::NodeSettings& settings, const BackupFlags& b) {
   }
   o->kind = "manual";
   o->time = NowSeconds();
+  if (b.scheduled) {
+    if (b.interval <= 0) {
+      std::cerr << "sprout-firstboot: backup now --scheduled: give --backup-interval (the schedule's slot length)\n";
+      return 2;
+    }
+    o->kind = "scheduled";
+    o->time = backup::SlotOf(o->time, b.interval);
+  }
   auto r = backup::TakeBackup(*o);
   if (!r) {
     backup::NoteFailure(settings.formation.state_dir, r.error(), NowSeconds());
     std::cerr << "sprout-firstboot: backup failed, nothing was listed as good: " << r.error() << "\n";
     return 1;
+  }
+  if (r->existed) {
+    std::cout << "backup: " << backup::JoinLocation(b.sink, r->file) << " is in the sink already; nothing written ("
+              << (r->lost_race ? "another node linked the name first while this one wrote"
+                               : "it was there before the snapshot")
+              << ")\n";
+    return 0;
   }
   backup::NoteGood(settings.formation.state_dir, b.sink, *r, NowSeconds());
   std::cout << "backup: good: " << Describe(*r, b.sink) << "\n";
@@ -103,10 +128,15 @@ int BackupNow(const node::NodeSettings& settings, const BackupFlags& b) {
 
 int BackupList(const node::NodeSettings& settings, const BackupFlags& b) {
   if (b.sink.empty()) {
-    std::cerr << "sprout-firstboot: backup list: give --backup-dir\n";
+    std::cerr << "sprout-firstboot: backup list: no sink; give --backup-dir (or sprout.backup-dir)\n";
     return 2;
   }
-  auto files = backup::ScanSink(b.sink);
+  auto sink = backup::OpenSink(b.sink);
+  if (!sink) {
+    std::cerr << "sprout-firstboot: backup list: " << sink.error() << "\n";
+    return 1;
+  }
+  auto files = backup::ScanBundles(**sink);
   if (!files) {
     std::cerr << "sprout-firstboot: backup list: " << files.error() << "\n";
     return 1;
@@ -115,11 +145,10 @@ int BackupList(const node::NodeSettings& settings, const BackupFlags& b) {
   auto listed = backup::ListBundles(*files, f.cluster_name);
   std::cout << "bundles of " << f.cluster_name << " in " << b.sink << " (newest first): " << listed.size() << "\n";
   for (const auto& l : listed) {
-    auto path = std::filesystem::path(b.sink) / l.file.file;
     std::string check;
     std::string sha = "-";
     std::uint64_t revision = 0;
-    if (auto text = ReadFile(path)) {
+    if (auto text = (*sink)->Read(l.file.file)) {
       sha = Sha256Hex(*text);
       if (f.secret.empty()) {
         check = l.file.header_ok ? "header ok (no secret to open it)" : "BAD: " + l.file.problem;
@@ -155,7 +184,7 @@ std::string BackupStatusLines(const std::filesystem::path& state_dir) {
 
 Result<formation::RestorePlan> PrepareRestore(const node::NodeSettings& settings, const BackupFlags& b) {
   const auto& f = settings.formation;
-  auto text = ReadFile(b.restore_from);
+  auto text = backup::ReadBundleAt(b.restore_from);
   if (!text) return Fail(text.error());
   auto opened = backup::OpenBundle(*text, f.cluster_name, f.secret);
   if (!opened) return Fail(b.restore_from + ": " + opened.error());
@@ -217,15 +246,16 @@ std::thread StartBackupScheduler(const node::NodeSettings& settings, const Backu
     auto tls = formation::ClientTlsFor(f.pki_dir.string());
     backup::ScheduleInput in;
     in.interval = b.interval;
+    std::int64_t written_slot = -1;  // the last slot whose bundle is known to be there
     while (*stop == 0) {
       in.now = NowSeconds();
       auto status = backup::GetEtcdStatus(kLocalClient, tls);
       in.etcd_answered = status.ok();
       in.leader = status && status->leads();
-      std::int64_t slot = backup::SlotOf(in.now, in.interval);
-      std::error_code ec;
-      in.slot_written = std::filesystem::exists(
-          std::filesystem::path(b.sink) / backup::NameFor({f.cluster_name, slot, "scheduled", ""}), ec);
+      // The sink is asked only by the leader, once per slot (TakeBackup looks for the
+      // slot's bundle before it takes a snapshot): on an NFS share each question is a
+      // connection.
+      in.slot_written = backup::SlotOf(in.now, in.interval) == written_slot;
       auto d = backup::Decide(in);
       if (d.take) {
         auto o = Options(settings, b);
@@ -244,8 +274,13 @@ std::thread StartBackupScheduler(const node::NodeSettings& settings, const Backu
               "backup: scheduled snapshot failed, retrying in " + std::to_string(in.retry_after) + " s: " + r.error(),
               {{"PHASE", "backup"}, {"BACKUP_ERROR", r.error()}});
         } else if (r->existed) {
-          Journal(LOG_INFO, "backup: another node wrote " + r->file + " first; nothing written", {{"PHASE", "backup"}});
+          written_slot = d.slot;
+          Journal(LOG_INFO,
+                  "backup: " + r->file + " is in the sink already (another node " +
+                      (r->lost_race ? "linked the name first while this one wrote" : "wrote it") + "); nothing written",
+                  {{"PHASE", "backup"}});
         } else {
+          written_slot = d.slot;
           backup::NoteGood(f.state_dir, b.sink, *r, NowSeconds());
           Journal(LOG_INFO, "backup: good: " + Describe(*r, b.sink),
                   {{"PHASE", "backup"}, {"BACKUP_FILE", r->file}, {"BACKUP_SHA256", r->sha256}});

@@ -13,14 +13,20 @@
 
 namespace sprout::firstboot {
 
-// BackupFlags are the backup settings of the command line.
+// BackupFlags are what a backup needs: the resolved settings (sink, schedule,
+// retention, restore-from: node::BackupSettings, copied by WithSettings) and the
+// command line's own (etcdctl, --scheduled).
 struct BackupFlags {
-  std::string sink;                 // the folder bundles go to; "" : no backups
+  std::string sink;                 // a folder or nfs://HOST/PATH; "" : no backups
   int keep = 7;                     // retention: the newest good bundles kept
   long interval = 0;                // seconds between scheduled snapshots; 0: none
   std::string etcdctl = "etcdctl";  // for the test restore and the restore
   std::string restore_from;         // run: a bundle a founding member forms from
+  bool scheduled = false;           // backup now: take the current slot's scheduled bundle, not a manual one
 };
+
+// WithSettings is flags with the resolved backup settings filled in.
+BackupFlags WithSettings(BackupFlags flags, const node::NodeSettings& settings);
 
 // BackupNow takes one manual backup on this node; returns the exit code.
 int BackupNow(const node::NodeSettings& settings, const BackupFlags& b);

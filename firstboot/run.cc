@@ -364,7 +364,7 @@ node::Resolved ResolveQuietly(const node::RunFlags& flags) {
   return node::ResolveSettings(flags, in.config, in.record, in.facts);
 }
 
-int Run(const node::RunFlags& flags, const BackupFlags& backup) {
+int Run(const node::RunFlags& flags, const BackupFlags& backup_flags) {
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
   // 1. Load state: what this node remembers; this start is one more boot.
@@ -379,6 +379,7 @@ int Run(const node::RunFlags& flags, const BackupFlags& backup) {
   if (!resolved.ok()) return SettingErrors(resolved.errors);
   node::NodeSettings& settings = resolved.settings;
   if (!settings.idle_reason.empty()) return Idle(flags.state_dir, *state, settings.idle_reason);
+  const BackupFlags backup = WithSettings(backup_flags, settings);
   // 4. Start the pod host: etcd runs on it as a static pod, or as a child process.
   settings.formation.make_launcher = PodHost(flags, settings, in.record);
   // 5. Once a voting member: the Kubernetes control plane's files and static pods.

@@ -23,7 +23,7 @@ struct BackupOptions {
   std::string secret;                     // the cluster secret (the bundle's key comes from it)
   std::string node;                       // this node's name
   Identity identity;                      // the founding's token and members
-  std::filesystem::path sink;             // the folder bundles go to (local, or an NFS mount)
+  std::string sink;                       // where bundles go: a folder, or nfs://HOST/PATH (sink.h)
   std::filesystem::path pki_dir;          // the cluster PKI in kubeadm's layout
   std::filesystem::path bootstrap_token;  // <state>/bootstrap-token
   std::filesystem::path scratch;          // where the snapshot and the test restore go (0700)
@@ -40,6 +40,7 @@ struct BackupOptions {
 struct BackupResult {
   std::string file;                 // name in the sink
   bool existed = false;             // scheduled: the slot's bundle was there already; nothing written
+  bool lost_race = false;           // and it appeared while this node wrote (its link(2) was refused)
   BundleHeader header;              // what the bundle says
   std::uint64_t size = 0;           // the bundle's bytes
   std::string sha256;               // of the bundle file
@@ -73,8 +74,7 @@ Result<BackupRecord> LoadBackupRecord(const std::filesystem::path& state_dir);
 // SaveBackupRecord writes it atomically.
 Status SaveBackupRecord(const std::filesystem::path& state_dir, const BackupRecord& record);
 // NoteGood and NoteFailure update the record on disk.
-void NoteGood(const std::filesystem::path& state_dir, const std::filesystem::path& sink, const BackupResult& r,
-              std::int64_t now);
+void NoteGood(const std::filesystem::path& state_dir, const std::string& sink, const BackupResult& r, std::int64_t now);
 void NoteFailure(const std::filesystem::path& state_dir, const std::string& error, std::int64_t now);
 
 }  // namespace sprout::backup
