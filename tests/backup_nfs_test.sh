@@ -21,6 +21,8 @@ name=backup_nfs_test
 NP=sprt-n SUBNET=198.18.15 CLUSTER=sprt-nfs NB_MAX=7
 # shellcheck source=tests/formation/netns.sh
 . "$(dirname "$0")/formation/netns.sh"
+# shellcheck source=tests/backup/form.sh
+. "$(dirname "$0")/backup/form.sh"
 nb_preflight "$name" ganesha.nfsd nfs-ls
 if [ ! -e /usr/lib/x86_64-linux-gnu/ganesha/libfsalvfs.so ] && ! ls /usr/lib/*/ganesha/libfsalvfs.so >/dev/null 2>&1; then
   echo "$name: skipped: nfs-ganesha's VFS backend is missing (scripts/install-deps installs nfs-ganesha-vfs)"
@@ -92,31 +94,10 @@ fb() {
     --cluster-name "$CLUSTER" --pki-dir "$WORK/n$i/pki" --etcd-data-dir "$WORK/n$i/etcd" --listen "$(nb_addr "$i")" \
     --peers "$(nb_peers 3)" "${bflags[@]}"
 }
-keycount() { nb_ctl "$1" "$2" get /backup/ --prefix --limit 1 -w json | grep -o '"count":[0-9]*' | cut -d: -f2; }
 scheduled_good() { cat "$WORK"/n[123]/firstboot.log | grep -c 'backup: good: .*-scheduled.sprout-backup'; }
 
 # 1. Three nodes form; keys are written.
-t0=$(date +%s.%N)
-for i in 1 2 3; do nb_start "$i" 3 3 "${bflags[@]}" --backup-interval "$INTERVAL"; done
-if nb_wait_voting 1 3 60 1 2 3; then
-  formed=$(echo "$(date +%s.%N) - $t0" | bc)
-  printf 'formed: 3 voting members after %.2f s\n' "$formed"
-  ok "three nodes formed a cluster"
-else
-  bad "three nodes did not form a cluster within 60 s"
-  exit 1
-fi
-eps=$(nb_endpoints 1 2 3)
-tw=$(date +%s.%N)
-for b in $(seq 0 128 $((KEYS - 1))); do
-  for k in $(seq "$b" $((b + 127))); do
-    [ "$k" -lt "$KEYS" ] && printf 'put /backup/k%05d value-%05d\n' "$k" "$k"
-  done | { printf '\n'; cat; printf '\n\n'; } | nb_ctl 1 "$eps" txn >/dev/null || bad "a write transaction failed"
-done
-nb_ctl 1 "$eps" put /backup/marker "written before the backup" >/dev/null
-count=$(keycount 1 "$eps")
-printf 'wrote %s keys in %.2f s\n' "$count" "$(echo "$(date +%s.%N) - $tw" | bc)"
-[ "$count" = $((KEYS + 1)) ] && ok "$count keys written" || bad "expected $((KEYS + 1)) keys, etcd counts '$count'"
+form_and_write
 
 # 2. A manual backup from node 2 to the share: its time and size.
 out=$(fb 2 backup now 2>&1)

@@ -15,6 +15,8 @@ name=backup_test
 NP=sprt-u SUBNET=198.18.12 CLUSTER=sprt-backup NB_MAX=6
 # shellcheck source=tests/formation/netns.sh
 . "$(dirname "$0")/formation/netns.sh"
+# shellcheck source=tests/backup/form.sh
+. "$(dirname "$0")/backup/form.sh"
 nb_preflight "$name"
 WORK=$(mktemp -d /tmp/sprt-backup.XXXXXX)
 SECRET=$WORK/secret
@@ -52,29 +54,7 @@ fb() { local i=$1; shift; ip netns exec "$NP$i" "$FIRSTBOOT" "$@" --state-dir "$
   --peers "$(nb_peers 3)" "${bflags[@]}"; }
 
 # 1. Three nodes form; keys are written.
-t0=$(date +%s.%N)
-for i in 1 2 3; do nb_start "$i" 3 3 "${bflags[@]}" --backup-interval "$INTERVAL"; done
-if nb_wait_voting 1 3 60 1 2 3; then
-  formed=$(echo "$(date +%s.%N) - $t0" | bc)
-  printf 'formed: 3 voting members after %.2f s\n' "$formed"
-  ok "three nodes formed a cluster"
-else
-  bad "three nodes did not form a cluster within 60 s"
-  exit 1
-fi
-eps=$(nb_endpoints 1 2 3)
-tw=$(date +%s.%N)
-for b in $(seq 0 128 $((KEYS - 1))); do
-  for k in $(seq "$b" $((b + 127))); do
-    [ "$k" -lt "$KEYS" ] && printf 'put /backup/k%05d value-%05d\n' "$k" "$k"
-  done | { printf '\n'; cat; printf '\n\n'; } | nb_ctl 1 "$eps" txn >/dev/null || bad "a write transaction failed"
-done
-nb_ctl 1 "$eps" put /backup/marker "written before the backup" >/dev/null
-# keycount via endpoints: the number of keys under /backup/ (etcd's count, one key returned).
-keycount() { nb_ctl "$1" "$2" get /backup/ --prefix --limit 1 -w json | grep -o '"count":[0-9]*' | cut -d: -f2; }
-count=$(keycount 1 "$eps")
-printf 'wrote %s keys in %.2f s\n' "$count" "$(echo "$(date +%s.%N) - $tw" | bc)"
-[ "$count" = $((KEYS + 1)) ] && ok "$count keys written" || bad "expected $((KEYS + 1)) keys, etcd counts '$count'"
+form_and_write
 
 # 2. A manual backup from node 2, listed from node 1.
 out=$(fb 2 backup now 2>&1)
