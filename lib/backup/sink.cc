@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 
 #include "backup/bundle.h"
 #include "backup/nfs_sink.h"
@@ -171,15 +172,21 @@ Result<SinkLocation> ParseSinkLocation(std::string_view text) {
   return loc;
 }
 
+namespace {
+
+// SplitQuery parts an NFS location into its path and its '?...' options (kept apart so
+// a file name goes before them); a folder location has no options.
+std::pair<std::string_view, std::string_view> SplitQuery(std::string_view location) {
+  if (!location.starts_with(kNfsScheme)) return {location, {}};
+  const auto q = location.find('?');
+  if (q == std::string_view::npos) return {location, {}};
+  return {location.substr(0, q), location.substr(q)};
+}
+
+}  // namespace
+
 Result<BundleAt> SplitBundleLocation(std::string_view text) {
-  std::string_view main = text;
-  std::string_view query;
-  if (text.starts_with(kNfsScheme)) {
-    if (auto q = text.find('?'); q != std::string_view::npos) {
-      main = text.substr(0, q);
-      query = text.substr(q);
-    }
-  }
+  const auto [main, query] = SplitQuery(text);
   auto slash = main.rfind('/');
   if (slash == std::string_view::npos) return BundleAt{".", std::string(main)};
   BundleAt at{std::string(main.substr(0, slash)) + std::string(query), std::string(main.substr(slash + 1))};
@@ -191,14 +198,7 @@ Result<BundleAt> SplitBundleLocation(std::string_view text) {
 }
 
 std::string JoinLocation(std::string_view sink, std::string_view name) {
-  std::string_view main = sink;
-  std::string_view query;
-  if (sink.starts_with(kNfsScheme)) {
-    if (auto q = sink.find('?'); q != std::string_view::npos) {
-      main = sink.substr(0, q);
-      query = sink.substr(q);
-    }
-  }
+  const auto [main, query] = SplitQuery(sink);
   std::string out(main);
   if (!out.empty() && out.back() != '/') out += '/';
   return out + std::string(name) + std::string(query);
