@@ -1,9 +1,13 @@
 #include "firstboot/backup.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <iomanip>
 #include <iostream>
+#include <memory>
+#include <mutex>
 #include <sstream>
 
 #include "backup/bundle.h"
@@ -80,7 +84,71 @@ std::string Describe(const backup::BackupResult& r, const std::string& sink) {
   return s.str();
 }
 
+// CopiesDir is where a control-plane node keeps the copies its peers send it.
+std::filesystem::path CopiesDir(const formation::DaemonOptions& f) { return f.state_dir / "backup-copies"; }
+
+// CopyToPeers hands the bundle of r to every other voting member's join endpoint (its
+// address from the member list the bundle's identity holds) and says where it went;
+// each peer checks it opens with the cluster's secret before it keeps it. Bounded: a
+// peer that does not answer costs a few seconds (PushBackupCopy's timeouts).
+std::string CopyToPeers(const node::NodeSettings& settings, const backup::BackupOptions& o,
+                        const backup::BackupResult& r) {
+  const auto& f = settings.formation;
+  auto keys = formation::DeriveNodeKeys(f);
+  if (!keys) return "no copies: " + keys.error();
+  formation::JoinRequest from{formation::kJoinVersion, true, f.name, f.listen};
+  std::vector<std::string> done;
+  for (const auto& m : o.identity.members) {
+    const auto eq = m.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string name = m.substr(0, eq);
+    const std::string host = formation::HostOf(m.substr(eq + 1));
+    if (name == f.name || host.empty()) continue;
+    auto pushed = formation::PushBackupCopy(host, f.port, keys->join, from, r.file, r.bundle, 5000);
+    done.push_back(name + (pushed ? " kept it" : " failed: " + pushed.error()));
+  }
+  if (done.empty()) return "no other control-plane member to copy to";
+  std::string out;
+  for (const auto& d : done) out += (out.empty() ? "" : "; ") + d;
+  return out;
+}
+
+void ReportCopies(const node::NodeSettings& settings, const std::string& copies, std::ostream* out) {
+  backup::NoteCopies(settings.formation.state_dir, copies);
+  const bool failed = copies.find(" failed: ") != std::string::npos || copies.rfind("no copies", 0) == 0;
+  formation::Journal(failed ? LOG_WARNING : LOG_INFO, "backup: copies on the other control-plane nodes: " + copies,
+                     {{"PHASE", "backup"}, {"BACKUP_COPIES", copies}});
+  if (out != nullptr) *out << "backup: copies on the other control-plane nodes: " << copies << "\n";
+}
+
 }  // namespace
+
+formation::BackupCopyStore BackupCopyStoreFor(const node::NodeSettings& settings, int keep) {
+  const auto& f = settings.formation;
+  auto lock = std::make_shared<std::mutex>();
+  return [cluster = f.cluster_name, secret = f.secret, dir = CopiesDir(f), node = f.name, keep,
+          lock](const formation::BackupCopy& c) -> Status {
+    auto name = backup::ParseName(c.bundle);
+    if (!name || name->cluster != cluster) return Fail(c.bundle + " is not a bundle of " + cluster);
+    // The sender proved the control-plane key; the bundle must also open with this
+    // cluster's secret (its tag covers every byte), or it is not kept.
+    if (auto opened = backup::OpenBundle(c.bytes, cluster, secret); !opened) return Fail(opened.error());
+    std::lock_guard<std::mutex> hold(*lock);
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    std::filesystem::permissions(dir, std::filesystem::perms::owner_all, ec);
+    auto sink = backup::OpenSink(dir.string());
+    if (!sink) return Fail(sink.error());
+    auto wrote = backup::WriteBundle(**sink, c.bundle, c.bytes, node, static_cast<long>(::getpid()));
+    if (!wrote) return Fail(wrote.error());
+    if (auto files = backup::ScanBundles(**sink)) {
+      auto retention = backup::Prune(*files, cluster, keep, NowSeconds());
+      for (const auto& old : retention.remove) (*sink)->Remove(old).ok();
+      if (!retention.remove.empty()) (*sink)->Sync().ok();
+    }
+    return Ok{};
+  };
+}
 
 BackupFlags WithSettings(BackupFlags flags, const node::NodeSettings& settings) {
   flags.sink = settings.backup.sink;
@@ -123,6 +191,7 @@ int BackupNow(const node::NodeSettings& settings, const BackupFlags& b) {
   std::cout << "backup: good: " << Describe(*r, b.sink) << "\n";
   for (const auto& p : r->pruned) std::cout << "backup: retention removed " << p << "\n";
   if (!r->held.empty()) std::cout << "backup: retention held: " << r->held << "\n";
+  ReportCopies(settings, CopyToPeers(settings, *o, *r), &std::cout);
   return 0;
 }
 
@@ -177,6 +246,7 @@ std::string BackupStatusLines(const std::filesystem::path& state_dir) {
       << Utc(r->last_good_at) << ", revision " << r->last_good_revision << ", " << r->last_good_size
       << " bytes, sha256 " << r->last_good_sha256 << ", took " << r->last_good_seconds << " s\n";
   }
+  if (!r->last_copies.empty()) s << "backup: copies of it: " << r->last_copies << "\n";
   if (!r->last_error.empty())
     s << "backup: last attempt failed at " << Utc(r->last_error_at) << ": " << r->last_error << "\n";
   return s.str();
@@ -286,6 +356,7 @@ std::thread StartBackupScheduler(const node::NodeSettings& settings, const Backu
                   {{"PHASE", "backup"}, {"BACKUP_FILE", r->file}, {"BACKUP_SHA256", r->sha256}});
           for (const auto& p : r->pruned) Journal(LOG_INFO, "backup: retention removed " + p, {{"PHASE", "backup"}});
           if (!r->held.empty()) Journal(LOG_WARNING, "backup: retention held: " + r->held, {{"PHASE", "backup"}});
+          ReportCopies(settings, CopyToPeers(settings, *o, *r), nullptr);
         }
       }
       for (int i = 0; i < 20 && *stop == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));

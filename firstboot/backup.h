@@ -46,6 +46,11 @@ Result<formation::RestorePlan> PrepareRestore(const node::NodeSettings& settings
 // StartBackupScheduler runs scheduled backups until *stop (nothing when b has no sink
 // or interval): every few seconds it asks the local etcd who leads and lets the leader
 // take each slot's snapshot.
+// BackupCopyStoreFor is how a control-plane node keeps the bundles its peers copy to it:
+// a bundle of this cluster that opens with its secret is written atomically to
+// <state>/backup-copies (0700), and the newest keep are kept there.
+formation::BackupCopyStore BackupCopyStoreFor(const node::NodeSettings& settings, int keep);
+
 std::thread StartBackupScheduler(const node::NodeSettings& settings, const BackupFlags& b,
                                  const volatile std::sig_atomic_t* stop);
 

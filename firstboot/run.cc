@@ -401,7 +401,10 @@ int Run(const node::RunFlags& flags, const BackupFlags& backup_flags) {
         "restore-from " + backup.restore_from + ": the bundle opened and checked out; a founding member forms from it");
     settings.formation.restore = std::move(*plan);
   }
-  // 8. On a control-plane node with a backup folder: scheduled backups, taken by the etcd leader.
+  // 8. On a control-plane node with a backup folder: scheduled backups, taken by the etcd
+  // leader and copied to the other members; every control-plane node keeps such copies.
+  if (settings.role == "control-plane")
+    settings.formation.store_backup_copy = BackupCopyStoreFor(settings, backup.keep);
   std::thread backups = StartBackupScheduler(settings, backup, &g_stop);
   // 9. Form or join, then report until stopped.
   const int code = FormOrJoin(settings, *state);

@@ -115,6 +115,7 @@ Result<BackupResult> TakeBackup(const BackupOptions& o) {
     }
     if (!r.pruned.empty()) (*sink)->Sync().ok();
   }
+  r.bundle = std::move(*sealed);
   return r;
 }
 
@@ -135,6 +136,7 @@ Result<BackupRecord> LoadBackupRecord(const std::filesystem::path& state_dir) {
     r.last_good_seconds = j.value("last_good_seconds", 0.0);
     r.last_error = j.value("last_error", "");
     r.last_error_at = j.value("last_error_at", std::int64_t{0});
+    r.last_copies = j.value("last_copies", "");
   } catch (const std::exception& e) {
     return Fail(path.string() + ": " + e.what());
   }
@@ -149,7 +151,8 @@ Status SaveBackupRecord(const std::filesystem::path& state_dir, const BackupReco
                            {"last_good_sha256", r.last_good_sha256},
                            {"last_good_seconds", r.last_good_seconds},
                            {"last_error", r.last_error},
-                           {"last_error_at", r.last_error_at}};
+                           {"last_error_at", r.last_error_at},
+                           {"last_copies", r.last_copies}};
   return WriteFileAtomic(state_dir / "backup.json", j.dump(2) + "\n", std::filesystem::perms(0644));
 }
 
@@ -165,6 +168,14 @@ void NoteGood(const std::filesystem::path& state_dir, const std::string& sink, c
   rec.last_good_seconds = res.seconds;
   rec.last_error.clear();
   rec.last_error_at = 0;
+  rec.last_copies.clear();
+  SaveBackupRecord(state_dir, rec).ok();
+}
+
+void NoteCopies(const std::filesystem::path& state_dir, const std::string& copies) {
+  auto r = LoadBackupRecord(state_dir);
+  BackupRecord rec = r ? *r : BackupRecord{};
+  rec.last_copies = copies;
   SaveBackupRecord(state_dir, rec).ok();
 }
 

@@ -47,6 +47,7 @@ struct BackupResult {
   double seconds = 0;               // snapshot to read back
   std::vector<std::string> pruned;  // removed by retention
   std::string held;                 // why retention removed nothing, if it held
+  std::string bundle;               // the bundle's bytes, as written (for the copies on the peers)
 };
 
 // TakeBackup takes one backup. Nothing is written to the sink before the snapshot
@@ -67,6 +68,7 @@ struct BackupRecord {
   double last_good_seconds = 0;
   std::string last_error;  // the last failure since the last good one, "" if none
   std::int64_t last_error_at = 0;
+  std::string last_copies;  // where the last good bundle's copies went: "node-2 kept; node-3 failed: why"
 };
 
 // LoadBackupRecord reads <state>/backup.json; a missing file is an empty record.
@@ -76,5 +78,7 @@ Status SaveBackupRecord(const std::filesystem::path& state_dir, const BackupReco
 // NoteGood and NoteFailure update the record on disk.
 void NoteGood(const std::filesystem::path& state_dir, const std::string& sink, const BackupResult& r, std::int64_t now);
 void NoteFailure(const std::filesystem::path& state_dir, const std::string& error, std::int64_t now);
+// NoteCopies records where the last good bundle's copies went.
+void NoteCopies(const std::filesystem::path& state_dir, const std::string& copies);
 
 }  // namespace sprout::backup

@@ -74,7 +74,9 @@ class Loop {
         etcd_(o.make_launcher ? o.make_launcher() : std::make_unique<ChildEtcdLauncher>(), o.etcd_data_dir,
               etcd_config_.log_file),
         membership_(o, keys.join, etcd_config_),
-        status_(o.state_dir, StatusIdentity{o.name, o.listen, o.expected}) {}
+        status_(o.state_dir, StatusIdentity{o.name, o.listen, o.expected}) {
+    if (o.control_plane && o.store_backup_copy) join_.SetBackupStore(o.store_backup_copy);
+  }
 
   int Run(const volatile std::sig_atomic_t* stop) {
     bool ready = false;
