@@ -22,6 +22,7 @@
 #include "pki/pki.h"
 #include "util/fs.h"
 #include "util/sha256.h"
+#include "util/text.h"
 
 namespace sprout::firstboot {
 
@@ -87,17 +88,23 @@ std::string Describe(const backup::BackupResult& r, const std::string& sink) {
 // CopiesDir is where a control-plane node keeps the copies its peers send it.
 std::filesystem::path CopiesDir(const formation::DaemonOptions& f) { return f.state_dir / "backup-copies"; }
 
+// Copies is where a bundle's copies went: one line a peer, and whether any failed.
+struct Copies {
+  std::string text;  // "node-2 kept it; node-3 failed: why"
+  bool failed = false;
+};
+
 // CopyToPeers hands the bundle of r to every other voting member's join endpoint (its
-// address from the member list the bundle's identity holds) and says where it went;
-// each peer checks it opens with the cluster's secret before it keeps it. Bounded: a
-// peer that does not answer costs a few seconds (PushBackupCopy's timeouts).
-std::string CopyToPeers(const node::NodeSettings& settings, const backup::BackupOptions& o,
-                        const backup::BackupResult& r) {
+// address from the member list the bundle's identity holds); each peer checks it opens
+// with the cluster's secret before it keeps it. Bounded: a peer that does not answer
+// costs a few seconds (PushBackupCopy's timeouts).
+Copies CopyToPeers(const node::NodeSettings& settings, const backup::BackupOptions& o, const backup::BackupResult& r) {
   const auto& f = settings.formation;
   auto keys = formation::DeriveNodeKeys(f);
-  if (!keys) return "no copies: " + keys.error();
+  if (!keys) return {"no copies: " + keys.error(), true};
   formation::JoinRequest from{formation::kJoinVersion, true, f.name, f.listen};
   std::vector<std::string> done;
+  bool failed = false;
   for (const auto& m : o.identity.members) {
     const auto eq = m.find('=');
     if (eq == std::string::npos) continue;
@@ -105,20 +112,19 @@ std::string CopyToPeers(const node::NodeSettings& settings, const backup::Backup
     const std::string host = formation::HostOf(m.substr(eq + 1));
     if (name == f.name || host.empty()) continue;
     auto pushed = formation::PushBackupCopy(host, f.port, keys->join, from, r.file, r.bundle, 5000);
+    failed = failed || !pushed;
     done.push_back(name + (pushed ? " kept it" : " failed: " + pushed.error()));
   }
-  if (done.empty()) return "no other control-plane member to copy to";
-  std::string out;
-  for (const auto& d : done) out += (out.empty() ? "" : "; ") + d;
-  return out;
+  if (done.empty()) return {"no other control-plane member to copy to", false};
+  return {Join(done, "; "), failed};
 }
 
-void ReportCopies(const node::NodeSettings& settings, const std::string& copies, std::ostream* out) {
-  backup::NoteCopies(settings.formation.state_dir, copies);
-  const bool failed = copies.find(" failed: ") != std::string::npos || copies.rfind("no copies", 0) == 0;
-  formation::Journal(failed ? LOG_WARNING : LOG_INFO, "backup: copies on the other control-plane nodes: " + copies,
-                     {{"PHASE", "backup"}, {"BACKUP_COPIES", copies}});
-  if (out != nullptr) *out << "backup: copies on the other control-plane nodes: " << copies << "\n";
+void ReportCopies(const node::NodeSettings& settings, const Copies& copies, std::ostream* out) {
+  backup::NoteCopies(settings.formation.state_dir, copies.text);
+  formation::Journal(copies.failed ? LOG_WARNING : LOG_INFO,
+                     "backup: copies on the other control-plane nodes: " + copies.text,
+                     {{"PHASE", "backup"}, {"BACKUP_COPIES", copies.text}});
+  if (out != nullptr) *out << "backup: copies on the other control-plane nodes: " << copies.text << "\n";
 }
 
 }  // namespace
@@ -141,11 +147,7 @@ formation::BackupCopyStore BackupCopyStoreFor(const node::NodeSettings& settings
     if (!sink) return Fail(sink.error());
     auto wrote = backup::WriteBundle(**sink, c.bundle, c.bytes, node, static_cast<long>(::getpid()));
     if (!wrote) return Fail(wrote.error());
-    if (auto files = backup::ScanBundles(**sink)) {
-      auto retention = backup::Prune(*files, cluster, keep, NowSeconds());
-      for (const auto& old : retention.remove) (*sink)->Remove(old).ok();
-      if (!retention.remove.empty()) (*sink)->Sync().ok();
-    }
+    backup::PruneSink(**sink, cluster, keep, NowSeconds());
     return Ok{};
   };
 }

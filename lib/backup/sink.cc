@@ -265,6 +265,19 @@ Result<std::vector<SinkFile>> ScanBundles(Sink& sink) {
   return out;
 }
 
+Retention PruneSink(Sink& sink, std::string_view cluster, int keep, std::int64_t now) {
+  Retention done;
+  auto files = ScanBundles(sink);
+  if (!files) return done;
+  auto retention = Prune(*files, cluster, keep, now);
+  done.held = retention.held;
+  for (const auto& f : retention.remove) {
+    if (sink.Remove(f)) done.remove.push_back(f);
+  }
+  if (!done.remove.empty()) sink.Sync().ok();
+  return done;
+}
+
 Result<std::string> ReadBundleAt(const std::string& location) {
   auto loc = ParseSinkLocation(location);
   if (!loc) return Fail(loc.error());

@@ -94,6 +94,11 @@ Result<SinkWrite> WriteBundle(Sink& sink, const std::string& name, std::string_v
 // ScanBundles lists the sink's files, reading each bundle's header (ReadHeader).
 Result<std::vector<SinkFile>> ScanBundles(Sink& sink);
 
+// PruneSink applies retention (Prune) to the sink: lists it, removes what Prune says and
+// syncs the folder when it removed anything. Returns the names it did remove and why it
+// held, if it did; a sink that cannot be listed is left alone.
+Retention PruneSink(Sink& sink, std::string_view cluster, int keep, std::int64_t now);
+
 // ReadBundleAt reads the bundle a location names (a path, or an nfs:// URL of a file).
 Result<std::string> ReadBundleAt(const std::string& location);
 

@@ -107,14 +107,9 @@ Result<BackupResult> TakeBackup(const BackupOptions& o) {
   r.sha256 = Sha256Hex(*sealed);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   // 5. Retention, now that a good bundle is the newest.
-  if (auto files_now = ScanBundles(**sink)) {
-    auto retention = Prune(*files_now, o.cluster, o.keep, o.now());
-    r.held = retention.held;
-    for (const auto& f : retention.remove) {
-      if ((*sink)->Remove(f)) r.pruned.push_back(f);
-    }
-    if (!r.pruned.empty()) (*sink)->Sync().ok();
-  }
+  auto retention = PruneSink(**sink, o.cluster, o.keep, o.now());
+  r.pruned = std::move(retention.remove);
+  r.held = std::move(retention.held);
   r.bundle = std::move(*sealed);
   return r;
 }

@@ -78,7 +78,7 @@ Status MayStoreCopy(const JoinRequest& request, JoinAuthority authority, bool ke
   if (authority != JoinAuthority::kControlPlane) {
     return Fail("a backup copy is taken only from a control-plane node (this sender proved the worker key)");
   }
-  if (!keeps_copies) return Fail("this node keeps no backup copies (it is not a control-plane member yet)");
+  if (!keeps_copies) return Fail("this node keeps no backup copies");
   return Ok{};
 }
 
@@ -343,7 +343,9 @@ bool ReadUntil(SSL* ssl, std::string& out, std::size_t limit, bool line) {
     if (n <= 0) return SSL_get_error(ssl, n) == SSL_ERROR_ZERO_RETURN || !line;
     out.append(buf, static_cast<std::size_t>(n));
     // A line may be followed by more (a backup copy's bytes): the limit is the line's.
-    if (auto nl = out.find('\n'); line && nl != std::string::npos) return nl <= limit;
+    if (line) {
+      if (auto nl = out.find('\n'); nl != std::string::npos) return nl <= limit;
+    }
     if (out.size() > limit) return false;
   }
 }
