@@ -104,12 +104,13 @@ int Backup(const sprout::node::RunFlags& flags, const sprout::firstboot::BackupF
     for (const auto& e : resolved.errors) std::cerr << "sprout-firstboot: " << sprout::node::Describe(e) << "\n";
     return 2;
   }
-  if (sub == "list") return sprout::firstboot::BackupList(resolved.settings, backup);
+  auto b = sprout::firstboot::WithSettings(backup, resolved.settings);
+  if (sub == "list") return sprout::firstboot::BackupList(resolved.settings, b);
   if (!resolved.settings.idle_reason.empty()) {
     std::cerr << "sprout-firstboot: backup: this node is not configured: " << resolved.settings.idle_reason << "\n";
     return 1;
   }
-  return sprout::firstboot::BackupNow(resolved.settings, backup);
+  return sprout::firstboot::BackupNow(resolved.settings, b);
 }
 
 }  // namespace
@@ -164,14 +165,21 @@ int Main(int argc, char** argv) {
       "apply-system",
       "run: apply the node config to this host (hostname, static address, SSH key); the systemd unit "
       "passes it, tests leave the host alone")(
-      "backup-dir", "backups: the folder bundles go to (the state partition, or a mounted NFS share)",
-      cxxopts::value<std::string>()->default_value(""))("backup-keep", "backups: how many good bundles retention keeps",
-                                                        cxxopts::value<int>()->default_value("7"))(
-      "backup-interval", "run: seconds between scheduled backups, taken by the etcd leader (0: none)",
-      cxxopts::value<long>()->default_value("0"))(
-      "restore-from", "run: a backup bundle; as a founding member with no etcd data, form the cluster from it",
-      cxxopts::value<std::string>()->default_value(""))("etcdctl", "backups: the etcdctl used for the test restore",
-                                                        cxxopts::value<std::string>()->default_value("etcdctl"))(
+      "backup-dir",
+      "backups: where bundles go: a folder, or an NFS share as nfs://HOST/PATH[?uid=N&gid=N] (default: "
+      "sprout.backup-dir, else the profile's backup.dir)",
+      cxxopts::value<std::string>())("backup-keep",
+                                     "backups: how many good bundles retention keeps (default: the profile's, else 7)",
+                                     cxxopts::value<int>())(
+      "backup-interval",
+      "run: seconds between scheduled backups, taken by the etcd leader (0: none; default: the profile's)",
+      cxxopts::value<long>())("scheduled",
+                              "backup now: take the current slot's scheduled bundle (slots of --backup-interval)")(
+      "restore-from",
+      "run: a backup bundle (a path or nfs://HOST/PATH/NAME; default: sprout.restore-from); as a founding member "
+      "with no etcd data, form the cluster from it",
+      cxxopts::value<std::string>())("etcdctl", "backups: the etcdctl used for the test restore",
+                                     cxxopts::value<std::string>()->default_value("etcdctl"))(
       "json", "status: print JSON")("h,help", "show this help");
   options.parse_positional({"command", "subcommand"});
   options.positional_help("[run|status|config|backup now|backup list|update ...]");
@@ -209,12 +217,13 @@ int Main(int argc, char** argv) {
   s.templates_dir = args["templates"].as<std::string>();
   s.manifests_dir = args["manifests-dir"].as<std::string>();
   s.apply_system = args.count("apply-system") > 0;
-  sprout::firstboot::BackupFlags backup;
-  backup.sink = args["backup-dir"].as<std::string>();
-  backup.keep = args["backup-keep"].as<int>();
-  backup.interval = args["backup-interval"].as<long>();
+  s.backup_dir = str("backup-dir");
+  if (args.count("backup-interval")) s.backup_interval = args["backup-interval"].as<long>();
+  if (args.count("backup-keep")) s.backup_keep = args["backup-keep"].as<int>();
+  s.restore_from = str("restore-from");
+  sprout::firstboot::BackupFlags backup;  // the rest comes from the resolved settings (WithSettings)
   backup.etcdctl = args["etcdctl"].as<std::string>();
-  backup.restore_from = args["restore-from"].as<std::string>();
+  backup.scheduled = args.count("scheduled") > 0;
   if (command == "run") return sprout::firstboot::Run(s, backup);
   if (command == "status") return Status(s.state_dir, args.count("json") > 0);
   if (command == "config") return ShowConfig();

@@ -108,6 +108,7 @@ vm_start() {
   esac
   # UEFI nodes keep their own firmware variables across restarts; PXE nodes use SeaBIOS.
   [ "${#firmware[@]}" -eq 0 ] || [ -f "$dir/node-$i.vars" ] || cp "$OVMF_VARS" "$dir/node-$i.vars"
+  node_ssh_close "$i"
   ip -n "$CLUSTER_NS" link del "$tap" 2>/dev/null
   ip -n "$CLUSTER_NS" tuntap add dev "$tap" mode tap || return 1
   ip -n "$CLUSTER_NS" link set "$tap" master br0 up
@@ -150,6 +151,7 @@ cluster_pxe_server() {
 # vm_kill I: pulls node I's power (SIGKILL to QEMU, no shutdown).
 vm_kill() {
   local pidfile=$CLUSTER_DIR/node-$1.pid
+  node_ssh_close "$1"
   [ -f "$pidfile" ] || return 0
   kill -9 "$(cat "$pidfile")" 2>/dev/null
   while kill -0 "$(cat "$pidfile")" 2>/dev/null; do sleep 0.1; done
@@ -159,11 +161,24 @@ vm_kill() {
 # vm_running I: is node I's QEMU alive?
 vm_running() { [ -f "$CLUSTER_DIR/node-$1.pid" ] && kill -0 "$(cat "$CLUSTER_DIR/node-$1.pid")" 2>/dev/null; }
 
-# node_ssh I COMMAND...: runs a command on node I as root (10 s connect timeout).
+# node_ssh I COMMAND...: runs a command on node I as root (10 s connect timeout). One
+# SSH connection per node is kept open and shared by the commands (OpenSSH's connection
+# multiplexing): a new login costs an emulated node a key exchange and a PAM session,
+# about a second of its CPU, and the waits below ask every few seconds. A dead connection
+# is noticed within 20 s (keep-alives); vm_kill and vm_start close it at once.
 node_ssh() {
   local i=$1; shift
   ip netns exec "$CLUSTER_NS" ssh -i "$CLUSTER_DIR/id" -o BatchMode=yes -o StrictHostKeyChecking=no \
-    -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o ConnectTimeout=10 "root@$(node_ip "$i")" "$@"
+    -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o ConnectTimeout=10 \
+    -o ControlMaster=auto -o "ControlPath=$CLUSTER_DIR/ssh-$i" -o ControlPersist=120 \
+    -o ServerAliveInterval=5 -o ServerAliveCountMax=4 "root@$(node_ip "$i")" "$@"
+}
+
+# node_ssh_close I: ends node I's shared SSH connection, if there is one.
+node_ssh_close() {
+  [ -S "$CLUSTER_DIR/ssh-$1" ] || return 0
+  ip netns exec "$CLUSTER_NS" ssh -o "ControlPath=$CLUSTER_DIR/ssh-$1" -O exit "root@$(node_ip "$1")" >/dev/null 2>&1
+  rm -f "$CLUSTER_DIR/ssh-$1"
 }
 
 # node_phase I prints node I's formation phase ("" if it cannot be asked yet).
@@ -172,8 +187,9 @@ node_phase() {
     python3 -c 'import json,sys; print(json.load(sys.stdin).get("phase",""))' 2>/dev/null
 }
 
-# wait_until SECONDS DESCRIPTION COMMAND...: polls COMMAND every 3 s until it succeeds;
-# prints how long it took, or fails after SECONDS.
+# wait_until SECONDS DESCRIPTION COMMAND...: polls COMMAND until it succeeds, every 3 s
+# for the first minute and every 10 s after that (each poll costs the emulated nodes it
+# asks CPU they are short of); sets WAITED to how long it took, or fails after SECONDS.
 wait_until() {
   local limit=$1 what=$2; shift 2
   local start=$SECONDS
@@ -183,7 +199,7 @@ wait_until() {
       echo "timed out after ${limit} s waiting for: $what" >&2
       return 1
     fi
-    sleep 3
+    sleep $((SECONDS - start < 60 ? 3 : 10))
   done
   WAITED=$((SECONDS - start))
 }
@@ -314,6 +330,7 @@ readyz() { KUBE_SERVER="https://$(node_ip "$1"):6443" cluster_kubectl get --raw 
 cluster_teardown() {
   local keep=${1:-}
   local f
+  for f in "$CLUSTER_DIR"/ssh-*; do [ -S "$f" ] && node_ssh_close "${f##*/ssh-}"; done
   for f in "$CLUSTER_DIR"/node-*.pid "$CLUSTER_DIR"/server-*.pid; do
     [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null
   done

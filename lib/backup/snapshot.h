@@ -1,6 +1,6 @@
 // The edges of a backup: etcd's snapshot and status APIs over mutual TLS (its v3 JSON
 // gateway, like formation's other etcd calls), the test restore and the restore with
-// etcdctl, and atomic writes to a sink folder. The parsers are pure and unit-tested.
+// etcdctl. The parsers are pure and unit-tested; sinks are in sink.h.
 #pragma once
 
 #include <cstdint>
@@ -81,18 +81,5 @@ Result<SnapshotStatus> StatusOfSnapshot(const std::string& etcdctl, const std::f
 // status. The folder is removed afterwards.
 Result<SnapshotStatus> TestRestore(const std::string& etcdctl, const std::filesystem::path& snapshot,
                                    const std::filesystem::path& scratch);
-
-// SinkWrite is how a write to a sink ended.
-enum class SinkWrite { kWritten, kExists };
-
-// WriteToSink writes bytes to dir/name atomically: a temporary name, fsync, link(2) to
-// name (which fails if name exists: then kExists, and nothing changed), fsync of the
-// folder, and a read back whose sha256 must match. The temporary file is removed in
-// every case it can be.
-Result<SinkWrite> WriteToSink(const std::filesystem::path& dir, const std::string& name, std::string_view bytes,
-                              const std::string& node);
-
-// ScanSink lists dir's files, reading each bundle's header (not its contents).
-Result<std::vector<SinkFile>> ScanSink(const std::filesystem::path& dir);
 
 }  // namespace sprout::backup
