@@ -109,21 +109,24 @@ phase() {
   for ((n = 0; n < max; n++)); do
     boot=$((boot + 1))
     local log="$work/serial-$boot.log"
-    export QEMU_EXTRA="-fw_cfg name=opt/sprout/config,file=$work/node.conf -fw_cfg name=opt/sprout-update/step,file=$work/step -drive if=virtio,format=raw,readonly=on,file=$work/builds.img -netdev hubport,id=n0,hubid=7 -device virtio-net-pci,netdev=n0"
+    local report="$work/report-$boot.log"
+    : > "$report"
+    export QEMU_EXTRA="-fw_cfg name=opt/sprout/config,file=$work/node.conf -fw_cfg name=opt/sprout-update/step,file=$work/step -drive if=virtio,format=raw,readonly=on,file=$work/builds.img -netdev hubport,id=n0,hubid=7 -device virtio-net-pci,netdev=n0 -device virtio-serial-pci -chardev file,id=report,path=$report -device virtserialport,chardev=report,name=sprout.report"
     boot_vm "$work/node.raw" "$work/vars.fd" "$log" 1500
     local rc=$?
     local root
     root=$(grep -aoE 'sprout\.roothash=[0-9a-f]{12}' "$log" | head -n 1 | sed 's/sprout.roothash=//')
-    echo "   boot $boot: QEMU status $rc after ${BOOT_TOTAL_SECONDS:-?} s, login after ${BOOT_LOGIN_SECONDS:-never} s, root hash ${root:-?}...; $(grep -aoE 'SPROUT-UPDATE (boot|reached|fallback|apply-rc)[^\r]*' "$log" | tr '\n' ';')"
+    echo "   boot $boot: QEMU status $rc after ${BOOT_TOTAL_SECONDS:-?} s, login after ${BOOT_LOGIN_SECONDS:-never} s, root hash ${root:-?}...; $(grep -aoE 'SPROUT-UPDATE (boot|reached|fallback|apply-rc)[^\r]*' "$report" "$log" | cut -d: -f2- | tr '\n' ';')"
     grep -aE 'Kernel panic - not syncing[^\r]*|refusing to boot|verity: [^\r]*(corrupt|mismatch)' "$log" | head -n 2 | sed 's/^/     console: /'
     echo "BOOT $boot $name login=${BOOT_LOGIN_SECONDS:-never} total=${BOOT_TOTAL_SECONDS:-?} root=${root:-?}" >> "$work/figures"
-    if grep -aqE 'SPROUT-UPDATE (reached|fallback)' "$log"; then break; fi
+    if grep -aqE 'SPROUT-UPDATE (reached|fallback)' "$report" "$log"; then break; fi
   done
   PHASE_LAST=$boot
 }
 
-# value BOOT REGEX: the first match of REGEX in boot BOOT's console (without CR).
-value() { grep -aoE "$2" "$work/serial-$1.log" | head -n 1 | tr -d '\r'; }
+# value BOOT REGEX: the first match of REGEX in boot BOOT's report port, else its
+# console (without CR).
+value() { grep -ahoE "$2" "$work/report-$1.log" "$work/serial-$1.log" | head -n 1 | tr -d '\r'; }
 hash_a=$(python3 -c "import json;print(json.load(open('$work/a/manifest.json'))['rootHash'])")
 hash_b=$(python3 -c "import json;print(json.load(open('$work/b/manifest.json'))['rootHash'])")
 
@@ -165,7 +168,7 @@ first=$PHASE_FIRST last=$PHASE_LAST
 check "unhealthy: apply succeeded" "$(value "$first" 'SPROUT-UPDATE apply-rc=[0-9]+')" 'apply-rc=0'
 failing=0
 for ((n = first + 1; n < last; n++)); do
-  grep -aqE 'update: slot b not healthy after 60 s' "$work/serial-$n.log" && failing=$((failing + 1))
+  grep -aqE 'update: slot b not healthy after 60 s' "$work/report-$n.log" "$work/serial-$n.log" && failing=$((failing + 1))
 done
 check "unhealthy: three boots of C, each failed by the health gate" "$failing of $((last - first - 1))" '^3 of 3$'
 check "unhealthy: the gate said why on the console" "$(value "$((first + 1))" 'update: slot b not healthy[^\r]*')" 'not healthy after 60 s'
