@@ -3,8 +3,9 @@
 # 1. build A and B (qemu-tests/update-a.yaml, update-b.yaml: they differ in
 #    /etc/sprout-update-build), and "bad": B with one byte of its root changed and its
 #    manifest and sums made to match, so the checks pass and verity refuses it at boot;
-# 2. boot A; update to B (slot b) from a second disk holding the builds; B boots,
-#    becomes healthy and is committed;
+# 2. boot A; update to B (slot b) from a second disk holding the builds, and cut the
+#    power while apply copies B's root (apply frozen after 32 MiB, QEMU killed): A boots
+#    again; the retried update boots B, which becomes healthy and is committed;
 # 3. update back to A (slot a); A is committed;
 # 4. update to "bad" (slot b): its three tries fail, and the node falls back to A by itself;
 # 5. update to C (update-c.yaml: sprout-firstboot masked, a 60 s health gate): it boots
@@ -99,6 +100,23 @@ cp "$OVMF_VARS" "$work/vars.fd"
 } > "$work/node.conf"
 
 boot=0
+# one_boot NAME [STOP]: boots the node once (QEMU ends at power-off or reboot, or is
+# killed once the console shows the regex STOP: a power cut) and prints what it did.
+one_boot() {
+  local name=$1 stop=${2:-}
+  boot=$((boot + 1))
+  local log="$work/serial-$boot.log" report="$work/report-$boot.log"
+  : > "$report"
+  export QEMU_EXTRA="-fw_cfg name=opt/sprout/config,file=$work/node.conf -fw_cfg name=opt/sprout-update/step,file=$work/step -drive if=virtio,format=raw,readonly=on,file=$work/builds.img -netdev hubport,id=n0,hubid=7 -device virtio-net-pci,netdev=n0 -device virtio-serial-pci -chardev file,id=report,path=$report -device virtserialport,chardev=report,name=sprout.report"
+  boot_vm "$work/node.raw" "$work/vars.fd" "$log" 1500 "$stop"
+  BOOT_RC=$?
+  local root
+  root=$(grep -aoE 'sprout\.roothash=[0-9a-f]{12}' "$log" | head -n 1 | sed 's/sprout.roothash=//')
+  echo "   boot $boot: QEMU status $BOOT_RC after ${BOOT_TOTAL_SECONDS:-?} s, login after ${BOOT_LOGIN_SECONDS:-never} s, root hash ${root:-?}...; $(grep -ahoE 'SPROUT-UPDATE (boot|reached|fallback|apply-rc|cut)[^\r]*' "$report" "$log" | tr '\n' ';')"
+  grep -aE 'Kernel panic - not syncing[^\r]*|refusing to boot|verity: [^\r]*(corrupt|mismatch)' "$log" | head -n 2 | sed 's/^/     console: /'
+  echo "BOOT $boot $name login=${BOOT_LOGIN_SECONDS:-never} total=${BOOT_TOTAL_SECONDS:-?} root=${root:-?}" >> "$work/figures"
+}
+
 # phase NAME WANT DIR MAX: boots until the node reports it reached WANT or fell back,
 # at most MAX boots. Sets PHASE_FIRST and PHASE_LAST (the boot numbers).
 phase() {
@@ -107,19 +125,8 @@ phase() {
   echo "== $name"
   PHASE_FIRST=$((boot + 1))
   for ((n = 0; n < max; n++)); do
-    boot=$((boot + 1))
-    local log="$work/serial-$boot.log"
-    local report="$work/report-$boot.log"
-    : > "$report"
-    export QEMU_EXTRA="-fw_cfg name=opt/sprout/config,file=$work/node.conf -fw_cfg name=opt/sprout-update/step,file=$work/step -drive if=virtio,format=raw,readonly=on,file=$work/builds.img -netdev hubport,id=n0,hubid=7 -device virtio-net-pci,netdev=n0 -device virtio-serial-pci -chardev file,id=report,path=$report -device virtserialport,chardev=report,name=sprout.report"
-    boot_vm "$work/node.raw" "$work/vars.fd" "$log" 1500
-    local rc=$?
-    local root
-    root=$(grep -aoE 'sprout\.roothash=[0-9a-f]{12}' "$log" | head -n 1 | sed 's/sprout.roothash=//')
-    echo "   boot $boot: QEMU status $rc after ${BOOT_TOTAL_SECONDS:-?} s, login after ${BOOT_LOGIN_SECONDS:-never} s, root hash ${root:-?}...; $(grep -aoE 'SPROUT-UPDATE (boot|reached|fallback|apply-rc)[^\r]*' "$report" "$log" | cut -d: -f2- | tr '\n' ';')"
-    grep -aE 'Kernel panic - not syncing[^\r]*|refusing to boot|verity: [^\r]*(corrupt|mismatch)' "$log" | head -n 2 | sed 's/^/     console: /'
-    echo "BOOT $boot $name login=${BOOT_LOGIN_SECONDS:-never} total=${BOOT_TOTAL_SECONDS:-?} root=${root:-?}" >> "$work/figures"
-    if grep -aqE 'SPROUT-UPDATE (reached|fallback)' "$report" "$log"; then break; fi
+    one_boot "$name"
+    if grep -aqE 'SPROUT-UPDATE (reached|fallback)' "$work/report-$boot.log" "$work/serial-$boot.log"; then break; fi
   done
   PHASE_LAST=$boot
 }
@@ -130,9 +137,17 @@ value() { grep -ahoE "$2" "$work/report-$1.log" "$work/serial-$1.log" | head -n 
 hash_a=$(python3 -c "import json;print(json.load(open('$work/a/manifest.json'))['rootHash'])")
 hash_b=$(python3 -c "import json;print(json.load(open('$work/b/manifest.json'))['rootHash'])")
 
-phase "A -> B (slot b)" B b 4
+echo "== power cut while apply writes slot b"
+printf 'want=B\ndir=b\ncut=1\n' > "$work/step"
+one_boot "power cut" 'SPROUT-UPDATE cut-(now|missed)'
+check "cut: the power was cut while apply copied B's root into slot b" \
+  "$BOOT_RC $(value "$boot" 'SPROUT-UPDATE cut-(now wchar=[0-9]+|missed)')" '^125 SPROUT-UPDATE cut-now wchar=[0-9]+$'
+
+phase "A -> B (slot b), the retry after the power cut" B b 4
 first=$PHASE_FIRST last=$PHASE_LAST
-check "A->B: the first boot runs A" "$(value "$first" 'SPROUT-UPDATE boot build=[AB]')" 'build=A$'
+check "after the cut: the node boots A" "$(value "$first" 'SPROUT-UPDATE boot build=[AB]')" 'build=A$'
+check "after the cut: A is the committed, booted entry" "$(value "$first" 'SPROUT-UPDATE status booted: [^\r]*')" \
+  'entry sprout-1-a\.conf \(committed\)'
 check "A->B: apply succeeded" "$(value "$first" 'SPROUT-UPDATE apply-rc=[0-9]+ seconds=[0-9]+')" 'apply-rc=0 '
 check "A->B: apply wrote slot b" "$(value "$first" 'SPROUT-UPDATE apply update: .*writing slot [ab][^\r]*')" 'writing slot b'
 check "A->B: boots B in two boots" "$((last - first + 1)) $(value "$last" 'SPROUT-UPDATE reached=[AB]')" '^2 SPROUT-UPDATE reached=B$'
