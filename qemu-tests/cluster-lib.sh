@@ -25,6 +25,9 @@ CLUSTER_SMP=${CLUSTER_SMP:-1}
 # default, as /dev/kvm can exist and still fail under nested virtualization).
 CLUSTER_ACCEL=${CLUSTER_ACCEL:-tcg}
 CLUSTER_PXE_MEM=${CLUSTER_PXE_MEM:-2560}  # the root sits in memory on a PXE node
+# A disk node's disk is this much larger than the image, as a real node's disk is: the
+# state partition grows into it at first boot (docs/design.md). Empty: the image's size.
+CLUSTER_DISK_GROW=${CLUSTER_DISK_GROW:-}
 declare -a CLUSTER_MEDIUM
 
 # cluster_init DIR IMAGE: prepares DIR (secret, SSH key, OVMF vars; a new directory in
@@ -58,6 +61,9 @@ worker_secret() {
 
 # node_config I ROLE PEERS...: writes node I's settings for fw_cfg. A worker gets the
 # worker secret only, never the cluster secret, as `sprout personalize --role worker` does.
+# A control-plane node also gets the lines of CLUSTER_CP_CONFIG (key=value, e.g. its
+# backup-dir).
+CLUSTER_CP_CONFIG=()
 node_config() {
   local i=$1 role=$2; shift 2
   local peers
@@ -73,6 +79,7 @@ node_config() {
       echo "cluster-secret=$(base64 -w0 < "$CLUSTER_DIR/cluster.secret")"
     fi
     echo "ssh-authorized-key=$(cat "$CLUSTER_DIR/id.pub")"
+    [ "$role" = worker ] || [ "${#CLUSTER_CP_CONFIG[@]}" -eq 0 ] || printf '%s\n' "${CLUSTER_CP_CONFIG[@]}"
   } > "$CLUSTER_DIR/node-$i.conf"
 }
 
@@ -87,7 +94,10 @@ vm_start() {
     disk)
       local disk=$dir/node-$i.qcow2 fmt=raw
       case $CLUSTER_IMAGE in *.qcow2) fmt=qcow2 ;; esac
-      [ -f "$disk" ] || qemu-img create -q -f qcow2 -b "$CLUSTER_IMAGE" -F "$fmt" "$disk" || return 1
+      if [ ! -f "$disk" ]; then
+        qemu-img create -q -f qcow2 -b "$CLUSTER_IMAGE" -F "$fmt" "$disk" || return 1
+        [ -z "$CLUSTER_DISK_GROW" ] || qemu-img resize -q "$disk" "+$CLUSTER_DISK_GROW" || return 1
+      fi
       boot=(-drive "if=virtio,format=qcow2,cache=unsafe,file=$disk") ;;
     raw)
       local disk=$dir/node-$i.raw
@@ -146,6 +156,40 @@ cluster_pxe_server() {
   disown $! 2>/dev/null
   sleep 1
   kill -0 "$(cat "$CLUSTER_DIR/server-dhcp.pid")" 2>/dev/null || { echo "dnsmasq did not start; see $CLUSTER_DIR/dnsmasq.log" >&2; return 1; }
+}
+
+# cluster_nfs_server: once per cluster, serves a folder on the bridge as a site's file
+# share would: Debian's nfs-ganesha (user space; NFSv4 over TCP only, so no rpcbind; VFS
+# backend) bound to 198.18.0.1, exporting $CLUSTER_DIR/share as $CLUSTER_SHARE
+# (nfs://198.18.0.1/backups). Stopped by cluster_teardown.
+CLUSTER_SHARE=nfs://$CLUSTER_NET.1/backups
+cluster_nfs_server() {
+  local g=$CLUSTER_DIR/ganesha _
+  [ -f "$CLUSTER_DIR/server-nfs.pid" ] && return 0
+  command -v ganesha.nfsd >/dev/null && command -v nfs-ls >/dev/null ||
+    { echo "the NFS share needs nfs-ganesha, nfs-ganesha-vfs and libnfs-utils: apt-get install them" >&2; return 1; }
+  mkdir -p "$CLUSTER_DIR/share" "$g/recovery"
+  printf '%s\n' \
+    "NFS_CORE_PARAM { Protocols = 4; NFS_Port = 2049; Enable_NLM = false; Enable_RQUOTA = false; Bind_addr = $CLUSTER_NET.1; }" \
+    "NFSV4 { Graceless = true; RecoveryRoot = $g/recovery; }" \
+    "EXPORT { Export_Id = 1; Path = $CLUSTER_DIR/share; Pseudo = /backups; Access_Type = RW; Squash = No_Root_Squash;" \
+    "         SecType = sys; Protocols = 4; Transports = TCP; FSAL { Name = VFS; } }" \
+    "LOG { Default_Log_Level = EVENT; }" > "$g/ganesha.conf"
+  ip netns exec "$CLUSTER_NS" ganesha.nfsd -F -L "$g/log" -f "$g/ganesha.conf" -p "$g/pid" -N NIV_EVENT \
+    </dev/null >>"$g/out" 2>&1 &
+  echo $! > "$CLUSTER_DIR/server-nfs.pid"
+  disown $! 2>/dev/null
+  for _ in $(seq 40); do
+    cluster_share_ls >/dev/null 2>&1 && return 0
+    sleep 0.5
+  done
+  echo "nfs-ganesha did not serve $CLUSTER_SHARE within 20 s; see $g/log" >&2
+  return 1
+}
+
+# cluster_share_ls: the names in the share, as a client on the bridge sees them (nfs-ls).
+cluster_share_ls() {
+  ip netns exec "$CLUSTER_NS" timeout 30 nfs-ls "$CLUSTER_SHARE?version=4" | awk '$NF != "." && $NF != ".." {print $NF}'
 }
 
 # vm_kill I: pulls node I's power (SIGKILL to QEMU, no shutdown).

@@ -192,7 +192,32 @@ Result<std::string> FetchSnapshot(const std::string& client_url, const formation
   return data;
 }
 
+uint64_t RestoreSpaceNeeded(uint64_t snapshot_size) {
+  constexpr uint64_t kMiB = 1024 * 1024;
+  return snapshot_size + 64 * kMiB + 8 * kMiB;
+}
+
+std::string RestoreSpaceProblem(uint64_t snapshot_size, uint64_t free_bytes, const std::string& folder) {
+  uint64_t needed = RestoreSpaceNeeded(snapshot_size);
+  if (free_bytes >= needed) return "";
+  auto mib = [](uint64_t b) { return std::to_string((b + 1024 * 1024 - 1) / (1024 * 1024)); };
+  return "restoring the " + mib(snapshot_size) + " MiB snapshot needs about " + mib(needed) + " MiB free in " + folder +
+         " (the database and etcd's 64 MiB write-ahead log), and it has " + std::to_string(free_bytes / (1024 * 1024)) +
+         " MiB: free space there, or give the node a larger disk (the state partition grows to the end of the "
+         "disk at first boot) or the profile a larger disk.stateSize";
+}
+
 Status RestoreSnapshot(const RestoreArgs& a) {
+  // Either call failing leaves the check to etcdctl.
+  std::error_code space_ec, size_ec;
+  auto folder = a.data_dir.parent_path();
+  auto space = std::filesystem::space(folder, space_ec);
+  auto size = std::filesystem::file_size(a.snapshot, size_ec);
+  if (!space_ec && !size_ec) {
+    if (auto problem = RestoreSpaceProblem(size, space.available, folder.string()); !problem.empty()) {
+      return Fail(problem);
+    }
+  }
   Command cmd;
   cmd.argv = {a.etcdctl,
               "snapshot",

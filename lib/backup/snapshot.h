@@ -70,7 +70,18 @@ struct RestoreArgs {
   std::string peer_url;            // --initial-advertise-peer-urls
 };
 
-// RestoreSnapshot runs `etcdctl snapshot restore` (which checks etcd's hash).
+// RestoreSpaceNeeded is the free space `etcdctl snapshot restore` of a snapshot of
+// snapshot_size bytes needs: the restored database (about the snapshot's size), the
+// write-ahead log etcd preallocates (one 64 MiB segment) and 8 MiB of slack.
+uint64_t RestoreSpaceNeeded(uint64_t snapshot_size);
+
+// RestoreSpaceProblem says why free_bytes in folder are too few for that restore, with
+// the fix, or returns "" when they are enough.
+std::string RestoreSpaceProblem(uint64_t snapshot_size, uint64_t free_bytes, const std::string& folder);
+
+// RestoreSnapshot runs `etcdctl snapshot restore` (which checks etcd's hash), after
+// checking that the data dir's file system has RestoreSpaceNeeded free: etcdctl itself
+// fails late and says only "no space left on device".
 Status RestoreSnapshot(const RestoreArgs& args);
 
 // StatusOfSnapshot runs `etcdctl snapshot status -w json` on a database file.
