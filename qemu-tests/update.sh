@@ -112,8 +112,8 @@ one_boot() {
   BOOT_RC=$?
   local root
   root=$(grep -aoE 'sprout\.roothash=[0-9a-f]{12}' "$log" | head -n 1 | sed 's/sprout.roothash=//')
-  echo "   boot $boot: QEMU status $BOOT_RC after ${BOOT_TOTAL_SECONDS:-?} s, login after ${BOOT_LOGIN_SECONDS:-never} s, root hash ${root:-?}...; $(grep -ahoE 'SPROUT-UPDATE (boot|reached|fallback|apply-rc|cut)[^\r]*' "$report" "$log" | tr '\n' ';')"
-  grep -aE 'Kernel panic - not syncing[^\r]*|refusing to boot|verity: [^\r]*(corrupt|mismatch)' "$log" | head -n 2 | sed 's/^/     console: /'
+  echo "   boot $boot: QEMU status $BOOT_RC after ${BOOT_TOTAL_SECONDS:-?} s, login after ${BOOT_LOGIN_SECONDS:-never} s, root hash ${root:-?}...; $(grep -ahoE 'SPROUT-UPDATE (boot|reached|fallback|apply-rc|cut)[^[:cntrl:]]*' "$report" "$log" | tr '\n' ';')"
+  grep -aE 'Kernel panic - not syncing[^[:cntrl:]]*|refusing to boot|verity: [^[:cntrl:]]*(corrupt|mismatch)' "$log" | head -n 2 | sed 's/^/     console: /'
   echo "BOOT $boot $name login=${BOOT_LOGIN_SECONDS:-never} total=${BOOT_TOTAL_SECONDS:-?} root=${root:-?}" >> "$work/figures"
 }
 
@@ -146,23 +146,23 @@ check "cut: the power was cut while apply copied B's root into slot b" \
 phase "A -> B (slot b), the retry after the power cut" B b 4
 first=$PHASE_FIRST last=$PHASE_LAST
 check "after the cut: the node boots A" "$(value "$first" 'SPROUT-UPDATE boot build=[AB]')" 'build=A$'
-check "after the cut: A is the committed, booted entry" "$(value "$first" 'SPROUT-UPDATE status booted: [^\r]*')" \
+check "after the cut: A is the committed, booted entry" "$(value "$first" 'SPROUT-UPDATE status booted: [^[:cntrl:]]*')" \
   'entry sprout-1-a\.conf \(committed\)'
 check "A->B: apply succeeded" "$(value "$first" 'SPROUT-UPDATE apply-rc=[0-9]+ seconds=[0-9]+')" 'apply-rc=0 '
-check "A->B: apply wrote slot b" "$(value "$first" 'SPROUT-UPDATE apply update: .*writing slot [ab][^\r]*')" 'writing slot b'
+check "A->B: apply wrote slot b" "$(value "$first" 'SPROUT-UPDATE apply update: .*writing slot [ab][^[:cntrl:]]*')" 'writing slot b'
 check "A->B: boots B in two boots" "$((last - first + 1)) $(value "$last" 'SPROUT-UPDATE reached=[AB]')" '^2 SPROUT-UPDATE reached=B$'
 check "A->B: B's kernel command line carries B's root hash" "$(value "$last" "sprout\.roothash=$hash_b")" "$hash_b"
-check "A->B: the health gate passed" "$(value "$last" 'SPROUT-UPDATE journal update: healthy[^\r]*')" 'healthy'
-check "A->B: B committed" "$(value "$last" 'SPROUT-UPDATE journal update: committed slot b[^\r]*')" 'sprout-2-b\+2-1\.conf -> sprout-2-b\.conf'
-check "A->B: status shows slot b booted and committed" "$(value "$last" 'SPROUT-UPDATE status booted: [^\r]*')" 'entry sprout-2-b\.conf \(committed\)'
+check "A->B: the health gate passed" "$(value "$last" 'SPROUT-UPDATE journal update: healthy[^[:cntrl:]]*')" 'healthy'
+check "A->B: B committed" "$(value "$last" 'SPROUT-UPDATE journal update: committed slot b[^[:cntrl:]]*')" 'sprout-2-b\+2-1\.conf -> sprout-2-b\.conf'
+check "A->B: status shows slot b booted and committed" "$(value "$last" 'SPROUT-UPDATE status booted: [^[:cntrl:]]*')" 'entry sprout-2-b\.conf \(committed\)'
 
 phase "B -> A (slot a)" A a 4
 first=$PHASE_FIRST last=$PHASE_LAST
 check "B->A: apply wrote slot a and removed A's old entry" \
-  "$(value "$first" 'SPROUT-UPDATE apply update: [^\r]*removed the stale entry sprout-1-a.conf')" 'sprout-1-a.conf'
+  "$(value "$first" 'SPROUT-UPDATE apply update: [^[:cntrl:]]*removed the stale entry sprout-1-a.conf')" 'sprout-1-a.conf'
 check "B->A: boots A in two boots" "$((last - first + 1)) $(value "$last" 'SPROUT-UPDATE reached=[AB]')" '^2 SPROUT-UPDATE reached=A$'
 check "B->A: A's root hash booted" "$(value "$last" "sprout\.roothash=$hash_a")" "$hash_a"
-check "B->A: A committed in slot a" "$(value "$last" 'SPROUT-UPDATE status booted: [^\r]*')" 'entry sprout-3-a\.conf \(committed\)'
+check "B->A: A committed in slot a" "$(value "$last" 'SPROUT-UPDATE status booted: [^[:cntrl:]]*')" 'entry sprout-3-a\.conf \(committed\)'
 
 phase "A -> bad B (slot b): verity refuses, falls back" B bad 7
 first=$PHASE_FIRST last=$PHASE_LAST
@@ -172,10 +172,10 @@ for ((n = first + 1; n < last; n++)); do
   grep -aqE 'Kernel panic - not syncing|refusing to boot' "$work/serial-$n.log" && failing=$((failing + 1))
 done
 check "bad: three boots of the bad slot, each stopped by verity" "$failing of $((last - first - 1))" '^3 of 3$'
-check "bad: the node fell back to A by itself" "$(value "$last" 'SPROUT-UPDATE fallback build=[AB][^\r]*')" 'build=A'
-check "bad: status reports the failed entry" "$(value "$last" 'SPROUT-UPDATE status +entry sprout-4-b[^\r]*')" \
+check "bad: the node fell back to A by itself" "$(value "$last" 'SPROUT-UPDATE fallback build=[AB][^[:cntrl:]]*')" 'build=A'
+check "bad: status reports the failed entry" "$(value "$last" 'SPROUT-UPDATE status +entry sprout-4-b[^[:cntrl:]]*')" \
   'sprout-4-b\+0-3\.conf: failed: no tries left after 3 boots'
-check "bad: A still committed and booted" "$(value "$last" 'SPROUT-UPDATE status booted: [^\r]*')" 'entry sprout-3-a\.conf \(committed\)'
+check "bad: A still committed and booted" "$(value "$last" 'SPROUT-UPDATE status booted: [^[:cntrl:]]*')" 'entry sprout-3-a\.conf \(committed\)'
 
 if [ "$unhealthy" = 1 ]; then
 phase "A -> C (slot b): never healthy, the gate reboots it, falls back" C c 7
@@ -186,9 +186,9 @@ for ((n = first + 1; n < last; n++)); do
   grep -aqE 'update: slot b not healthy after 60 s' "$work/report-$n.log" "$work/serial-$n.log" && failing=$((failing + 1))
 done
 check "unhealthy: three boots of C, each failed by the health gate" "$failing of $((last - first - 1))" '^3 of 3$'
-check "unhealthy: the gate said why on the console" "$(value "$((first + 1))" 'update: slot b not healthy[^\r]*')" 'not healthy after 60 s'
-check "unhealthy: the node fell back to A by itself" "$(value "$last" 'SPROUT-UPDATE fallback build=[ABC][^\r]*')" 'build=A'
-check "unhealthy: status reports the failed entry" "$(value "$last" 'SPROUT-UPDATE status +entry sprout-5-b[^\r]*')" \
+check "unhealthy: the gate said why on the console" "$(value "$((first + 1))" 'update: slot b not healthy[^[:cntrl:]]*')" 'not healthy after 60 s'
+check "unhealthy: the node fell back to A by itself" "$(value "$last" 'SPROUT-UPDATE fallback build=[ABC][^[:cntrl:]]*')" 'build=A'
+check "unhealthy: status reports the failed entry" "$(value "$last" 'SPROUT-UPDATE status +entry sprout-5-b[^[:cntrl:]]*')" \
   'sprout-5-b\+0-3\.conf: failed: no tries left after 3 boots'
 else
   echo "== step 5 (never healthy) left out: UPDATE_UNHEALTHY=0"
