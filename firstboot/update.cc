@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "fetch/fetch.h"
 #include "image/gpt.h"
 #include "image/plan.h"
 #include "update/build.h"
@@ -310,15 +311,79 @@ void Step(const std::string& what, std::chrono::steady_clock::time_point t0) {
   std::fflush(stdout);
 }
 
+bool IsUrl(const std::string& source) {
+  return source.rfind("http://", 0) == 0 || source.rfind("https://", 0) == 0;
+}
+
+// Fetched is a build downloaded into the state partition; its folder is removed when
+// the update ends, whatever the outcome.
+struct Fetched {
+  fs::path dir;
+  std::string raw_sha256;  // of the raw image as downloaded
+  Fetched() = default;
+  Fetched(const Fetched&) = delete;
+  Fetched& operator=(const Fetched&) = delete;
+  ~Fetched() {
+    std::error_code ec;
+    if (!dir.empty()) fs::remove_all(dir, ec);
+  }
+};
+
+// FetchBuild downloads a build served over HTTP(S) (the output folder of `sprout build`
+// on a web server): manifest.json and sha256sums, manifest.json.sig when there is one,
+// then the raw image the manifest names, written sparse and hashed on the way, into
+// STATE/update-download (emptied first: a download cut off by a power cut is started
+// again). Checking the sums and the signature is left to Apply, as for a folder.
+Status FetchBuild(const Options& o, const std::string& url, Fetched& out,
+                  std::chrono::steady_clock::time_point t0) {
+  const std::string base = url.back() == '/' ? url : url + "/";
+  out.dir = fs::path(o.state_dir) / "update-download";
+  std::error_code ec;
+  fs::remove_all(out.dir, ec);
+  fs::create_directories(out.dir, ec);
+  if (ec) return Fail("cannot create " + out.dir.string() + ": " + ec.message());
+  for (const char* name : {"manifest.json", "sha256sums"}) {
+    if (auto got = DownloadTo(base + name, out.dir / name, false); !got) return Fail(got.error());
+  }
+  if (auto sig = DownloadTo(base + "manifest.json.sig", out.dir / "manifest.json.sig", false); !sig) {
+    const std::string& e = sig.error();
+    if (e.size() < 11 || e.compare(e.size() - 11, 11, "(not found)") != 0) return Fail(e);
+  }
+  auto manifest = ReadFile(out.dir / "manifest.json");
+  auto sums = ReadFile(out.dir / "sha256sums");
+  if (!manifest || !sums) return Fail("cannot read the downloaded manifest.json or sha256sums in " + out.dir.string());
+  auto build = ParseBuild(url, *manifest, Sha256Hex(*manifest), *sums);
+  if (!build) return Fail(build.error());
+  const std::string& raw = build->raw_file;
+  if (raw.empty() || raw.find('/') != std::string::npos || raw[0] == '.') {
+    return Fail(url + "/manifest.json names the raw image '" + raw + "', which is not a plain file name");
+  }
+  Step("downloading " + base + raw + " into " + out.dir.string(), t0);
+  auto got = DownloadTo(base + raw, out.dir / raw, true);
+  if (!got) {
+    return Fail(got.error() + "; the download needs room for the image's data (its root, verity and ESP) in " +
+                o.state_dir + ": free space there, or put the build on a medium and give its folder");
+  }
+  out.raw_sha256 = got->sha256;
+  Step("downloaded " + std::to_string(got->bytes >> 20) + " MiB", t0);
+  return Ok{};
+}
+
 int Apply(const Options& o, const std::string& source) {
   const auto t0 = std::chrono::steady_clock::now();
   auto fail = [](const std::string& why) {
     std::cerr << "sprout-firstboot update: " << why << "\n";
     return 1;
   };
-  if (source.empty()) return fail("apply needs the build directory: sprout-firstboot update apply DIR");
-  const fs::path dir = source;
+  if (source.empty()) {
+    return fail("apply needs the build: sprout-firstboot update apply DIR or http(s)://HOST/PATH/");
+  }
   Lock lock;
+  Fetched fetched;
+  if (IsUrl(source)) {
+    if (auto s = FetchBuild(o, source, fetched, t0); !s) return fail(s.error());
+  }
+  const fs::path dir = fetched.dir.empty() ? fs::path(source) : fetched.dir;
   // 1. Read and check the build.
   auto manifest = ReadFile(dir / "manifest.json");
   if (!manifest) return fail(manifest.error() + "; is " + source + " a sprout build directory?");
@@ -345,7 +410,7 @@ int Apply(const Options& o, const std::string& source) {
     Step("no trusted key on this node (" + std::string(kTrustedKey) + "): the signature is not checked", t0);
   }
   const std::string raw = (dir / build->raw_file).string();
-  auto digest = Sha256File(raw);
+  auto digest = fetched.raw_sha256.empty() ? Sha256File(raw) : Result<std::string>(fetched.raw_sha256);
   if (!digest) return fail(digest.error());
   if (*digest != build->raw_sha256) {
     return fail(raw + ": sha256 " + *digest + " differs from the manifest's " + build->raw_sha256 +
@@ -596,7 +661,7 @@ std::string SlotStatusText(const std::string& state_dir) {
 int UpdateMain(int argc, char** argv) {
   cxxopts::Options options("sprout-firstboot update", "A/B updates of this node (docs/updates.md).\n");
   options.add_options()("command", "apply | status | gate | bless", cxxopts::value<std::string>())(
-      "source", "apply: the build directory (manifest.json, sha256sums, the raw image)",
+      "source", "apply: the build: a folder or an http(s) URL holding manifest.json, sha256sums and the raw image",
       cxxopts::value<std::string>()->default_value(""))(
       "key", "apply: trusted Ed25519 public key (default: /etc/sprout/update.pub when present)",
       cxxopts::value<std::string>()->default_value(""))("reboot", "apply: reboot into the new slot at the end")(
@@ -610,7 +675,7 @@ int UpdateMain(int argc, char** argv) {
       "state-dir", "where update.json records the slots for `sprout-firstboot status`",
       cxxopts::value<std::string>()->default_value("/var/lib/sprout"))("h,help", "show this help");
   options.parse_positional({"command", "source"});
-  options.positional_help("apply DIR | status | gate | bless");
+  options.positional_help("apply DIR|URL | status | gate | bless");
   cxxopts::ParseResult args;
   try {
     args = options.parse(argc, argv);

@@ -121,5 +121,36 @@ check "sprout-firstboot status shows the slots bless recorded" "$out" 'entry spr
 out=$(run bless 2>&1)
 check "bless again: nothing to commit" "$? $out" '^0 .*nothing to commit'
 
+# The same over HTTP, from a web server on loopback that serves the build folders (the
+# way a site serves a build on its network): B is committed and running, so A goes into
+# slot a.
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+python3 -m http.server --bind 127.0.0.1 --directory "$work" "$port" >"$work/http.log" 2>&1 &
+http_pid=$!
+trap 'kill "$http_pid" 2>/dev/null; rm -rf "$work"' EXIT
+for _ in $(seq 50); do curl -sf -o /dev/null "http://127.0.0.1:$port/a/manifest.json" && break; sleep 0.1; done
+out=$(run apply "http://127.0.0.1:$port/missing" 2>&1)
+check "a URL with no build is refused, naming the file and the answer" "$? $out" \
+  "^1 .*cannot fetch http://127\.0\.0\.1:$port/missing/manifest\.json: the server answered HTTP 404"
+out=$(run apply "http://127.0.0.1:$port/b-changed/" 2>&1)
+check "a changed raw image served over HTTP is refused after its download" "$? $out" '^1 .*repro.raw: sha256 [0-9a-f]+ differs from the manifest'
+check "the refused download is removed from the state partition" "$(ls -A "$work/state" | tr '\n' ' ')" '^update.json $'
+out=$(run apply "http://127.0.0.1:$port/a/" 2>&1)
+rc=$?
+echo "$out" | sed 's/^/   /'
+check "apply B -> A over HTTP" "$rc" '^0$'
+check "apply downloaded the raw image into the state partition" "$out" "downloading http://127\.0\.0\.1:$port/a/repro\.raw into $work/state/update-download"
+check "the download is removed once the update is written" "$(ls -A "$work/state" | tr '\n' ' ')" '^update.json $'
+data_a=$(python3 - "$work/a/repro.raw" "$(part "$work/a/repro.raw" 3 start)" <<'PY'
+import struct, sys
+f = open(sys.argv[1], "rb"); f.seek(int(sys.argv[2]) * 512); sb = f.read(512)
+print(struct.unpack_from("<I", sb, 64)[0] * struct.unpack_from("<Q", sb, 72)[0])
+PY
+)
+check "slot a holds A's root, fetched over HTTP" "$(range_sum "$node" 2 "$data_a")" "^$(range_sum "$work/a/repro.raw" 2 "$data_a")$"
+check "slot a's root partition: label and A's PARTUUID" "$(part "$node" 2 name) $(part "$node" 2 uuid)" \
+  "^sprout-root-a $(part "$work/a/repro.raw" 2 uuid)$"
+check "the new entry for slot a is counted" "$(ls "$esp/loader/entries" | tr '\n' ' ')" '^sprout-3-b.conf sprout-4-a\+3.conf $'
+
 echo "update_test: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
