@@ -192,6 +192,136 @@ cluster_share_ls() {
   ip netns exec "$CLUSTER_NS" timeout 30 nfs-ls "$CLUSTER_SHARE?version=4" | awk '$NF != "." && $NF != ".." {print $NF}'
 }
 
+# cluster_build_server DIR: once per cluster, serves DIR (the output folder of `sprout
+# build` with the raw format) over HTTP on the bridge at $CLUSTER_BUILDS_URL, as a site
+# serves a build on its network for `sprout-firstboot update apply URL`.
+CLUSTER_BUILDS_URL=http://$CLUSTER_NET.1:8081/
+cluster_build_server() {
+  local dir=$1 _
+  [ -f "$CLUSTER_DIR/server-builds.pid" ] && return 0
+  [ -f "$dir/manifest.json" ] || { echo "no build at $dir (manifest.json missing)" >&2; return 1; }
+  ip netns exec "$CLUSTER_NS" python3 -m http.server --bind "$CLUSTER_NET.1" --directory "$dir" 8081 \
+    </dev/null >>"$CLUSTER_DIR/http-builds.log" 2>&1 &
+  echo $! > "$CLUSTER_DIR/server-builds.pid"
+  disown $! 2>/dev/null
+  for _ in $(seq 50); do
+    ip netns exec "$CLUSTER_NS" curl -sf -o /dev/null "${CLUSTER_BUILDS_URL}manifest.json" && return 0
+    sleep 0.2
+  done
+  echo "the build server did not answer on $CLUSTER_BUILDS_URL; see $CLUSTER_DIR/http-builds.log" >&2
+  return 1
+}
+
+# node_update_state I HASH prints where node I stands with the build whose root hash is
+# HASH: "committed" (booted and blessed), "trial" (booted, not committed yet), "old"
+# (booted another root), or nothing when it cannot be asked.
+node_update_state() {
+  node_ssh "$1" sprout-firstboot update status 2>/dev/null | awk -v h="${2:0:12}" '
+    /^booted: / { if (index($0, "root hash " h "...") == 0) s = "old"; else if ($0 ~ /\(committed\)$/) s = "committed"; else s = "trial" }
+    END { if (s != "") print s }'
+}
+
+# cluster_rolling_update URL NODE...: updates the control-plane nodes NODE... to the
+# build served at URL, one at a time (docs/updates.md "Rolling update of a cluster").
+# Before each node, etcd must report every member healthy; the node applies the build
+# (`sprout-firstboot update apply URL`) and reboots; the next node waits until this one
+# has booted the new root, passed its health gate and committed it, and its etcd
+# endpoint is healthy again. Stops at the first failure (a refused apply, a node that
+# falls back to its old slot, or a timeout). One line per node; ROLL_FIGURES gets
+# "node-I apply=S down=S committed=S" per node (seconds: the apply; from the reboot
+# until the node's etcd endpoint was healthy again; until the commit).
+cluster_rolling_update() {
+  local url=$1 want i out rc t state; shift
+  ROLL_FIGURES=()
+  want=$(ip netns exec "$CLUSTER_NS" curl -sf "${url%/}/manifest.json" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["rootHash"])' 2>/dev/null)
+  [ -n "$want" ] || { echo "rolling update: no build at ${url%/}/manifest.json" >&2; return 1; }
+  for i in "$@"; do
+    if ! cluster_etcdctl "$i" endpoint health --cluster >/dev/null 2>&1; then
+      echo "rolling update: etcd does not report every member healthy; not taking node-$i down (stopped)" >&2
+      return 1
+    fi
+    if [ "$(node_update_state "$i" "$want")" = committed ]; then
+      echo "   node-$i: already runs root ${want:0:12}..., committed"
+      continue
+    fi
+    t=$SECONDS
+    out=$(node_ssh "$i" sprout-firstboot update apply "$url" 2>&1)
+    rc=$?
+    local apply=$((SECONDS - t))
+    if [ "$rc" -ne 0 ]; then
+      echo "$out" | tail -n 5 | sed 's/^/     /' >&2
+      echo "rolling update: apply failed on node-$i (status $rc); stopped" >&2
+      return 1
+    fi
+    echo "   node-$i: applied in $apply s: $(echo "$out" | grep -o 'loader entry [^ ]* written' | head -n 1); rebooting"
+    node_ssh "$i" systemctl reboot >/dev/null 2>&1
+    node_ssh_close "$i"
+    t=$SECONDS
+    # The node is back on the new root (its old etcd endpoint may answer for a moment
+    # after the reboot command: what counts is the new boot).
+    if ! wait_until 1500 "node-$i booted root ${want:0:12}..." eval '[ "$(node_update_state "$i" "$want")" = trial ] || [ "$(node_update_state "$i" "$want")" = committed ]'; then
+      echo "rolling update: node-$i did not come back on the new root (now: $(node_update_state "$i" "$want")); stopped" >&2
+      return 1
+    fi
+    if ! wait_until 900 "node-$i's etcd endpoint healthy" cluster_etcdctl "$i" endpoint health; then
+      echo "rolling update: node-$i's etcd did not become healthy; stopped" >&2
+      return 1
+    fi
+    local down=$((SECONDS - t))
+    if ! wait_until 900 "node-$i committed root ${want:0:12}..." eval '[ "$(node_update_state "$i" "$want")" = committed ]'; then
+      state=$(node_update_state "$i" "$want")
+      echo "rolling update: node-$i did not commit the new root (now: ${state:-unreachable}); stopped" >&2
+      return 1
+    fi
+    ROLL_FIGURES+=("node-$i apply=$apply down=$down committed=$((SECONDS - t))")
+    echo "   node-$i: ${ROLL_FIGURES[-1]}"
+  done
+}
+
+# cluster_health_sampler start|stop NODE...: while running, samples etcd once every 5 s
+# (at most 720 samples): the health of each NODE's endpoint and a write through all of
+# them (the client picks a live one), one line per sample in $CLUSTER_DIR/health-samples:
+#   HH:MM:SS node-1=healthy node-2=down node-3=healthy write=ok
+cluster_health_sampler() {
+  local what=$1; shift
+  if [ "$what" = stop ]; then
+    [ -f "$CLUSTER_DIR/sampler.pid" ] && kill "$(cat "$CLUSTER_DIR/sampler.pid")" 2>/dev/null
+    rm -f "$CLUSTER_DIR/sampler.pid"
+    return 0
+  fi
+  local pki=$CLUSTER_DIR/pki i
+  cluster_etcdctl "$1" endpoint health >/dev/null 2>&1  # fetches the client certificate
+  : > "$CLUSTER_DIR/health-samples"
+  (
+    for n in $(seq 720); do
+      line="$(date +%T)"
+      eps=""
+      for i in "$@"; do
+        if ip netns exec "$CLUSTER_NS" env ETCDCTL_API=3 etcdctl --endpoints "https://$(node_ip "$i"):2379" \
+          --cacert "$pki/ca.crt" --cert "$pki/client.crt" --key "$pki/client.key" \
+          --dial-timeout=2s --command-timeout=3s endpoint health >/dev/null 2>&1; then
+          line+=" node-$i=healthy"
+        else
+          line+=" node-$i=down"
+        fi
+        eps+="${eps:+,}https://$(node_ip "$i"):2379"
+      done
+      if ip netns exec "$CLUSTER_NS" env ETCDCTL_API=3 etcdctl --endpoints "$eps" \
+        --cacert "$pki/ca.crt" --cert "$pki/client.crt" --key "$pki/client.key" \
+        --dial-timeout=2s --command-timeout=5s put /sprout/rolling-update/sample "$n" >/dev/null 2>&1; then
+        line+=" write=ok"
+      else
+        line+=" write=failed"
+      fi
+      echo "$line" >> "$CLUSTER_DIR/health-samples"
+      sleep 5
+    done
+  ) </dev/null >/dev/null 2>&1 &
+  echo $! > "$CLUSTER_DIR/sampler.pid"
+  disown $! 2>/dev/null
+}
+
 # vm_kill I: pulls node I's power (SIGKILL to QEMU, no shutdown).
 vm_kill() {
   local pidfile=$CLUSTER_DIR/node-$1.pid
@@ -375,6 +505,7 @@ cluster_teardown() {
   local keep=${1:-}
   local f
   for f in "$CLUSTER_DIR"/ssh-*; do [ -S "$f" ] && node_ssh_close "${f##*/ssh-}"; done
+  cluster_health_sampler stop
   for f in "$CLUSTER_DIR"/node-*.pid "$CLUSTER_DIR"/server-*.pid; do
     [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null
   done

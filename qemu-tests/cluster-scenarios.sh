@@ -16,12 +16,20 @@
 #      disks are destroyed, and three fresh nodes of the image, given the bundle as
 #      restore-from, form one cluster holding the key written before the backup and not
 #      the one written after it (docs/backup.md).
-# Usage: qemu-tests/cluster-scenarios.sh IMAGE   (needs root; KEEP_LOGS=1 keeps logs)
+#   6. (run after 2, before 3) a rolling update of the three nodes to build B (the
+#      image's profile with one more file, qemu-tests/etcd-cluster-b.yaml), served over
+#      HTTP on the bridge: one node at a time applies it, reboots, passes its health gate
+#      and commits; etcd is sampled every 5 s throughout (endpoint health of each node
+#      and a write) and must never lose quorum; the key and the cluster ID are unchanged
+#      (docs/updates.md).
+# Usage: qemu-tests/cluster-scenarios.sh IMAGE [BUILD-B-DIR]   (needs root; KEEP_LOGS=1
+# keeps logs; without BUILD-B-DIR scenario 6 is skipped, saying so)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 . "$here/cluster-lib.sh"
-image=$(realpath "${1:?usage: cluster-scenarios.sh IMAGE}")
+image=$(realpath "${1:?usage: cluster-scenarios.sh IMAGE [BUILD-B-DIR]}")
+update_build=${2:+$(realpath "$2")}
 cluster_test_traps
 find_ovmf || exit 1
 # Each node's disk is 1 GiB larger than the image, as on real hardware: the etcd-only
@@ -78,6 +86,44 @@ got=$(cluster_etcdctl 2 get /sprout/test/key --print-value-only)
 check "the key written before power loss is still there" "$([ "$got" = "$value" ] && echo same || echo "'$got' != '$value'")" '^same$'
 check "no node was restarted by hand: every node booted twice" \
   "$(for i in 1 2 3; do node_ssh "$i" sprout-firstboot status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["boots"])'; done | tr '\n' ' ')" '^2 2 2 $'
+
+echo "== 6. a rolling update of the three to build B, served over HTTP on the bridge"
+if [ -z "$update_build" ]; then
+  echo "   SKIP scenario 6: no build B given (usage: cluster-scenarios.sh IMAGE [BUILD-B-DIR])"
+else
+  hash_b=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["rootHash"])' "$update_build/manifest.json")
+  cluster_build_server "$update_build" || check "the build server answers on the bridge" "not started" '^serving$'
+  cluster_health_sampler start 1 2 3
+  t6=$SECONDS
+  cluster_rolling_update "$CLUSTER_BUILDS_URL" 1 2 3
+  roll_rc=$?
+  rolled=$((SECONDS - t6))
+  sleep 6  # one more sample with all three back
+  cluster_health_sampler stop
+  check "the rolling update took node-1, node-2 and node-3 to build B, one at a time (seconds)" \
+    "$roll_rc $rolled" '^0 [0-9]+$'
+  echo "     etcd sampled every 5 s during the update (endpoint health of each node, and a write):"
+  sed 's/^/       /' "$CLUSTER_DIR/health-samples"
+  samples=$(wc -l < "$CLUSTER_DIR/health-samples")
+  check "every sample during the update wrote to etcd (quorum kept)" \
+    "$(grep -c ' write=ok$' "$CLUSTER_DIR/health-samples") of $samples" "^$samples of $samples\$"
+  check "no sample found more than one member down" "$(grep -c '=down.*=down' "$CLUSTER_DIR/health-samples")" '^0$'
+  one_down=$(grep -c '=down' "$CLUSTER_DIR/health-samples")
+  check "each node was down in some sample (the update did reboot them)" \
+    "$(for i in 1 2 3; do grep -q "node-$i=down" "$CLUSTER_DIR/health-samples" && echo "node-$i"; done | tr '\n' ' ')" \
+    '^node-1 node-2 node-3 $'
+  for i in 1 2 3; do
+    check "node-$i runs build B's root, committed, and shows B's file" \
+      "$(node_update_state "$i" "$hash_b") $(node_ssh "$i" cat /etc/sprout-update-build)" '^committed B$'
+  done
+  node_ssh 2 sprout-firstboot update status 2>&1 | sed 's/^/     node-2: /'
+  got=$(cluster_etcdctl 3 get /sprout/test/key --print-value-only)
+  check "the key written before the update is still there" "$([ "$got" = "$value" ] && echo same || echo "'$got' != '$value'")" '^same$'
+  check "the cluster ID is unchanged by the update" "$(cluster_id 1)" "^$id_before\$"
+  expect_member_list 1 "three voting members after the update" \
+    '^node-1:https://198\.18\.0\.11:2380:voter node-2:https://198\.18\.0\.12:2380:voter node-3:https://198\.18\.0\.13:2380:voter$'
+  roll_figures="rolling update ${rolled} s for 3 nodes (${ROLL_FIGURES[*]}); samples with one member down: $one_down of $samples (5 s apart)"
+fi
 
 echo "== 3. a worker and a fourth control-plane node join"
 node_config 4 worker "${peers[@]}"
@@ -186,5 +232,6 @@ echo "figures: plain boot to login ${plain} s; boot to quorum ${quorum} s (3 nod
   "ratio $(echo "scale=2; $quorum / $plain" | bc)"
 echo "figures: backup now ${backup_seconds:-?} s, ${backup_bytes:-?} bytes; restore to healthy ${restored:-?} s," \
   "ratio to the fresh formation $(echo "scale=2; ${restored:-0} / $quorum" | bc)"
+[ -z "${roll_figures:-}" ] || echo "figures: $roll_figures"
 echo "cluster-scenarios: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
