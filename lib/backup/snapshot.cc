@@ -192,17 +192,20 @@ Result<std::string> FetchSnapshot(const std::string& client_url, const formation
   return data;
 }
 
+namespace {
+constexpr uint64_t kMiB = uint64_t{1024} * 1024;
+}  // namespace
+
 uint64_t RestoreSpaceNeeded(uint64_t snapshot_size) {
-  constexpr uint64_t kMiB = 1024 * 1024;
-  return snapshot_size + 64 * kMiB + 8 * kMiB;
+  return snapshot_size + 72 * kMiB;  // etcd's 64 MiB write-ahead log segment and 8 MiB of slack
 }
 
 std::string RestoreSpaceProblem(uint64_t snapshot_size, uint64_t free_bytes, const std::string& folder) {
   uint64_t needed = RestoreSpaceNeeded(snapshot_size);
   if (free_bytes >= needed) return "";
-  auto mib = [](uint64_t b) { return std::to_string((b + 1024 * 1024 - 1) / (1024 * 1024)); };
+  auto mib = [](uint64_t b) { return std::to_string((b + kMiB - 1) / kMiB); };
   return "restoring the " + mib(snapshot_size) + " MiB snapshot needs about " + mib(needed) + " MiB free in " + folder +
-         " (the database and etcd's 64 MiB write-ahead log), and it has " + std::to_string(free_bytes / (1024 * 1024)) +
+         " (the database and etcd's 64 MiB write-ahead log), and it has " + std::to_string(free_bytes / kMiB) +
          " MiB: free space there, or give the node a larger disk (the state partition grows to the end of the "
          "disk at first boot) or the profile a larger disk.stateSize";
 }
