@@ -22,9 +22,12 @@
 #include "fetch/fetch.h"
 #include "image/gpt.h"
 #include "image/plan.h"
+#include "kube/api.h"
+#include "kube/nodes.h"
 #include "update/build.h"
 #include "update/entries.h"
 #include "update/gpt_patch.h"
+#include "update/health.h"
 #include "update/plan.h"
 #include "util/fs.h"
 #include "util/process.h"
@@ -311,9 +314,7 @@ void Step(const std::string& what, std::chrono::steady_clock::time_point t0) {
   std::fflush(stdout);
 }
 
-bool IsUrl(const std::string& source) {
-  return source.rfind("http://", 0) == 0 || source.rfind("https://", 0) == 0;
-}
+bool IsUrl(const std::string& source) { return source.rfind("http://", 0) == 0 || source.rfind("https://", 0) == 0; }
 
 // Fetched is a build downloaded into the state partition; its folder is removed when
 // the update ends, whatever the outcome.
@@ -334,8 +335,7 @@ struct Fetched {
 // then the raw image the manifest names, written sparse and hashed on the way, into
 // STATE/update-download (emptied first: a download cut off by a power cut is started
 // again). Checking the sums and the signature is left to Apply, as for a folder.
-Status FetchBuild(const Options& o, const std::string& url, Fetched& out,
-                  std::chrono::steady_clock::time_point t0) {
+Status FetchBuild(const Options& o, const std::string& url, Fetched& out, std::chrono::steady_clock::time_point t0) {
   const std::string base = url.back() == '/' ? url : url + "/";
   out.dir = fs::path(o.state_dir) / "update-download";
   std::error_code ec;
@@ -570,6 +570,58 @@ std::string FirstbootStatusText() {
   return r && r->exit_code == 0 ? std::string(Trim(r->output)) : std::string();
 }
 
+// KubeStaticPods are the static pods this node runs under a kubelet as part of the
+// Kubernetes control plane (the manifests' names); empty on a node without one (the
+// etcd-only podman host, a worker), whose gate is sprout-firstboot's status alone.
+std::vector<std::string> KubeStaticPods() {
+  std::error_code ec;
+  std::vector<std::string> pods;
+  if (!fs::exists("/usr/lib/sprout/kubelet/config.yaml", ec) || !fs::exists("/etc/kubernetes/admin.conf", ec)) {
+    return pods;
+  }
+  for (const auto& e : fs::directory_iterator("/etc/kubernetes/manifests", ec)) {
+    if (e.path().extension() == ".yaml") pods.push_back(e.path().stem().string());
+  }
+  std::sort(pods.begin(), pods.end());
+  return pods;
+}
+
+// KubeProblem asks this node's apiserver (over loopback, as the cluster's admin) about
+// its readiness, its Node and its mirror pods; "" when all are healthy.
+std::string KubeProblem(const std::vector<std::string>& static_pods) {
+  auto text = ReadFile("/etc/kubernetes/admin.conf");
+  if (!text) return text.error();
+  auto k = kube::ParseKubeconfig(*text);
+  if (!k) return "/etc/kubernetes/admin.conf: " + k.error();
+  k->server = "https://127.0.0.1:6443";
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  const std::string node = host;
+  update::KubeView view;
+  auto readyz = kube::ApiRequest(*k, "GET", "/readyz");
+  if (!readyz) {
+    view.readyz_body = readyz.error();
+  } else {
+    view.readyz_status = readyz->status;
+    view.readyz_body = readyz->body;
+  }
+  if (view.readyz_status == 200) {
+    auto nodes = kube::ApiRequest(*k, "GET", "/api/v1/nodes?fieldSelector=metadata.name%3D" + node);
+    if (nodes && nodes->status == 200) {
+      if (auto list = kube::ParseNodeList(nodes->body); list && !list->empty()) {
+        view.node_listed = true;
+        view.node_ready = list->front().ready;
+      }
+    }
+    auto pods =
+        kube::ApiRequest(*k, "GET", "/api/v1/namespaces/kube-system/pods?fieldSelector=spec.nodeName%3D" + node);
+    if (pods && pods->status == 200) {
+      if (auto list = update::ParsePodList(pods->body)) view.pods = *list;
+    }
+  }
+  return update::KubeHealthProblem(node, static_pods, view);
+}
+
 // Gate succeeds at once on an entry without a counter; on a trial it waits until
 // sprout-firstboot reports the node healthy, and fails after the timeout.
 int Gate(const Options& o) {
@@ -595,17 +647,35 @@ int Gate(const Options& o) {
             << o.timeout << " s for sprout-firstboot to report this node healthy\n"
             << std::flush;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.timeout);
+  const auto static_pods = KubeStaticPods();
   std::string last;
+  std::string kube_problem;
+  bool member = false;
   while (std::chrono::steady_clock::now() < deadline) {
-    last = FirstbootStatusText();
-    if (HealthyStatus(last)) {
-      std::cout << "update: healthy (sprout-firstboot: " << last << "); the boot may complete\n";
-      return 0;
+    if (!member) {
+      last = FirstbootStatusText();
+      member = HealthyStatus(last);
+      if (member && !static_pods.empty()) {
+        std::cout << "update: sprout-firstboot: " << last << "; now waiting for the Kubernetes side ("
+                  << Join(static_pods, ", ") << ", the kubelet)\n"
+                  << std::flush;
+      }
+    }
+    if (member) {
+      kube_problem = static_pods.empty() ? "" : KubeProblem(static_pods);
+      if (kube_problem.empty()) {
+        std::cout << "update: healthy (sprout-firstboot: " << last
+                  << (static_pods.empty() ? ""
+                                          : "; the apiserver is ready, the Node is Ready, its static pods are Ready")
+                  << "); the boot may complete\n";
+        return 0;
+      }
     }
     std::this_thread::sleep_for(std::chrono::seconds(5));
   }
   std::cout << "update: slot " << booted->name.slot << " not healthy after " << o.timeout
-            << " s (sprout-firstboot: " << (last.empty() ? "-" : last) << "); failing the boot\n";
+            << " s (sprout-firstboot: " << (last.empty() ? "-" : last)
+            << (kube_problem.empty() ? "" : "; " + kube_problem) << "); failing the boot\n";
   return 1;
 }
 

@@ -5,9 +5,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
-
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 #include "util/fs.h"
@@ -114,12 +113,13 @@ Result<Downloaded> DownloadTo(const std::string& url, const fs::path& dest, bool
     }
     fs::remove(dest, ec);
     if (d.write_failed) {
-      return Fail("cannot write " + dest.string() + " (" + std::strerror(errno) + ") after " +
-                  std::to_string(d.bytes) + " bytes of " + url);
+      return Fail("cannot write " + dest.string() + " (" + std::strerror(errno) + ") after " + std::to_string(d.bytes) +
+                  " bytes of " + url);
     }
     last_error = code != CURLE_OK ? std::string(err[0] != 0 ? err : curl_easy_strerror(code))
                                   : "the server answered HTTP " + std::to_string(status);
-    if (http && code == CURLE_OK && status == 404) return Fail("cannot fetch " + url + ": " + last_error + " (not found)");
+    if (http && code == CURLE_OK && status == 404)
+      return Fail("cannot fetch " + url + ": " + last_error + " (not found)");
     if (!Transient(code, status)) break;
   }
   return Fail("cannot fetch " + url + ": " + last_error);

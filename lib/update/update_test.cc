@@ -5,6 +5,7 @@
 #include "update/build.h"
 #include "update/entries.h"
 #include "update/gpt_patch.h"
+#include "update/health.h"
 #include "update/plan.h"
 #include "util/sha256.h"
 
@@ -275,4 +276,47 @@ TEST_CASE("next boot: the newest entry with tries left, else the committed one",
   CHECK(NextBoot(names({"sprout-3-a.conf", "sprout-4-b+0-3.conf"}))->file == "sprout-3-a.conf");
   CHECK(NextBoot(names({"sprout-9-a.conf", "sprout-10-b.conf"}))->file == "sprout-10-b.conf");
   CHECK_FALSE(NextBoot({}));
+}
+
+TEST_CASE("kubernetes health: apiserver ready, Node Ready, every static pod's mirror pod Ready", "[update]") {
+  const std::string pods = R"({"kind":"PodList","items":[
+    {"metadata":{"name":"kube-apiserver-n1"},"spec":{"nodeName":"n1"},
+     "status":{"conditions":[{"type":"Initialized","status":"True"},{"type":"Ready","status":"True"}]}},
+    {"metadata":{"name":"etcd-n1"},"spec":{"nodeName":"n1"},"status":{"conditions":[{"type":"Ready","status":"True"}]}},
+    {"metadata":{"name":"kube-scheduler-n1"},"spec":{"nodeName":"n1"},"status":{"conditions":[{"type":"Ready","status":"False"}]}},
+    {"metadata":{"name":"etcd-n2"},"spec":{"nodeName":"n2"},"status":{"conditions":[{"type":"Ready","status":"True"}]}}]})";
+  auto parsed = ParsePodList(pods);
+  REQUIRE(parsed);
+  REQUIRE(parsed->size() == 4);
+  CHECK((*parsed)[0].ready);
+  CHECK_FALSE((*parsed)[2].ready);
+  CHECK((*parsed)[3].node == "n2");
+  CHECK_FALSE(ParsePodList(R"({"kind":"Status","message":"forbidden"})"));
+  CHECK(ParsePodList(R"({"kind":"Status","message":"forbidden"})").error().find("forbidden") != std::string::npos);
+
+  KubeView v;
+  v.readyz_status = 200;
+  v.readyz_body = "ok";
+  v.node_listed = true;
+  v.node_ready = true;
+  v.pods = *parsed;
+  CHECK(KubeHealthProblem("n1", {"etcd", "kube-apiserver"}, v).empty());
+  CHECK(KubeHealthProblem("n1", {"etcd", "kube-scheduler"}, v) == "the static pod kube-scheduler-n1 is not Ready");
+  CHECK(KubeHealthProblem("n1", {"kube-controller-manager"}, v) ==
+        "the static pod kube-controller-manager-n1 has no mirror pod yet");
+  // Another node's mirror pod does not count for this one.
+  CHECK(KubeHealthProblem("n2", {"kube-apiserver"}, v) == "the static pod kube-apiserver-n2 has no mirror pod yet");
+  auto not_ready = v;
+  not_ready.node_ready = false;
+  CHECK(KubeHealthProblem("n1", {"etcd"}, not_ready) == "the Node n1 is not Ready (its kubelet)");
+  auto unlisted = v;
+  unlisted.node_listed = false;
+  CHECK(KubeHealthProblem("n1", {}, unlisted) == "the Node n1 is not registered yet");
+  auto down = v;
+  down.readyz_status = 0;
+  down.readyz_body = "connection refused";
+  CHECK(KubeHealthProblem("n1", {}, down) == "this node's kube-apiserver is not ready (/readyz: connection refused)");
+  auto starting = v;
+  starting.readyz_status = 500;
+  CHECK(KubeHealthProblem("n1", {}, starting) == "this node's kube-apiserver is not ready (/readyz: HTTP 500)");
 }
