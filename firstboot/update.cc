@@ -183,8 +183,12 @@ class Mount {
   ~Mount() {
     if (!mounted_) return;
     ::sync();
-    auto r = Run({{"umount", dir_->path().string()}});
-    if (!r || r->exit_code != 0) dir_->Keep();  // never delete files of a still-mounted ESP
+    try {
+      auto r = Run({{"umount", dir_->path().string()}});
+      if (!r || r->exit_code != 0) dir_->Keep();  // never delete files of a still-mounted ESP
+    } catch (...) {
+      dir_->Keep();
+    }
   }
   Mount(const Mount&) = delete;
   Mount& operator=(const Mount&) = delete;
