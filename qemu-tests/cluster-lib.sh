@@ -221,6 +221,20 @@ node_update_state() {
     END { if (s != "") print s }'
 }
 
+# vm_restart_if_ended I: QEMU runs with -no-reboot, so a guest's reboot ends it; as the
+# machine's own reset would, this starts node I again on the same disk and firmware
+# variables (their boot counters included) when its QEMU has ended.
+vm_restart_if_ended() { vm_running "$1" || vm_start "$1"; }
+
+# node_on_root I HASH STATE...: (restarting node I if its QEMU ended) is node I's
+# node_update_state for HASH one of STATE...?
+node_on_root() {
+  local i=$1 hash=$2 now; shift 2
+  vm_restart_if_ended "$i"
+  now=$(node_update_state "$i" "$hash")
+  [[ " $* " == *" $now "* ]] && [ -n "$now" ]
+}
+
 # cluster_rolling_update URL NODE...: updates the control-plane nodes NODE... to the
 # build served at URL, one at a time (docs/updates.md "Rolling update of a cluster").
 # Before each node, etcd must report every member healthy; the node applies the build
@@ -260,18 +274,21 @@ cluster_rolling_update() {
     t=$SECONDS
     # The node is back on the new root (its old etcd endpoint may answer for a moment
     # after the reboot command: what counts is the new boot).
-    if ! wait_until 1500 "node-$i booted root ${want:0:12}..." eval '[ "$(node_update_state "$i" "$want")" = trial ] || [ "$(node_update_state "$i" "$want")" = committed ]'; then
+    if ! wait_until 1500 "node-$i booted root ${want:0:12}..." node_on_root "$i" "$want" trial committed; then
       echo "rolling update: node-$i did not come back on the new root (now: $(node_update_state "$i" "$want")); stopped" >&2
       return 1
     fi
-    if ! wait_until 900 "node-$i's etcd endpoint healthy" cluster_etcdctl "$i" endpoint health; then
+    if ! wait_until 900 "node-$i's etcd endpoint healthy" eval 'vm_restart_if_ended "$i"; cluster_etcdctl "$i" endpoint health'; then
       echo "rolling update: node-$i's etcd did not become healthy; stopped" >&2
       return 1
     fi
     local down=$((SECONDS - t))
-    if ! wait_until 900 "node-$i committed root ${want:0:12}..." eval '[ "$(node_update_state "$i" "$want")" = committed ]'; then
-      state=$(node_update_state "$i" "$want")
-      echo "rolling update: node-$i did not commit the new root (now: ${state:-unreachable}); stopped" >&2
+    # "old" again after the trial: the new slot failed its tries and the node fell back.
+    wait_until 900 "node-$i committed root ${want:0:12}..." node_on_root "$i" "$want" committed old
+    state=$(node_update_state "$i" "$want")
+    if [ "$state" != committed ]; then
+      echo "rolling update: node-$i did not commit the new root (now: ${state:-unreachable}$([ "$state" = old ] && echo ": it fell back to its old slot")); stopped" >&2
+      node_ssh "$i" sprout-firstboot update status 2>&1 | sed 's/^/     /' >&2
       return 1
     fi
     ROLL_FIGURES+=("node-$i apply=$apply down=$down committed=$((SECONDS - t))")
