@@ -122,7 +122,7 @@ else
   check "the cluster ID is unchanged by the update" "$(cluster_id 1)" "^$id_before\$"
   expect_member_list 1 "three voting members after the update" \
     '^node-1:https://198\.18\.0\.11:2380:voter node-2:https://198\.18\.0\.12:2380:voter node-3:https://198\.18\.0\.13:2380:voter$'
-  roll_figures="rolling update ${rolled} s for 3 nodes (${ROLL_FIGURES[*]}); samples with one member down: $one_down of $samples (5 s apart)"
+  roll_figures="rolling update ${rolled} s for 3 nodes (${ROLL_FIGURES[*]}); samples with one member down: $one_down of $samples (one every 5 s plus the time it takes, up to 8 s apart)"
 fi
 
 echo "== 3. a worker and a fourth control-plane node join"
