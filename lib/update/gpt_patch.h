@@ -26,6 +26,10 @@ struct GptCopyPlace {
   std::uint64_t entries_bytes = 0;
 };
 
+// ReadLe reads an unsigned little-endian integer of `bytes` bytes (up to 8) at p, as
+// GPT and dm-verity's superblock store them.
+std::uint64_t ReadLe(const std::uint8_t* p, int bytes);
+
 // ReadGptHeader checks a header sector (signature, header checksum) and says where its
 // entries are.
 Result<GptCopyPlace> ReadGptHeader(const std::vector<std::uint8_t>& header);

@@ -4,17 +4,12 @@
 #include <set>
 
 #include "image/plan.h"
+#include "update/gpt_patch.h"
 #include "util/text.h"
 
 namespace sprout::update {
 
 namespace {
-
-std::uint64_t Get(const std::uint8_t* p, int bytes) {
-  std::uint64_t v = 0;
-  for (int i = bytes - 1; i >= 0; --i) v = v << 8 | p[i];
-  return v;
-}
 
 std::string SlotLabel(char slot) { return std::string("sprout-root-") + slot; }
 
@@ -121,7 +116,7 @@ Result<VerityGeometry> ParseVeritySuperblock(const std::vector<std::uint8_t>& sb
   }
   const std::uint8_t* p = sb.data();
   const std::string algorithm(reinterpret_cast<const char*>(p + 32));
-  const std::uint64_t data_block = Get(p + 64, 4), hash_block = Get(p + 68, 4), data_blocks = Get(p + 72, 8);
+  const std::uint64_t data_block = ReadLe(p + 64, 4), hash_block = ReadLe(p + 68, 4), data_blocks = ReadLe(p + 72, 8);
   if (algorithm != "sha256" || data_block == 0 || hash_block < 64 || data_blocks == 0) {
     return Fail("the verity superblock is not SHA-256 with sane block sizes");
   }
