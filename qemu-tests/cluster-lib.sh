@@ -296,7 +296,7 @@ cluster_rolling_update() {
   done
 }
 
-# cluster_health_sampler start|stop NODE...: while running, samples etcd once every 5 s
+# cluster_health_sampler start|stop NODE...: while running, samples etcd every 5 s plus the time a sample takes
 # (at most 720 samples): the health of each NODE's endpoint and a write through all of
 # them (the client picks a live one), one line per sample in $CLUSTER_DIR/health-samples:
 #   HH:MM:SS node-1=healthy node-2=down node-3=healthy write=ok
