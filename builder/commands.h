@@ -50,6 +50,7 @@ struct PersonalizeOptions {
   std::filesystem::path image;
   std::optional<std::filesystem::path> secret_file, ssh_key_file;
   std::optional<std::string> hostname, role, address, gateway;
+  std::optional<std::string> backup_dir, restore_from;  // docs/backup.md
   std::vector<std::string> peers;
   bool print = false;  // show the current settings (secret redacted) and change nothing
   bool clear = false;  // drop the current settings first

@@ -9,6 +9,8 @@
 #include "image/arch.h"
 #include "image/gpt.h"
 #include "image/media.h"
+#include "update/entries.h"
+#include "update/plan.h"
 #include "util/fs.h"
 #include "util/process.h"
 #include "util/text.h"
@@ -20,6 +22,43 @@ namespace fs = std::filesystem;
 namespace {
 
 enum class ImageKind { kRaw, kQcow2, kIso };
+
+// SlotsJson lists the root slots and the loader entries of the ESP image esp_file
+// (docs/updates.md): which slot each entry boots, its boot-counting state, and the
+// entry systemd-boot boots next.
+void AddSlots(nlohmann::ordered_json& out, const std::vector<Partition>& partitions, const fs::path& esp_file) {
+  GptLayout layout;
+  layout.partitions = partitions;
+  const Guid root_type = *Guid::Parse(dps::kRootX86_64);
+  out["slots"] = nlohmann::json::array();
+  char letter = 'a';
+  int number = 0;
+  for (const auto& p : partitions) {
+    ++number;
+    if (!(p.spec.type == root_type)) continue;
+    out["slots"].push_back({{"slot", std::string(1, letter++)}, {"partition", number}, {"label", p.spec.label}});
+  }
+  out["entries"] = nlohmann::json::array();
+  auto dir = Run({{"mdir", "-b", "-i", esp_file.string(), "::/loader/entries"}, {{"MTOOLS_SKIP_CHECK", "1"}}});
+  if (!dir || dir->exit_code != 0) return;
+  std::vector<update::EntryName> names;
+  for (const auto& line : Split(dir->output, '\n')) {
+    std::string file(Trim(line));
+    file = file.substr(file.rfind('/') + 1);
+    auto name = update::ParseEntryName(file);
+    if (!name) continue;
+    auto text = Run({{"mtype", "-i", esp_file.string(), "::/loader/entries/" + file}, {{"MTOOLS_SKIP_CHECK", "1"}}});
+    const std::string hash = text && text->exit_code == 0 ? update::EntryRootHash(text->output) : "";
+    auto slot = update::SlotOfHash(layout, hash);
+    out["entries"].push_back({{"file", file},
+                              {"slot", slot ? std::string(1, *slot) : std::string("none")},
+                              {"state", update::DescribeState(*name)},
+                              {"rootHash", hash}});
+    names.push_back(*name);
+  }
+  auto next = update::NextBoot(names);
+  out["nextBoot"] = next ? next->file : "";
+}
 
 // The protective MBR, the GPT header and its 128 entries: 34 sectors.
 constexpr std::size_t kGptHeadBytes = 34 * kSectorSize;
@@ -159,6 +198,7 @@ int Inspect(const fs::path& image, bool json) {
   out["kernel"] = meta.value("kernel", "");
   out["profile"] = meta.contains("profile") ? meta["profile"] : nlohmann::ordered_json::object();
   out["images"] = meta.contains("images") ? meta["images"] : nlohmann::ordered_json::array();
+  AddSlots(out, partitions, esp_file);
   if (json) {
     std::cout << out.dump(2) << "\n";
     return 0;
@@ -178,6 +218,17 @@ int Inspect(const fs::path& image, bool json) {
   const auto& prof = out["profile"];
   std::cout << "profile:    " << prof.value("name", "?") << " (role " << prof.value("role", "?") << ", arch "
             << prof.value("arch", "amd64") << ")\n";
+  std::cout << "slots:";
+  for (const auto& sl : out["slots"]) {
+    std::cout << "  " << sl["slot"].get<std::string>() << " = partition " << sl["partition"].get<int>() << " ("
+              << sl["label"].get<std::string>() << ")";
+  }
+  std::cout << "\nloader entries:\n";
+  for (const auto& e : out["entries"]) {
+    std::cout << "  " << e["file"].get<std::string>() << ": slot " << e["slot"].get<std::string>() << ", "
+              << e["state"].get<std::string>() << "\n";
+  }
+  std::cout << "next boot:  " << out.value("nextBoot", "") << "\n";
   std::cout << "preloaded images:";
   if (out["images"].empty()) std::cout << " none";
   std::cout << "\n";

@@ -262,8 +262,13 @@ int Main(int argc, char** argv) {
           "gateway", "default gateway", cxxopts::value<std::string>())(
           "peer", "a static peer address (repeat or comma-separate)", cxxopts::value<std::vector<std::string>>())(
           "ssh-key", "file with an SSH public key, for debugging", cxxopts::value<std::string>())(
-          "print", "show the current settings (secret redacted) and change nothing")("clear",
-                                                                                     "drop the current settings first");
+          "backup-dir", "where this control-plane node writes etcd backups: a folder or nfs://HOST/PATH",
+          cxxopts::value<std::string>())(
+          "restore-from",
+          "a fresh control-plane node forms the cluster from this backup bundle (a path or\n"
+          "nfs://HOST/PATH/NAME.sprout-backup); see docs/backup.md",
+          cxxopts::value<std::string>())("print", "show the current settings (secret redacted) and change nothing")(
+          "clear", "drop the current settings first");
       return Run(o, Positional{"image", "raw image", "IMAGE", "personalize needs an IMAGE, such as out/default.raw"},
                  sub_argc, sub_argv, [](const cxxopts::ParseResult& a) {
                    sprout::cli::PersonalizeOptions p;
@@ -275,6 +280,8 @@ int Main(int argc, char** argv) {
                    Set<std::string>(a, "address", p.address);
                    Set<std::string>(a, "gateway", p.gateway);
                    Set<std::vector<std::string>>(a, "peer", p.peers);
+                   Set<std::string>(a, "backup-dir", p.backup_dir);
+                   Set<std::string>(a, "restore-from", p.restore_from);
                    p.print = a.count("print") > 0;
                    p.clear = a.count("clear") > 0;
                    return sprout::cli::Personalize(p);

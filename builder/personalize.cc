@@ -8,6 +8,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "backup/sink.h"
 #include "builder/commands.h"
 #include "formation/auth.h"
 #include "image/gpt.h"
@@ -96,6 +97,17 @@ int Personalize(const PersonalizeOptions& o) {
   if (o.address) lines += "address=" + *o.address + "\n";
   if (o.gateway) lines += "gateway=" + *o.gateway + "\n";
   if (!o.peers.empty()) lines += "peers=" + Join(o.peers, ",") + "\n";
+  // The same checks sprout-firstboot makes when it resolves them, so a typo is refused
+  // here, before the image is flashed.
+  if (o.backup_dir) {
+    if (auto loc = backup::ParseSinkLocation(*o.backup_dir); !loc)
+      return fail("--backup-dir: " + loc.error() + "; give a folder or nfs://HOST/PATH[?uid=N&gid=N]");
+    lines += "backup-dir=" + *o.backup_dir + "\n";
+  }
+  if (o.restore_from) {
+    if (auto at = backup::SplitBundleLocation(*o.restore_from); !at) return fail("--restore-from: " + at.error());
+    lines += "restore-from=" + *o.restore_from + "\n";
+  }
   if (o.secret_file) {
     auto secret = ReadClusterSecret(*o.secret_file);
     if (!secret) return fail(secret.error());

@@ -1,14 +1,19 @@
 #include "firstboot/backup.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <iomanip>
 #include <iostream>
+#include <memory>
+#include <mutex>
 #include <sstream>
 
 #include "backup/bundle.h"
 #include "backup/catalog.h"
 #include "backup/schedule.h"
+#include "backup/sink.h"
 #include "backup/snapshot.h"
 #include "backup/take.h"
 #include "formation/etcd.h"
@@ -17,6 +22,7 @@
 #include "pki/pki.h"
 #include "util/fs.h"
 #include "util/sha256.h"
+#include "util/text.h"
 
 namespace sprout::firstboot {
 
@@ -32,7 +38,8 @@ const char* kLocalClient = "https://127.0.0.1:2379";
 // from the running cluster (its member list) and the node's state (the token).
 Result<backup::BackupOptions> Options(const node::NodeSettings& settings, const BackupFlags& b) {
   const auto& f = settings.formation;
-  if (b.sink.empty()) return Fail("no backup folder: give --backup-dir (a local folder or a mounted share)");
+  if (b.sink.empty())
+    return Fail("no backup sink: give --backup-dir or sprout.backup-dir (a local folder, or nfs://HOST/PATH)");
   if (settings.role != "control-plane") return Fail("only control-plane nodes hold etcd and the PKI to back up");
   backup::BackupOptions o;
   o.cluster = f.cluster_name;
@@ -72,13 +79,86 @@ std::string Utc(std::int64_t t) {
 
 std::string Describe(const backup::BackupResult& r, const std::string& sink) {
   std::ostringstream s;
-  s << std::fixed << std::setprecision(2) << sink << "/" << r.file << ": " << r.size << " bytes, revision "
+  s << std::fixed << std::setprecision(2) << backup::JoinLocation(sink, r.file) << ": " << r.size << " bytes, revision "
     << r.header.revision << ", " << r.header.keys << " keys, snapshot " << r.header.snapshot_size << " bytes, sha256 "
     << r.sha256 << ", " << r.seconds << " s";
   return s.str();
 }
 
+// CopiesDir is where a control-plane node keeps the copies its peers send it.
+std::filesystem::path CopiesDir(const formation::DaemonOptions& f) { return f.state_dir / "backup-copies"; }
+
+// Copies is where a bundle's copies went: one line a peer, and whether any failed.
+struct Copies {
+  std::string text;  // "node-2 kept it; node-3 failed: why"
+  bool failed = false;
+};
+
+// CopyToPeers hands the bundle of r to every other voting member's join endpoint (its
+// address from the member list the bundle's identity holds); each peer checks it opens
+// with the cluster's secret before it keeps it. Bounded: a peer that does not answer
+// costs a few seconds (PushBackupCopy's timeouts).
+Copies CopyToPeers(const node::NodeSettings& settings, const backup::BackupOptions& o, const backup::BackupResult& r) {
+  const auto& f = settings.formation;
+  auto keys = formation::DeriveNodeKeys(f);
+  if (!keys) return {"no copies: " + keys.error(), true};
+  formation::JoinRequest from{formation::kJoinVersion, true, f.name, f.listen};
+  std::vector<std::string> done;
+  bool failed = false;
+  for (const auto& m : o.identity.members) {
+    const auto eq = m.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string name = m.substr(0, eq);
+    const std::string host = formation::HostOf(m.substr(eq + 1));
+    if (name == f.name || host.empty()) continue;
+    auto pushed = formation::PushBackupCopy(host, f.port, keys->join, from, r.file, r.bundle, 5000);
+    failed = failed || !pushed;
+    done.push_back(name + (pushed ? " kept it" : " failed: " + pushed.error()));
+  }
+  if (done.empty()) return {"no other control-plane member to copy to", false};
+  return {Join(done, "; "), failed};
+}
+
+void ReportCopies(const node::NodeSettings& settings, const Copies& copies, std::ostream* out) {
+  backup::NoteCopies(settings.formation.state_dir, copies.text);
+  formation::Journal(copies.failed ? LOG_WARNING : LOG_INFO,
+                     "backup: copies on the other control-plane nodes: " + copies.text,
+                     {{"PHASE", "backup"}, {"BACKUP_COPIES", copies.text}});
+  if (out != nullptr) *out << "backup: copies on the other control-plane nodes: " << copies.text << "\n";
+}
+
 }  // namespace
+
+formation::BackupCopyStore BackupCopyStoreFor(const node::NodeSettings& settings, int keep) {
+  const auto& f = settings.formation;
+  auto lock = std::make_shared<std::mutex>();
+  return [cluster = f.cluster_name, secret = f.secret, dir = CopiesDir(f), node = f.name, keep,
+          lock](const formation::BackupCopy& c) -> Status {
+    auto name = backup::ParseName(c.bundle);
+    if (!name || name->cluster != cluster) return Fail(c.bundle + " is not a bundle of " + cluster);
+    // The sender proved the control-plane key; the bundle must also open with this
+    // cluster's secret (its tag covers every byte), or it is not kept.
+    if (auto opened = backup::OpenBundle(c.bytes, cluster, secret); !opened) return Fail(opened.error());
+    std::lock_guard<std::mutex> hold(*lock);
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    std::filesystem::permissions(dir, std::filesystem::perms::owner_all, ec);
+    auto sink = backup::OpenSink(dir.string());
+    if (!sink) return Fail(sink.error());
+    auto wrote = backup::WriteBundle(**sink, c.bundle, c.bytes, node, static_cast<long>(::getpid()));
+    if (!wrote) return Fail(wrote.error());
+    backup::PruneSink(**sink, cluster, keep, NowSeconds());
+    return Ok{};
+  };
+}
+
+BackupFlags WithSettings(BackupFlags flags, const node::NodeSettings& settings) {
+  flags.sink = settings.backup.sink;
+  flags.keep = settings.backup.keep;
+  flags.interval = settings.backup.interval;
+  flags.restore_from = settings.backup.restore_from;
+  return flags;
+}
 
 int BackupNow(const node::NodeSettings& settings, const BackupFlags& b) {
   auto o = Options(settings, b);
@@ -88,25 +168,46 @@ int BackupNow(const node::NodeSettings& settings, const BackupFlags& b) {
   }
   o->kind = "manual";
   o->time = NowSeconds();
+  if (b.scheduled) {
+    if (b.interval <= 0) {
+      std::cerr << "sprout-firstboot: backup now --scheduled: give --backup-interval (the schedule's slot length)\n";
+      return 2;
+    }
+    o->kind = "scheduled";
+    o->time = backup::SlotOf(o->time, b.interval);
+  }
   auto r = backup::TakeBackup(*o);
   if (!r) {
     backup::NoteFailure(settings.formation.state_dir, r.error(), NowSeconds());
     std::cerr << "sprout-firstboot: backup failed, nothing was listed as good: " << r.error() << "\n";
     return 1;
   }
+  if (r->existed) {
+    std::cout << "backup: " << backup::JoinLocation(b.sink, r->file) << " is in the sink already; nothing written ("
+              << (r->lost_race ? "another node linked the name first while this one wrote"
+                               : "it was there before the snapshot")
+              << ")\n";
+    return 0;
+  }
   backup::NoteGood(settings.formation.state_dir, b.sink, *r, NowSeconds());
   std::cout << "backup: good: " << Describe(*r, b.sink) << "\n";
   for (const auto& p : r->pruned) std::cout << "backup: retention removed " << p << "\n";
   if (!r->held.empty()) std::cout << "backup: retention held: " << r->held << "\n";
+  ReportCopies(settings, CopyToPeers(settings, *o, *r), &std::cout);
   return 0;
 }
 
 int BackupList(const node::NodeSettings& settings, const BackupFlags& b) {
   if (b.sink.empty()) {
-    std::cerr << "sprout-firstboot: backup list: give --backup-dir\n";
+    std::cerr << "sprout-firstboot: backup list: no sink; give --backup-dir (or sprout.backup-dir)\n";
     return 2;
   }
-  auto files = backup::ScanSink(b.sink);
+  auto sink = backup::OpenSink(b.sink);
+  if (!sink) {
+    std::cerr << "sprout-firstboot: backup list: " << sink.error() << "\n";
+    return 1;
+  }
+  auto files = backup::ScanBundles(**sink);
   if (!files) {
     std::cerr << "sprout-firstboot: backup list: " << files.error() << "\n";
     return 1;
@@ -115,11 +216,10 @@ int BackupList(const node::NodeSettings& settings, const BackupFlags& b) {
   auto listed = backup::ListBundles(*files, f.cluster_name);
   std::cout << "bundles of " << f.cluster_name << " in " << b.sink << " (newest first): " << listed.size() << "\n";
   for (const auto& l : listed) {
-    auto path = std::filesystem::path(b.sink) / l.file.file;
     std::string check;
     std::string sha = "-";
     std::uint64_t revision = 0;
-    if (auto text = ReadFile(path)) {
+    if (auto text = (*sink)->Read(l.file.file)) {
       sha = Sha256Hex(*text);
       if (f.secret.empty()) {
         check = l.file.header_ok ? "header ok (no secret to open it)" : "BAD: " + l.file.problem;
@@ -148,6 +248,7 @@ std::string BackupStatusLines(const std::filesystem::path& state_dir) {
       << Utc(r->last_good_at) << ", revision " << r->last_good_revision << ", " << r->last_good_size
       << " bytes, sha256 " << r->last_good_sha256 << ", took " << r->last_good_seconds << " s\n";
   }
+  if (!r->last_copies.empty()) s << "backup: copies of it: " << r->last_copies << "\n";
   if (!r->last_error.empty())
     s << "backup: last attempt failed at " << Utc(r->last_error_at) << ": " << r->last_error << "\n";
   return s.str();
@@ -155,7 +256,7 @@ std::string BackupStatusLines(const std::filesystem::path& state_dir) {
 
 Result<formation::RestorePlan> PrepareRestore(const node::NodeSettings& settings, const BackupFlags& b) {
   const auto& f = settings.formation;
-  auto text = ReadFile(b.restore_from);
+  auto text = backup::ReadBundleAt(b.restore_from);
   if (!text) return Fail(text.error());
   auto opened = backup::OpenBundle(*text, f.cluster_name, f.secret);
   if (!opened) return Fail(b.restore_from + ": " + opened.error());
@@ -217,15 +318,16 @@ std::thread StartBackupScheduler(const node::NodeSettings& settings, const Backu
     auto tls = formation::ClientTlsFor(f.pki_dir.string());
     backup::ScheduleInput in;
     in.interval = b.interval;
+    std::int64_t written_slot = -1;  // the last slot whose bundle is known to be there
     while (*stop == 0) {
       in.now = NowSeconds();
       auto status = backup::GetEtcdStatus(kLocalClient, tls);
       in.etcd_answered = status.ok();
       in.leader = status && status->leads();
-      std::int64_t slot = backup::SlotOf(in.now, in.interval);
-      std::error_code ec;
-      in.slot_written = std::filesystem::exists(
-          std::filesystem::path(b.sink) / backup::NameFor({f.cluster_name, slot, "scheduled", ""}), ec);
+      // The sink is asked only by the leader, once per slot (TakeBackup looks for the
+      // slot's bundle before it takes a snapshot): on an NFS share each question is a
+      // connection.
+      in.slot_written = backup::SlotOf(in.now, in.interval) == written_slot;
       auto d = backup::Decide(in);
       if (d.take) {
         auto o = Options(settings, b);
@@ -244,13 +346,19 @@ std::thread StartBackupScheduler(const node::NodeSettings& settings, const Backu
               "backup: scheduled snapshot failed, retrying in " + std::to_string(in.retry_after) + " s: " + r.error(),
               {{"PHASE", "backup"}, {"BACKUP_ERROR", r.error()}});
         } else if (r->existed) {
-          Journal(LOG_INFO, "backup: another node wrote " + r->file + " first; nothing written", {{"PHASE", "backup"}});
+          written_slot = d.slot;
+          Journal(LOG_INFO,
+                  "backup: " + r->file + " is in the sink already (another node " +
+                      (r->lost_race ? "linked the name first while this one wrote" : "wrote it") + "); nothing written",
+                  {{"PHASE", "backup"}});
         } else {
+          written_slot = d.slot;
           backup::NoteGood(f.state_dir, b.sink, *r, NowSeconds());
           Journal(LOG_INFO, "backup: good: " + Describe(*r, b.sink),
                   {{"PHASE", "backup"}, {"BACKUP_FILE", r->file}, {"BACKUP_SHA256", r->sha256}});
           for (const auto& p : r->pruned) Journal(LOG_INFO, "backup: retention removed " + p, {{"PHASE", "backup"}});
           if (!r->held.empty()) Journal(LOG_WARNING, "backup: retention held: " + r->held, {{"PHASE", "backup"}});
+          ReportCopies(settings, CopyToPeers(settings, *o, *r), nullptr);
         }
       }
       for (int i = 0; i < 20 && *stop == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -13,14 +13,20 @@
 
 namespace sprout::firstboot {
 
-// BackupFlags are the backup settings of the command line.
+// BackupFlags are what a backup needs: the resolved settings (sink, schedule,
+// retention, restore-from: node::BackupSettings, copied by WithSettings) and the
+// command line's own (etcdctl, --scheduled).
 struct BackupFlags {
-  std::string sink;                 // the folder bundles go to; "" : no backups
+  std::string sink;                 // a folder or nfs://HOST/PATH; "" : no backups
   int keep = 7;                     // retention: the newest good bundles kept
   long interval = 0;                // seconds between scheduled snapshots; 0: none
   std::string etcdctl = "etcdctl";  // for the test restore and the restore
   std::string restore_from;         // run: a bundle a founding member forms from
+  bool scheduled = false;           // backup now: take the current slot's scheduled bundle, not a manual one
 };
+
+// WithSettings is flags with the resolved backup settings filled in.
+BackupFlags WithSettings(BackupFlags flags, const node::NodeSettings& settings);
 
 // BackupNow takes one manual backup on this node; returns the exit code.
 int BackupNow(const node::NodeSettings& settings, const BackupFlags& b);
@@ -40,6 +46,11 @@ Result<formation::RestorePlan> PrepareRestore(const node::NodeSettings& settings
 // StartBackupScheduler runs scheduled backups until *stop (nothing when b has no sink
 // or interval): every few seconds it asks the local etcd who leads and lets the leader
 // take each slot's snapshot.
+// BackupCopyStoreFor is how a control-plane node keeps the bundles its peers copy to it:
+// a bundle of this cluster that opens with its secret is written atomically to
+// <state>/backup-copies (0700), and the newest keep are kept there.
+formation::BackupCopyStore BackupCopyStoreFor(const node::NodeSettings& settings, int keep);
+
 std::thread StartBackupScheduler(const node::NodeSettings& settings, const BackupFlags& b,
                                  const volatile std::sig_atomic_t* stop);
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "firstboot/run.h"
+#include "firstboot/update.h"
 #include "formation/node_state.h"
 #include "formation/transport.h"
 #include "nodeconfig/sources.h"
@@ -78,6 +79,7 @@ int Status(const std::filesystem::path& state_dir, bool json) {
               << "\nfounding members: " << join(state->members) << " (etcd member list: the full membership)\n";
   }
   std::cout << sprout::firstboot::BackupStatusLines(state_dir);
+  std::cout << sprout::firstboot::SlotStatusText(state_dir);
   if (!kube.is_discarded() && kube.is_object()) {
     std::cout << "kubernetes:\n  apiserver: " << kube.value("apiserver", "?")
               << "\n  node: " << kube.value("node", "?");
@@ -102,12 +104,13 @@ int Backup(const sprout::node::RunFlags& flags, const sprout::firstboot::BackupF
     for (const auto& e : resolved.errors) std::cerr << "sprout-firstboot: " << sprout::node::Describe(e) << "\n";
     return 2;
   }
-  if (sub == "list") return sprout::firstboot::BackupList(resolved.settings, backup);
+  auto b = sprout::firstboot::WithSettings(backup, resolved.settings);
+  if (sub == "list") return sprout::firstboot::BackupList(resolved.settings, b);
   if (!resolved.settings.idle_reason.empty()) {
     std::cerr << "sprout-firstboot: backup: this node is not configured: " << resolved.settings.idle_reason << "\n";
     return 1;
   }
-  return sprout::firstboot::BackupNow(resolved.settings, backup);
+  return sprout::firstboot::BackupNow(resolved.settings, b);
 }
 
 }  // namespace
@@ -115,11 +118,13 @@ int Backup(const sprout::node::RunFlags& flags, const sprout::firstboot::BackupF
 namespace {
 
 int Main(int argc, char** argv) {
+  // `update` has its own flags (firstboot/update.h).
+  if (argc > 1 && std::string(argv[1]) == "update") return sprout::firstboot::UpdateMain(argc - 1, argv + 1);
   cxxopts::Options options("sprout-firstboot",
                            "Runs on every sprout node at boot: discovers peers and forms or joins the cluster.\n");
   options.add_options()("state-dir", "where the node keeps its state",
                         cxxopts::value<std::string>()->default_value("/var/lib/sprout"))(
-      "command", "run | status | config | backup", cxxopts::value<std::string>()->default_value("run"))(
+      "command", "run | status | config | backup | update", cxxopts::value<std::string>()->default_value("run"))(
       "subcommand", "backup: now | list", cxxopts::value<std::string>()->default_value(""))(
       "name", "node name (default: configured hostname, else the host name)", cxxopts::value<std::string>())(
       "listen", "this node's IPv4 address (default: sprout.address)", cxxopts::value<std::string>())(
@@ -160,17 +165,24 @@ int Main(int argc, char** argv) {
       "apply-system",
       "run: apply the node config to this host (hostname, static address, SSH key); the systemd unit "
       "passes it, tests leave the host alone")(
-      "backup-dir", "backups: the folder bundles go to (the state partition, or a mounted NFS share)",
-      cxxopts::value<std::string>()->default_value(""))("backup-keep", "backups: how many good bundles retention keeps",
-                                                        cxxopts::value<int>()->default_value("7"))(
-      "backup-interval", "run: seconds between scheduled backups, taken by the etcd leader (0: none)",
-      cxxopts::value<long>()->default_value("0"))(
-      "restore-from", "run: a backup bundle; as a founding member with no etcd data, form the cluster from it",
-      cxxopts::value<std::string>()->default_value(""))("etcdctl", "backups: the etcdctl used for the test restore",
-                                                        cxxopts::value<std::string>()->default_value("etcdctl"))(
+      "backup-dir",
+      "backups: where bundles go: a folder, or an NFS share as nfs://HOST/PATH[?uid=N&gid=N] (default: "
+      "sprout.backup-dir, else the profile's backup.dir)",
+      cxxopts::value<std::string>())("backup-keep",
+                                     "backups: how many good bundles retention keeps (default: the profile's, else 7)",
+                                     cxxopts::value<int>())(
+      "backup-interval",
+      "run: seconds between scheduled backups, taken by the etcd leader (0: none; default: the profile's)",
+      cxxopts::value<long>())("scheduled",
+                              "backup now: take the current slot's scheduled bundle (slots of --backup-interval)")(
+      "restore-from",
+      "run: a backup bundle (a path or nfs://HOST/PATH/NAME; default: sprout.restore-from); as a founding member "
+      "with no etcd data, form the cluster from it",
+      cxxopts::value<std::string>())("etcdctl", "backups: the etcdctl used for the test restore",
+                                     cxxopts::value<std::string>()->default_value("etcdctl"))(
       "json", "status: print JSON")("h,help", "show this help");
   options.parse_positional({"command", "subcommand"});
-  options.positional_help("[run|status|config|backup now|backup list]");
+  options.positional_help("[run|status|config|backup now|backup list|update ...]");
   cxxopts::ParseResult args;
   try {
     args = options.parse(argc, argv);
@@ -205,12 +217,13 @@ int Main(int argc, char** argv) {
   s.templates_dir = args["templates"].as<std::string>();
   s.manifests_dir = args["manifests-dir"].as<std::string>();
   s.apply_system = args.count("apply-system") > 0;
-  sprout::firstboot::BackupFlags backup;
-  backup.sink = args["backup-dir"].as<std::string>();
-  backup.keep = args["backup-keep"].as<int>();
-  backup.interval = args["backup-interval"].as<long>();
+  s.backup_dir = str("backup-dir");
+  if (args.count("backup-interval")) s.backup_interval = args["backup-interval"].as<long>();
+  if (args.count("backup-keep")) s.backup_keep = args["backup-keep"].as<int>();
+  s.restore_from = str("restore-from");
+  sprout::firstboot::BackupFlags backup;  // the rest comes from the resolved settings (WithSettings)
   backup.etcdctl = args["etcdctl"].as<std::string>();
-  backup.restore_from = args["restore-from"].as<std::string>();
+  backup.scheduled = args.count("scheduled") > 0;
   if (command == "run") return sprout::firstboot::Run(s, backup);
   if (command == "status") return Status(s.state_dir, args.count("json") > 0);
   if (command == "config") return ShowConfig();

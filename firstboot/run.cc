@@ -364,7 +364,7 @@ node::Resolved ResolveQuietly(const node::RunFlags& flags) {
   return node::ResolveSettings(flags, in.config, in.record, in.facts);
 }
 
-int Run(const node::RunFlags& flags, const BackupFlags& backup) {
+int Run(const node::RunFlags& flags, const BackupFlags& backup_flags) {
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
   // 1. Load state: what this node remembers; this start is one more boot.
@@ -379,6 +379,7 @@ int Run(const node::RunFlags& flags, const BackupFlags& backup) {
   if (!resolved.ok()) return SettingErrors(resolved.errors);
   node::NodeSettings& settings = resolved.settings;
   if (!settings.idle_reason.empty()) return Idle(flags.state_dir, *state, settings.idle_reason);
+  const BackupFlags backup = WithSettings(backup_flags, settings);
   // 4. Start the pod host: etcd runs on it as a static pod, or as a child process.
   settings.formation.make_launcher = PodHost(flags, settings, in.record);
   // 5. Once a voting member: the Kubernetes control plane's files and static pods.
@@ -400,7 +401,10 @@ int Run(const node::RunFlags& flags, const BackupFlags& backup) {
         "restore-from " + backup.restore_from + ": the bundle opened and checked out; a founding member forms from it");
     settings.formation.restore = std::move(*plan);
   }
-  // 8. On a control-plane node with a backup folder: scheduled backups, taken by the etcd leader.
+  // 8. On a control-plane node with a backup folder: scheduled backups, taken by the etcd
+  // leader and copied to the other members; every control-plane node keeps such copies.
+  if (settings.role == "control-plane")
+    settings.formation.store_backup_copy = BackupCopyStoreFor(settings, backup.keep);
   std::thread backups = StartBackupScheduler(settings, backup, &g_stop);
   // 9. Form or join, then report until stopped.
   const int code = FormOrJoin(settings, *state);

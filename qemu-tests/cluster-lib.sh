@@ -25,6 +25,9 @@ CLUSTER_SMP=${CLUSTER_SMP:-1}
 # default, as /dev/kvm can exist and still fail under nested virtualization).
 CLUSTER_ACCEL=${CLUSTER_ACCEL:-tcg}
 CLUSTER_PXE_MEM=${CLUSTER_PXE_MEM:-2560}  # the root sits in memory on a PXE node
+# A disk node's disk is this much larger than the image, as a real node's disk is: the
+# state partition grows into it at first boot (docs/design.md). Empty: the image's size.
+CLUSTER_DISK_GROW=${CLUSTER_DISK_GROW:-}
 declare -a CLUSTER_MEDIUM
 
 # cluster_init DIR IMAGE: prepares DIR (secret, SSH key, OVMF vars; a new directory in
@@ -58,6 +61,9 @@ worker_secret() {
 
 # node_config I ROLE PEERS...: writes node I's settings for fw_cfg. A worker gets the
 # worker secret only, never the cluster secret, as `sprout personalize --role worker` does.
+# A control-plane node also gets the lines of CLUSTER_CP_CONFIG (key=value, e.g. its
+# backup-dir).
+CLUSTER_CP_CONFIG=()
 node_config() {
   local i=$1 role=$2; shift 2
   local peers
@@ -73,6 +79,7 @@ node_config() {
       echo "cluster-secret=$(base64 -w0 < "$CLUSTER_DIR/cluster.secret")"
     fi
     echo "ssh-authorized-key=$(cat "$CLUSTER_DIR/id.pub")"
+    [ "$role" = worker ] || [ "${#CLUSTER_CP_CONFIG[@]}" -eq 0 ] || printf '%s\n' "${CLUSTER_CP_CONFIG[@]}"
   } > "$CLUSTER_DIR/node-$i.conf"
 }
 
@@ -87,7 +94,10 @@ vm_start() {
     disk)
       local disk=$dir/node-$i.qcow2 fmt=raw
       case $CLUSTER_IMAGE in *.qcow2) fmt=qcow2 ;; esac
-      [ -f "$disk" ] || qemu-img create -q -f qcow2 -b "$CLUSTER_IMAGE" -F "$fmt" "$disk" || return 1
+      if [ ! -f "$disk" ]; then
+        qemu-img create -q -f qcow2 -b "$CLUSTER_IMAGE" -F "$fmt" "$disk" || return 1
+        [ -z "$CLUSTER_DISK_GROW" ] || qemu-img resize -q "$disk" "+$CLUSTER_DISK_GROW" || return 1
+      fi
       boot=(-drive "if=virtio,format=qcow2,cache=unsafe,file=$disk") ;;
     raw)
       local disk=$dir/node-$i.raw
@@ -108,6 +118,7 @@ vm_start() {
   esac
   # UEFI nodes keep their own firmware variables across restarts; PXE nodes use SeaBIOS.
   [ "${#firmware[@]}" -eq 0 ] || [ -f "$dir/node-$i.vars" ] || cp "$OVMF_VARS" "$dir/node-$i.vars"
+  node_ssh_close "$i"
   ip -n "$CLUSTER_NS" link del "$tap" 2>/dev/null
   ip -n "$CLUSTER_NS" tuntap add dev "$tap" mode tap || return 1
   ip -n "$CLUSTER_NS" link set "$tap" master br0 up
@@ -147,9 +158,191 @@ cluster_pxe_server() {
   kill -0 "$(cat "$CLUSTER_DIR/server-dhcp.pid")" 2>/dev/null || { echo "dnsmasq did not start; see $CLUSTER_DIR/dnsmasq.log" >&2; return 1; }
 }
 
+# cluster_nfs_server: once per cluster, serves a folder on the bridge as a site's file
+# share would: Debian's nfs-ganesha (user space; NFSv4 over TCP only, so no rpcbind; VFS
+# backend) bound to 198.18.0.1, exporting $CLUSTER_DIR/share as $CLUSTER_SHARE
+# (nfs://198.18.0.1/backups). Stopped by cluster_teardown.
+CLUSTER_SHARE=nfs://$CLUSTER_NET.1/backups
+cluster_nfs_server() {
+  local g=$CLUSTER_DIR/ganesha _
+  [ -f "$CLUSTER_DIR/server-nfs.pid" ] && return 0
+  command -v ganesha.nfsd >/dev/null && command -v nfs-ls >/dev/null ||
+    { echo "the NFS share needs nfs-ganesha, nfs-ganesha-vfs and libnfs-utils: apt-get install them" >&2; return 1; }
+  mkdir -p "$CLUSTER_DIR/share" "$g/recovery"
+  printf '%s\n' \
+    "NFS_CORE_PARAM { Protocols = 4; NFS_Port = 2049; Enable_NLM = false; Enable_RQUOTA = false; Bind_addr = $CLUSTER_NET.1; }" \
+    "NFSV4 { Graceless = true; RecoveryRoot = $g/recovery; }" \
+    "EXPORT { Export_Id = 1; Path = $CLUSTER_DIR/share; Pseudo = /backups; Access_Type = RW; Squash = No_Root_Squash;" \
+    "         SecType = sys; Protocols = 4; Transports = TCP; FSAL { Name = VFS; } }" \
+    "LOG { Default_Log_Level = EVENT; }" > "$g/ganesha.conf"
+  ip netns exec "$CLUSTER_NS" ganesha.nfsd -F -L "$g/log" -f "$g/ganesha.conf" -p "$g/pid" -N NIV_EVENT \
+    </dev/null >>"$g/out" 2>&1 &
+  echo $! > "$CLUSTER_DIR/server-nfs.pid"
+  disown $! 2>/dev/null
+  for _ in $(seq 40); do
+    cluster_share_ls >/dev/null 2>&1 && return 0
+    sleep 0.5
+  done
+  echo "nfs-ganesha did not serve $CLUSTER_SHARE within 20 s; see $g/log" >&2
+  return 1
+}
+
+# cluster_share_ls: the names in the share, as a client on the bridge sees them (nfs-ls).
+cluster_share_ls() {
+  ip netns exec "$CLUSTER_NS" timeout 30 nfs-ls "$CLUSTER_SHARE?version=4" | awk '$NF != "." && $NF != ".." {print $NF}'
+}
+
+# cluster_build_server DIR: once per cluster, serves DIR (the output folder of `sprout
+# build` with the raw format) over HTTP on the bridge at $CLUSTER_BUILDS_URL, as a site
+# serves a build on its network for `sprout-firstboot update apply URL`.
+CLUSTER_BUILDS_URL=http://$CLUSTER_NET.1:8081/
+cluster_build_server() {
+  local dir=$1 _
+  [ -f "$CLUSTER_DIR/server-builds.pid" ] && return 0
+  [ -f "$dir/manifest.json" ] || { echo "no build at $dir (manifest.json missing)" >&2; return 1; }
+  ip netns exec "$CLUSTER_NS" python3 -m http.server --bind "$CLUSTER_NET.1" --directory "$dir" 8081 \
+    </dev/null >>"$CLUSTER_DIR/http-builds.log" 2>&1 &
+  echo $! > "$CLUSTER_DIR/server-builds.pid"
+  disown $! 2>/dev/null
+  for _ in $(seq 50); do
+    ip netns exec "$CLUSTER_NS" curl -sf -o /dev/null "${CLUSTER_BUILDS_URL}manifest.json" && return 0
+    sleep 0.2
+  done
+  echo "the build server did not answer on $CLUSTER_BUILDS_URL; see $CLUSTER_DIR/http-builds.log" >&2
+  return 1
+}
+
+# node_update_state I HASH prints where node I stands with the build whose root hash is
+# HASH: "committed" (booted and blessed), "trial" (booted, not committed yet), "old"
+# (booted another root), or nothing when it cannot be asked.
+node_update_state() {
+  node_ssh "$1" sprout-firstboot update status 2>/dev/null | awk -v h="${2:0:12}" '
+    /^booted: / { if (index($0, "root hash " h "...") == 0) s = "old"; else if ($0 ~ /\(committed\)$/) s = "committed"; else s = "trial" }
+    END { if (s != "") print s }'
+}
+
+# vm_restart_if_ended I: QEMU runs with -no-reboot, so a guest's reboot ends it; as the
+# machine's own reset would, this starts node I again on the same disk and firmware
+# variables (their boot counters included) when its QEMU has ended.
+vm_restart_if_ended() { vm_running "$1" || vm_start "$1"; }
+
+# node_on_root I HASH STATE...: (restarting node I if its QEMU ended) is node I's
+# node_update_state for HASH one of STATE...?
+node_on_root() {
+  local i=$1 hash=$2 now; shift 2
+  vm_restart_if_ended "$i"
+  now=$(node_update_state "$i" "$hash")
+  [[ " $* " == *" $now "* ]] && [ -n "$now" ]
+}
+
+# cluster_rolling_update URL NODE...: updates the control-plane nodes NODE... to the
+# build served at URL, one at a time (docs/updates.md "Rolling update of a cluster").
+# Before each node, etcd must report every member healthy; the node applies the build
+# (`sprout-firstboot update apply URL`) and reboots; the next node waits until this one
+# has booted the new root, passed its health gate and committed it, and its etcd
+# endpoint is healthy again. Stops at the first failure (a refused apply, a node that
+# falls back to its old slot, or a timeout). One line per node; ROLL_FIGURES gets
+# "node-I apply=S down=S committed=S" per node (seconds: the apply; from the reboot
+# until the node's etcd endpoint was healthy again; until the commit).
+cluster_rolling_update() {
+  local url=$1 want i out rc t state; shift
+  ROLL_FIGURES=()
+  want=$(ip netns exec "$CLUSTER_NS" curl -sf "${url%/}/manifest.json" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["rootHash"])' 2>/dev/null)
+  [ -n "$want" ] || { echo "rolling update: no build at ${url%/}/manifest.json" >&2; return 1; }
+  for i in "$@"; do
+    if ! cluster_etcdctl "$i" endpoint health --cluster >/dev/null 2>&1; then
+      echo "rolling update: etcd does not report every member healthy; not taking node-$i down (stopped)" >&2
+      return 1
+    fi
+    if [ "$(node_update_state "$i" "$want")" = committed ]; then
+      echo "   node-$i: already runs root ${want:0:12}..., committed"
+      continue
+    fi
+    t=$SECONDS
+    out=$(node_ssh "$i" sprout-firstboot update apply "$url" 2>&1)
+    rc=$?
+    local apply=$((SECONDS - t))
+    if [ "$rc" -ne 0 ]; then
+      echo "$out" | tail -n 5 | sed 's/^/     /' >&2
+      echo "rolling update: apply failed on node-$i (status $rc); stopped" >&2
+      return 1
+    fi
+    echo "   node-$i: applied in $apply s: $(echo "$out" | grep -o 'loader entry [^ ]* written' | head -n 1); rebooting"
+    node_ssh "$i" systemctl reboot >/dev/null 2>&1
+    node_ssh_close "$i"
+    t=$SECONDS
+    # The node is back on the new root (its old etcd endpoint may answer for a moment
+    # after the reboot command: what counts is the new boot).
+    if ! wait_until 1500 "node-$i booted root ${want:0:12}..." node_on_root "$i" "$want" trial committed; then
+      echo "rolling update: node-$i did not come back on the new root (now: $(node_update_state "$i" "$want")); stopped" >&2
+      return 1
+    fi
+    if ! wait_until 900 "node-$i's etcd endpoint healthy" eval 'vm_restart_if_ended "$i"; cluster_etcdctl "$i" endpoint health'; then
+      echo "rolling update: node-$i's etcd did not become healthy; stopped" >&2
+      return 1
+    fi
+    local down=$((SECONDS - t))
+    # "old" again after the trial: the new slot failed its tries and the node fell back.
+    wait_until 900 "node-$i committed root ${want:0:12}..." node_on_root "$i" "$want" committed old
+    state=$(node_update_state "$i" "$want")
+    if [ "$state" != committed ]; then
+      echo "rolling update: node-$i did not commit the new root (now: ${state:-unreachable}$([ "$state" = old ] && echo ": it fell back to its old slot")); stopped" >&2
+      node_ssh "$i" sprout-firstboot update status 2>&1 | sed 's/^/     /' >&2
+      return 1
+    fi
+    ROLL_FIGURES+=("node-$i apply=$apply down=$down committed=$((SECONDS - t))")
+    echo "   node-$i: ${ROLL_FIGURES[-1]}"
+  done
+}
+
+# cluster_health_sampler start|stop NODE...: while running, samples etcd every 5 s plus the time a sample takes
+# (at most 720 samples): the health of each NODE's endpoint and a write through all of
+# them (the client picks a live one), one line per sample in $CLUSTER_DIR/health-samples:
+#   HH:MM:SS node-1=healthy node-2=down node-3=healthy write=ok
+cluster_health_sampler() {
+  local what=$1; shift
+  if [ "$what" = stop ]; then
+    [ -f "$CLUSTER_DIR/sampler.pid" ] && kill "$(cat "$CLUSTER_DIR/sampler.pid")" 2>/dev/null
+    rm -f "$CLUSTER_DIR/sampler.pid"
+    return 0
+  fi
+  local pki=$CLUSTER_DIR/pki i
+  cluster_etcdctl "$1" endpoint health >/dev/null 2>&1  # fetches the client certificate
+  : > "$CLUSTER_DIR/health-samples"
+  (
+    for n in $(seq 720); do
+      line="$(date +%T)"
+      eps=""
+      for i in "$@"; do
+        if ip netns exec "$CLUSTER_NS" env ETCDCTL_API=3 etcdctl --endpoints "https://$(node_ip "$i"):2379" \
+          --cacert "$pki/ca.crt" --cert "$pki/client.crt" --key "$pki/client.key" \
+          --dial-timeout=2s --command-timeout=3s endpoint health >/dev/null 2>&1; then
+          line+=" node-$i=healthy"
+        else
+          line+=" node-$i=down"
+        fi
+        eps+="${eps:+,}https://$(node_ip "$i"):2379"
+      done
+      if ip netns exec "$CLUSTER_NS" env ETCDCTL_API=3 etcdctl --endpoints "$eps" \
+        --cacert "$pki/ca.crt" --cert "$pki/client.crt" --key "$pki/client.key" \
+        --dial-timeout=2s --command-timeout=5s put /sprout/rolling-update/sample "$n" >/dev/null 2>&1; then
+        line+=" write=ok"
+      else
+        line+=" write=failed"
+      fi
+      echo "$line" >> "$CLUSTER_DIR/health-samples"
+      sleep 5
+    done
+  ) </dev/null >/dev/null 2>&1 &
+  echo $! > "$CLUSTER_DIR/sampler.pid"
+  disown $! 2>/dev/null
+}
+
 # vm_kill I: pulls node I's power (SIGKILL to QEMU, no shutdown).
 vm_kill() {
   local pidfile=$CLUSTER_DIR/node-$1.pid
+  node_ssh_close "$1"
   [ -f "$pidfile" ] || return 0
   kill -9 "$(cat "$pidfile")" 2>/dev/null
   while kill -0 "$(cat "$pidfile")" 2>/dev/null; do sleep 0.1; done
@@ -159,11 +352,24 @@ vm_kill() {
 # vm_running I: is node I's QEMU alive?
 vm_running() { [ -f "$CLUSTER_DIR/node-$1.pid" ] && kill -0 "$(cat "$CLUSTER_DIR/node-$1.pid")" 2>/dev/null; }
 
-# node_ssh I COMMAND...: runs a command on node I as root (10 s connect timeout).
+# node_ssh I COMMAND...: runs a command on node I as root (10 s connect timeout). One
+# SSH connection per node is kept open and shared by the commands (OpenSSH's connection
+# multiplexing): a new login costs an emulated node a key exchange and a PAM session,
+# about a second of its CPU, and the waits below ask every few seconds. A dead connection
+# is noticed within 20 s (keep-alives); vm_kill and vm_start close it at once.
 node_ssh() {
   local i=$1; shift
   ip netns exec "$CLUSTER_NS" ssh -i "$CLUSTER_DIR/id" -o BatchMode=yes -o StrictHostKeyChecking=no \
-    -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o ConnectTimeout=10 "root@$(node_ip "$i")" "$@"
+    -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o ConnectTimeout=10 \
+    -o ControlMaster=auto -o "ControlPath=$CLUSTER_DIR/ssh-$i" -o ControlPersist=120 \
+    -o ServerAliveInterval=5 -o ServerAliveCountMax=4 "root@$(node_ip "$i")" "$@"
+}
+
+# node_ssh_close I: ends node I's shared SSH connection, if there is one.
+node_ssh_close() {
+  [ -S "$CLUSTER_DIR/ssh-$1" ] || return 0
+  ip netns exec "$CLUSTER_NS" ssh -o "ControlPath=$CLUSTER_DIR/ssh-$1" -O exit "root@$(node_ip "$1")" >/dev/null 2>&1
+  rm -f "$CLUSTER_DIR/ssh-$1"
 }
 
 # node_phase I prints node I's formation phase ("" if it cannot be asked yet).
@@ -172,8 +378,9 @@ node_phase() {
     python3 -c 'import json,sys; print(json.load(sys.stdin).get("phase",""))' 2>/dev/null
 }
 
-# wait_until SECONDS DESCRIPTION COMMAND...: polls COMMAND every 3 s until it succeeds;
-# prints how long it took, or fails after SECONDS.
+# wait_until SECONDS DESCRIPTION COMMAND...: polls COMMAND until it succeeds, every 3 s
+# for the first minute and every 10 s after that (each poll costs the emulated nodes it
+# asks CPU they are short of); sets WAITED to how long it took, or fails after SECONDS.
 wait_until() {
   local limit=$1 what=$2; shift 2
   local start=$SECONDS
@@ -183,7 +390,7 @@ wait_until() {
       echo "timed out after ${limit} s waiting for: $what" >&2
       return 1
     fi
-    sleep 3
+    sleep $((SECONDS - start < 60 ? 3 : 10))
   done
   WAITED=$((SECONDS - start))
 }
@@ -314,6 +521,8 @@ readyz() { KUBE_SERVER="https://$(node_ip "$1"):6443" cluster_kubectl get --raw 
 cluster_teardown() {
   local keep=${1:-}
   local f
+  for f in "$CLUSTER_DIR"/ssh-*; do [ -S "$f" ] && node_ssh_close "${f##*/ssh-}"; done
+  cluster_health_sampler stop
   for f in "$CLUSTER_DIR"/node-*.pid "$CLUSTER_DIR"/server-*.pid; do
     [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null
   done

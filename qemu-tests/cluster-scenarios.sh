@@ -9,15 +9,33 @@
 #      peers: a worker, which gets the Kubernetes CA, the API endpoints and a bootstrap
 #      token and runs no etcd; and a fourth control-plane node, which joins as a learner
 #      and is promoted, leaving four voting members (the even-count policy of
-#      docs/formation.md: a late control-plane node is always promoted).
-# Usage: qemu-tests/cluster-scenarios.sh IMAGE   (needs root; KEEP_LOGS=1 keeps logs)
+#      docs/formation.md: a late control-plane node is always promoted);
+#   5. (4 is cluster-media.sh) node-2 writes a backup bundle to an NFS share the harness
+#      serves on the bridge (nfs-ganesha; the nodes were given it as backup-dir at first
+#      boot) and copies it to the other voting members; then all five nodes and their
+#      disks are destroyed, and three fresh nodes of the image, given the bundle as
+#      restore-from, form one cluster holding the key written before the backup and not
+#      the one written after it (docs/backup.md).
+#   6. (run after 2, before 3) a rolling update of the three nodes to build B (the
+#      image's profile with one more file, qemu-tests/etcd-cluster-b.yaml), served over
+#      HTTP on the bridge: one node at a time applies it, reboots, passes its health gate
+#      and commits; etcd is sampled every 5-8 s throughout (endpoint health of each node
+#      and a write) and must never lose quorum; the key and the cluster ID are unchanged
+#      (docs/updates.md).
+# Usage: qemu-tests/cluster-scenarios.sh IMAGE [BUILD-B-DIR]   (needs root; KEEP_LOGS=1
+# keeps logs; without BUILD-B-DIR scenario 6 is skipped, saying so)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 . "$here/cluster-lib.sh"
-image=$(realpath "${1:?usage: cluster-scenarios.sh IMAGE}")
+image=$(realpath "${1:?usage: cluster-scenarios.sh IMAGE [BUILD-B-DIR]}")
+update_build=${2:+$(realpath "$2")}
 cluster_test_traps
 find_ovmf || exit 1
+# Each node's disk is 1 GiB larger than the image, as on real hardware: the etcd-only
+# image's 256 MiB state partition has no room for a backup's test restore (etcd's
+# write-ahead log alone is 64 MiB) until it grows at first boot.
+CLUSTER_DISK_GROW=${CLUSTER_DISK_GROW:-1G}
 cluster_init "" "$image" || exit 1
 
 echo "== 0. plain boot of one node to login (no cluster settings)"
@@ -31,6 +49,7 @@ rm -rf "$CLUSTER_DIR/plain"
 
 echo "== 1. three nodes form a cluster"
 peers=("$(node_ip 1)" "$(node_ip 2)" "$(node_ip 3)")
+CLUSTER_CP_CONFIG=("backup-dir=$CLUSTER_SHARE")  # for scenario 5; no schedule, so unused until then
 t0=$SECONDS
 for i in 1 2 3; do node_config "$i" control-plane "${peers[@]}"; vm_start "$i"; done
 expect_members 3 1200 "$t0" "all three reach phase member" || exit 1
@@ -67,6 +86,44 @@ got=$(cluster_etcdctl 2 get /sprout/test/key --print-value-only)
 check "the key written before power loss is still there" "$([ "$got" = "$value" ] && echo same || echo "'$got' != '$value'")" '^same$'
 check "no node was restarted by hand: every node booted twice" \
   "$(for i in 1 2 3; do node_ssh "$i" sprout-firstboot status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["boots"])'; done | tr '\n' ' ')" '^2 2 2 $'
+
+echo "== 6. a rolling update of the three to build B, served over HTTP on the bridge"
+if [ -z "$update_build" ]; then
+  echo "   SKIP scenario 6: no build B given (usage: cluster-scenarios.sh IMAGE [BUILD-B-DIR])"
+else
+  hash_b=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["rootHash"])' "$update_build/manifest.json")
+  cluster_build_server "$update_build" || check "the build server answers on the bridge" "not started" '^serving$'
+  cluster_health_sampler start 1 2 3
+  t6=$SECONDS
+  cluster_rolling_update "$CLUSTER_BUILDS_URL" 1 2 3
+  roll_rc=$?
+  rolled=$((SECONDS - t6))
+  sleep 6  # one more sample with all three back
+  cluster_health_sampler stop
+  check "the rolling update took node-1, node-2 and node-3 to build B, one at a time (seconds)" \
+    "$roll_rc $rolled" '^0 [0-9]+$'
+  echo "     etcd sampled every 5-8 s during the update (endpoint health of each node, and a write):"
+  sed 's/^/       /' "$CLUSTER_DIR/health-samples"
+  samples=$(wc -l < "$CLUSTER_DIR/health-samples")
+  check "every sample during the update wrote to etcd (quorum kept)" \
+    "$(grep -c ' write=ok$' "$CLUSTER_DIR/health-samples") of $samples" "^$samples of $samples\$"
+  check "no sample found more than one member down" "$(grep -c '=down.*=down' "$CLUSTER_DIR/health-samples")" '^0$'
+  one_down=$(grep -c '=down' "$CLUSTER_DIR/health-samples")
+  check "each node was down in some sample (the update did reboot them)" \
+    "$(for i in 1 2 3; do grep -q "node-$i=down" "$CLUSTER_DIR/health-samples" && echo "node-$i"; done | tr '\n' ' ')" \
+    '^node-1 node-2 node-3 $'
+  for i in 1 2 3; do
+    check "node-$i runs build B's root, committed, and shows B's file" \
+      "$(node_update_state "$i" "$hash_b") $(node_ssh "$i" cat /etc/sprout-update-build)" '^committed B$'
+  done
+  node_ssh 2 sprout-firstboot update status 2>&1 | sed 's/^/     node-2: /'
+  got=$(cluster_etcdctl 3 get /sprout/test/key --print-value-only)
+  check "the key written before the update is still there" "$([ "$got" = "$value" ] && echo same || echo "'$got' != '$value'")" '^same$'
+  check "the cluster ID is unchanged by the update" "$(cluster_id 1)" "^$id_before\$"
+  expect_member_list 1 "three voting members after the update" \
+    '^node-1:https://198\.18\.0\.11:2380:voter node-2:https://198\.18\.0\.12:2380:voter node-3:https://198\.18\.0\.13:2380:voter$'
+  roll_figures="rolling update ${rolled} s for 3 nodes (${ROLL_FIGURES[*]}); samples with one member down: $one_down of $samples (one every 5 s plus the time it takes, up to 8 s apart)"
+fi
 
 echo "== 3. a worker and a fourth control-plane node join"
 node_config 4 worker "${peers[@]}"
@@ -107,8 +164,74 @@ got=$(cluster_etcdctl 5 get /sprout/test/key --print-value-only)
 check "the key reads back through the new node" "$([ "$got" = "$value" ] && echo same || echo "'$got' != '$value'")" '^same$'
 check "the cluster ID is unchanged" "$(cluster_id 5)" "^$id_before\$"
 
+echo "== 5. a backup to an NFS share on the bridge, then every node and disk lost; three fresh nodes restore the cluster from it"
+# The control-plane nodes were given backup-dir=$CLUSTER_SHARE (their node config) at
+# first boot; the share is served from here on. `backup now` on node-2 needs no flags.
+cluster_nfs_server || check "nfs-ganesha serves the share on the bridge" "not started" '^serving$'
+out=$(node_ssh 2 sprout-firstboot backup now 2>&1)
+echo "$out" | sed 's/^/     /'
+bundle=$(echo "$out" | sed -n "s|^backup: good: $CLUSTER_SHARE/\([^/:]*\.sprout-backup\): .*|\1|p" | head -n 1)
+check "backup now on node-2 writes a good bundle to the share" "${bundle:-none}" '^[a-z0-9-]+-[0-9]{8}T[0-9]{6}Z-manual-node-2\.sprout-backup$'
+backup_seconds=$(echo "$out" | sed -n 's/^backup: good: .*, \([0-9.]*\) s$/\1/p' | head -n 1)
+backup_bytes=$(echo "$out" | sed -n 's/^backup: good: .*\.sprout-backup: \([0-9]*\) bytes.*/\1/p' | head -n 1)
+check "the share holds it, seen by an NFS client on the bridge" "$(cluster_share_ls | grep -cx "$bundle")" '^1$'
+check "the bundle on the share is the one node-2 wrote (sha256)" \
+  "$(sha256sum "$CLUSTER_DIR/share/$bundle" | cut -d' ' -f1)" \
+  "^$(echo "$out" | sed -n 's/^backup: good: .*, sha256 \([0-9a-f]\{64\}\), .*/\1/p' | head -n 1)\$"
+check "its copies went to the other voting members" \
+  "$(echo "$out" | sed -n 's/^backup: copies on the other control-plane nodes: //p')" \
+  '^(node-[135] kept it(; |$)){3}$'
+copies=""
+for i in 1 3 5; do
+  copies+="$(node_ssh "$i" sha256sum "/var/lib/sprout/backup-copies/$bundle" | cut -d' ' -f1) "
+done
+check "node-1, node-3 and node-5 each keep a byte-identical copy" \
+  "$(echo "$copies" | tr ' ' '\n' | grep -c "^$(sha256sum "$CLUSTER_DIR/share/$bundle" | cut -d' ' -f1)\$")" '^3$'
+check "backup list on node-1 reads the share and opens the bundle" \
+  "$(node_ssh 1 sprout-firstboot backup list 2>&1 | grep -F "$bundle" | grep -o ' good$')" '^ good$'
+# Written after the backup: a restore must not have it.
+cluster_etcdctl 1 put /sprout/test/after-backup "$RANDOM" >/dev/null
+
+for i in 1 2 3 4 5; do vm_kill "$i"; rm -f "$CLUSTER_DIR/node-$i.qcow2" "$CLUSTER_DIR/node-$i.vars"; done
+rm -rf "$CLUSTER_DIR/pki"  # the harness's etcd client certificate comes from the new node-1
+CLUSTER_CP_CONFIG=("restore-from=$CLUSTER_SHARE/$bundle" "backup-dir=$CLUSTER_SHARE")
+t5=$SECONDS
+for i in 1 2 3; do node_config "$i" control-plane "${peers[@]}"; vm_start "$i"; done
+expect_members 3 1200 "$t5" "three fresh nodes given the bundle are voting members"
+expect_healthy "etcd healthy on the three restored nodes"
+restored=$((SECONDS - t5))
+expect_member_list 1 "etcd has three voting members with their peer URLs" \
+  '^node-1:https://198\.18\.0\.11:2380:voter node-2:https://198\.18\.0\.12:2380:voter node-3:https://198\.18\.0\.13:2380:voter$'
+cluster_etcdctl 1 member list -w table
+got=$(cluster_etcdctl 3 get /sprout/test/key --print-value-only)
+echo "     node-3 reads /sprout/test/key = $got"
+check "the key written before the backup reads back from the restored cluster" \
+  "$([ "$got" = "$value" ] && echo same || echo "'$got' != '$value'")" '^same$'
+check "the key written after the backup is not there" \
+  "$(cluster_etcdctl 2 get /sprout/test/after-backup -w json | python3 -c 'import json,sys; print(json.load(sys.stdin).get("count", 0))')" '^0$'
+# With the static list of three, a founding needs two: the founding members restore the
+# bundle, and a third node that was not among them joins the restored cluster as a
+# learner (docs/backup.md). No node may have started an empty etcd.
+kinds=$(for i in 1 2 3; do
+  if node_ssh "$i" journalctl -b -u sprout-firstboot --no-pager -o cat |
+    grep -q "^sprout-firstboot: restored etcd from $CLUSTER_SHARE/$bundle as founding member"; then
+    echo restored
+  elif [ "$(node_phase "$i")" = "member (joined as learner)" ]; then
+    echo learner
+  else
+    echo "neither:$(node_phase "$i")"
+  fi
+done | tr '\n' ' ')
+check "each node restored etcd from the bundle as a founding member (journal) or joined the restored cluster as a learner" \
+  "$kinds" '^((restored|learner) ){3}$'
+check "a majority of the three founded the cluster from the bundle" "$(grep -o restored <<<"$kinds" | wc -l)" '^[23]$'
+echo "     cluster ID before the loss $id_before, restored $(cluster_id 1)"
+
 echo
 echo "figures: plain boot to login ${plain} s; boot to quorum ${quorum} s (3 nodes on $(nproc) cores);" \
   "ratio $(echo "scale=2; $quorum / $plain" | bc)"
+echo "figures: backup now ${backup_seconds:-?} s, ${backup_bytes:-?} bytes; restore to healthy ${restored:-?} s," \
+  "ratio to the fresh formation $(echo "scale=2; ${restored:-0} / $quorum" | bc)"
+[ -z "${roll_figures:-}" ] || echo "figures: $roll_figures"
 echo "cluster-scenarios: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

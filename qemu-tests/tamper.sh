@@ -40,14 +40,14 @@ for target in "root:2:1000" "verity:3:4200" "verity-superblock:3:0"; do
   boot_vm "$work/$what.raw" "$work/vars-$what.fd" "$log" 300 '\(initramfs\)|login:'
   rc=$?
   check "$what: boot stopped (panic or initrd refusal, status $rc)" \
-    "$(grep -aoE 'Kernel panic - not syncing: [^\r]*|refusing to boot' "$log" | head -n 1)" '.+'
+    "$(grep -aoE 'Kernel panic - not syncing: [^[:cntrl:]]*|refusing to boot' "$log" | head -n 1)" '.+'
   check "$what: no login prompt" "$(grep -ac 'login:' "$log")" '^0$'
   check "$what: no root shell on the console" "$(grep -ac '(initramfs)' "$log")" '^0$'
   check "$what: the node rebooted by itself (QEMU exited)" \
     "$rc $(grep -aoE 'Rebooting automatically due to panic= boot argument|Rebooting in [0-9]+ seconds' "$log" | head -n 1)" \
     '^0 Rebooting'
   check "$what: sprout-firstboot never started" "$(grep -ac 'sprout-firstboot' "$log")" '^0$'
-  reason=$(grep -aoE 'verity[^\r]*(corrupt|mismatch|does not match)[^\r]*|does not match its verity root hash|not a valid VERITY device' "$log" | head -n 1)
+  reason=$(grep -aoE 'verity[^[:cntrl:]]*(corrupt|mismatch|does not match)[^[:cntrl:]]*|does not match its verity root hash|not a valid VERITY device' "$log" | head -n 1)
   check "$what: the console names verity as the reason" "$reason" '.+'
 done
 echo "tamper: $passed passed, $failed failed"

@@ -6,8 +6,10 @@
 #   3. scheduled bundles appear every slot, each written by exactly one node (the etcd
 #      leader), retention keeps the newest N; `status` names the last good bundle;
 #   4. a corrupted bundle is refused at restore: the node starts nothing;
-#   5. every node and its disk is destroyed; three fresh nodes given the newest bundle
-#      (restore-from) form one cluster that holds the keys.
+#   3c. every other control-plane node keeps a byte-identical copy of each good bundle
+#      (sent to its join endpoint by the leader), with the same retention;
+#   5. every node and its disk is destroyed; three fresh nodes given the newest copy a
+#      peer kept (restore-from) form one cluster that holds the keys.
 # The share is a plain folder all namespaces see (SHARE says so in the output); with
 # BACKUP_NFS=1 it is an NFS export of the host, mounted over the namespaces' bridge.
 set -u
@@ -15,6 +17,8 @@ name=backup_test
 NP=sprt-u SUBNET=198.18.12 CLUSTER=sprt-backup NB_MAX=6
 # shellcheck source=tests/formation/netns.sh
 . "$(dirname "$0")/formation/netns.sh"
+# shellcheck source=tests/backup/form.sh
+. "$(dirname "$0")/backup/form.sh"
 nb_preflight "$name"
 WORK=$(mktemp -d /tmp/sprt-backup.XXXXXX)
 SECRET=$WORK/secret
@@ -52,29 +56,7 @@ fb() { local i=$1; shift; ip netns exec "$NP$i" "$FIRSTBOOT" "$@" --state-dir "$
   --peers "$(nb_peers 3)" "${bflags[@]}"; }
 
 # 1. Three nodes form; keys are written.
-t0=$(date +%s.%N)
-for i in 1 2 3; do nb_start "$i" 3 3 "${bflags[@]}" --backup-interval "$INTERVAL"; done
-if nb_wait_voting 1 3 60 1 2 3; then
-  formed=$(echo "$(date +%s.%N) - $t0" | bc)
-  printf 'formed: 3 voting members after %.2f s\n' "$formed"
-  ok "three nodes formed a cluster"
-else
-  bad "three nodes did not form a cluster within 60 s"
-  exit 1
-fi
-eps=$(nb_endpoints 1 2 3)
-tw=$(date +%s.%N)
-for b in $(seq 0 128 $((KEYS - 1))); do
-  for k in $(seq "$b" $((b + 127))); do
-    [ "$k" -lt "$KEYS" ] && printf 'put /backup/k%05d value-%05d\n' "$k" "$k"
-  done | { printf '\n'; cat; printf '\n\n'; } | nb_ctl 1 "$eps" txn >/dev/null || bad "a write transaction failed"
-done
-nb_ctl 1 "$eps" put /backup/marker "written before the backup" >/dev/null
-# keycount via endpoints: the number of keys under /backup/ (etcd's count, one key returned).
-keycount() { nb_ctl "$1" "$2" get /backup/ --prefix --limit 1 -w json | grep -o '"count":[0-9]*' | cut -d: -f2; }
-count=$(keycount 1 "$eps")
-printf 'wrote %s keys in %.2f s\n' "$count" "$(echo "$(date +%s.%N) - $tw" | bc)"
-[ "$count" = $((KEYS + 1)) ] && ok "$count keys written" || bad "expected $((KEYS + 1)) keys, etcd counts '$count'"
+form_and_write
 
 # 2. A manual backup from node 2, listed from node 1.
 out=$(fb 2 backup now 2>&1)
@@ -174,6 +156,30 @@ else
   bad "no good bundle after the share came back, or a partial one is listed"
 fi
 
+# 3c. Copies on the other control-plane nodes: the leader hands each good bundle to the
+# other members' join endpoints; each keeps it, byte for byte, in <state>/backup-copies,
+# with the same retention. (Restore in 5. uses such a copy, not the share.)
+newest_shared=$(ls "$SHARE"/*-scheduled.sprout-backup | sort | tail -1)
+copies_ok=1
+for i in 1 2 3; do
+  [ "$i" = "$leader_node" ] && continue
+  copy=$WORK/n$i/state/backup-copies/$(basename "$newest_shared")
+  for _ in $(seq 1 30); do cmp -s "$copy" "$newest_shared" && break; sleep 0.5; done
+  n_copies=$(ls "$WORK/n$i/state/backup-copies" | grep -c '\.sprout-backup$')
+  echo "node$i keeps $n_copies copies; $(basename "$newest_shared"): $(cmp -s "$copy" "$newest_shared" && echo identical to the share\'s || echo MISSING or different)"
+  cmp -s "$copy" "$newest_shared" && [ "$n_copies" -le "$KEEP" ] || copies_ok=0
+done
+[ "$copies_ok" = 1 ] && ok "every other control-plane node keeps a byte-identical copy of the newest bundle (at most $KEEP)" ||
+  bad "a peer lacks the copy of $(basename "$newest_shared"), or keeps more than $KEEP"
+st=$("$FIRSTBOOT" status --state-dir "$WORK/n$leader_node/state")
+echo "$st" | grep '^backup: copies'
+echo "$st" | grep -q '^backup: copies of it: node[0-9] kept it; node[0-9] kept it$' &&
+  ok "status on the leader says both peers kept the copy" || bad "status on the leader does not report the copies"
+list=$(fb "$leader_node" backup list --backup-dir "$WORK/n$(( ${leader_node:-1} % 3 + 1 ))/state/backup-copies" 2>&1)
+echo "$list" | head -3
+echo "$list" | grep -q "$(basename "$newest_shared") .*good$" && ok "backup list opens a peer's copy as good" ||
+  bad "backup list does not show the peer's copy as good"
+
 # 4. A corrupted bundle is refused at restore, and the node starts nothing.
 newest=$(ls "$SHARE"/*.sprout-backup | sort | tail -1)
 cp "$newest" "$WORK/corrupt.sprout-backup"
@@ -194,11 +200,16 @@ else
 fi
 
 # 5. Every node and its disk is destroyed; three fresh nodes given the newest bundle
-# form one cluster from it.
+# form one cluster from it. The bundle is the newest copy a node other than the leader
+# kept (taken off its disk first, as one would from the last surviving node), not the
+# share's: a site with no share restores so.
 old_id=$(nb_ctl 1 "$eps" endpoint status -w json | grep -o '"cluster_id":[0-9]*' | head -1 | cut -d: -f2)
+survivor=$(( ${leader_node:-1} % 3 + 1 ))
+newest=$WORK/$(basename "$(ls "$WORK/n$survivor/state/backup-copies"/*.sprout-backup | sort | tail -1)")
+cp "$(ls "$WORK/n$survivor/state/backup-copies"/*.sprout-backup | sort | tail -1)" "$newest"
 for i in 1 2 3; do nb_kill "$i"; done
 rm -rf "$WORK/n1" "$WORK/n2" "$WORK/n3"
-echo "destroyed nodes 1-3 and their state, etcd data and PKI; restoring from $(basename "$newest")"
+echo "destroyed nodes 1-3 and their state, etcd data and PKI; restoring from node$survivor's copy $(basename "$newest")"
 tr=$(date +%s.%N)
 for i in 1 2 3; do mkdir -p "$WORK/n$i"; nb_start "$i" 3 3 --restore-from "$newest" --etcdctl "$(command -v etcdctl)"; done
 if nb_wait_voting 1 3 60 1 2 3; then

@@ -136,6 +136,17 @@ out=$("$SPROUT" personalize "$work/pers.raw" --role boss 2>&1); rc=$?
 check "a bad role is refused with the rule" "$rc:$out" "^1:.*role must be 'control-plane' or 'worker'; got 'boss'"
 out=$("$SPROUT" personalize "$work/pers.raw" --hostname rack1-n2 && "$SPROUT" personalize "$work/pers.raw" --print)
 check "settings accumulate; a later hostname wins" "$out" 'hostname=rack1-n2.*role=worker'
+bundle=nfs://198.18.0.5/backups/rack1-20261126T000000Z-scheduled.sprout-backup
+out=$("$SPROUT" personalize "$work/pers.raw" --backup-dir nfs://198.18.0.5/backups --restore-from "$bundle" &&
+  "$SPROUT" personalize "$work/pers.raw" --print)
+check "personalize writes backup-dir and restore-from (docs/backup.md)" "$out" \
+  "backup-dir=nfs://198.18.0.5/backups.*restore-from=$bundle"
+out=$("$SPROUT" personalize "$work/pers.raw" --backup-dir nfs://nas:2049/backups 2>&1); rc=$?
+check "a backup-dir that does not parse is refused with the fix" "$rc:$out" \
+  '^1:.*--backup-dir: .*bare name or IPv4 address.*give a folder or nfs://HOST/PATH'
+out=$("$SPROUT" personalize "$work/pers.raw" --restore-from nfs://198.18.0.5/backups/ 2>&1); rc=$?
+check "a restore-from that names no bundle is refused with the fix" "$rc:$out" \
+  "^1:.*--restore-from: 'nfs://198.18.0.5/backups/' names a folder; give the bundle's file"
 
 # A failing build leaves nothing behind and names the fix.
 cat > "$work/p/small-esp.yaml" <<YAML

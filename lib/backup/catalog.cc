@@ -76,10 +76,21 @@ std::vector<Listed> ListBundles(const std::vector<SinkFile>& files, std::string_
   return out;
 }
 
+std::int64_t TempFileTime(const SinkFile& f, std::int64_t now) {
+  if (f.mtime <= now + kStaleTempSeconds) return f.mtime;
+  // A time far ahead is no time at all (libnfs 4.0 leaves an exclusive create's
+  // verifier in the file's times): the bundle's own name says when it was begun.
+  std::string_view name = f.file;
+  name.remove_prefix(1);
+  name = name.substr(0, name.find(std::string(kBundleSuffix) + ".tmp-") + kBundleSuffix.size());
+  auto parsed = ParseName(name);
+  return parsed ? parsed->time : f.mtime;
+}
+
 Retention Prune(const std::vector<SinkFile>& files, std::string_view cluster, int keep, std::int64_t now) {
   Retention r;
   for (const auto& f : files) {
-    if (IsTempName(f.file) && now - f.mtime > kStaleTempSeconds) r.remove.push_back(f.file);
+    if (IsTempName(f.file) && now - TempFileTime(f, now) > kStaleTempSeconds) r.remove.push_back(f.file);
   }
   auto listed = ListBundles(files, cluster);
   if (listed.empty()) return r;

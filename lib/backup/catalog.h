@@ -68,9 +68,14 @@ struct Retention {
 // write in progress on another node is never that slow.
 inline constexpr std::int64_t kStaleTempSeconds = 3600;
 
+// TempFileTime is when a temporary file was begun: its mtime, or, when that lies more
+// than kStaleTempSeconds ahead of now (libnfs 4.0 can leave such a time), the time in
+// the bundle name it carries.
+std::int64_t TempFileTime(const SinkFile& f, std::int64_t now);
+
 // Prune decides retention for cluster: keep the newest `keep` bundles whose header
 // reads, remove the older ones of this cluster (never another cluster's), and remove
-// temporary files older than kStaleTempSeconds. When the newest bundle of the cluster
+// temporary files older than kStaleTempSeconds (by TempFileTime). When the newest bundle of the cluster
 // does not read, no bundle is removed (held says why): a bad newest bundle is a problem
 // to report, not a reason to shorten history. keep < 1 counts as 1.
 Retention Prune(const std::vector<SinkFile>& files, std::string_view cluster, int keep, std::int64_t now);

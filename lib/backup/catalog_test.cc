@@ -95,3 +95,20 @@ TEST_CASE("retention removes temporary files only once they are an hour old", "[
   auto r = Prune(files, "c", 3, 10000);
   CHECK(r.remove == std::vector<std::string>{stale});
 }
+
+TEST_CASE("a temporary file with a time far ahead is aged by the time in its name", "[backup]") {
+  // libnfs 4.0 left such times (the year 2068 or 2106) on files cut off before a WRITE.
+  std::int64_t now = 1'800'000'000;
+  std::string old_one = TempNameFor(Scheduled("c", now - kStaleTempSeconds - 60), "n1", 1);
+  std::string new_one = TempNameFor(Scheduled("c", now - 60), "n2", 2);
+  std::string odd_name = ".c-garbage.sprout-backup.tmp-n3-3";
+  std::int64_t far = 3'100'000'000;
+  std::vector<SinkFile> files = {Good(old_one, far), Good(new_one, far), Good(odd_name, far)};
+  CHECK(TempFileTime(files[0], now) == now - kStaleTempSeconds - 60);
+  CHECK(TempFileTime(files[1], now) == now - 60);
+  CHECK(TempFileTime(files[2], now) == far);  // no time in the name: kept, as before
+  // A time within the hour ahead (clock skew between server and node) is believed.
+  CHECK(TempFileTime(Good(old_one, now + 600), now) == now + 600);
+  auto r = Prune(files, "c", 3, now);
+  CHECK(r.remove == std::vector<std::string>{old_one});
+}

@@ -192,7 +192,35 @@ Result<std::string> FetchSnapshot(const std::string& client_url, const formation
   return data;
 }
 
+namespace {
+constexpr uint64_t kMiB = uint64_t{1024} * 1024;
+}  // namespace
+
+uint64_t RestoreSpaceNeeded(uint64_t snapshot_size) {
+  return snapshot_size + 72 * kMiB;  // etcd's 64 MiB write-ahead log segment and 8 MiB of slack
+}
+
+std::string RestoreSpaceProblem(uint64_t snapshot_size, uint64_t free_bytes, const std::string& folder) {
+  uint64_t needed = RestoreSpaceNeeded(snapshot_size);
+  if (free_bytes >= needed) return "";
+  auto mib = [](uint64_t b) { return std::to_string((b + kMiB - 1) / kMiB); };
+  return "restoring the " + mib(snapshot_size) + " MiB snapshot needs about " + mib(needed) + " MiB free in " + folder +
+         " (the database and etcd's 64 MiB write-ahead log), and it has " + std::to_string(free_bytes / kMiB) +
+         " MiB: free space there, or give the node a larger disk (the state partition grows to the end of the "
+         "disk at first boot) or the profile a larger disk.stateSize";
+}
+
 Status RestoreSnapshot(const RestoreArgs& a) {
+  // Either call failing leaves the check to etcdctl.
+  std::error_code space_ec, size_ec;
+  auto folder = a.data_dir.parent_path();
+  auto space = std::filesystem::space(folder, space_ec);
+  auto size = std::filesystem::file_size(a.snapshot, size_ec);
+  if (!space_ec && !size_ec) {
+    if (auto problem = RestoreSpaceProblem(size, space.available, folder.string()); !problem.empty()) {
+      return Fail(problem);
+    }
+  }
   Command cmd;
   cmd.argv = {a.etcdctl,
               "snapshot",
@@ -251,89 +279,6 @@ Result<SnapshotStatus> TestRestore(const std::string& etcdctl, const std::filesy
                 std::to_string(after->keys) + " keys, the snapshot revision " + std::to_string(before->revision) +
                 " and " + std::to_string(before->keys));
   return before;
-}
-
-namespace {
-
-Status WriteAll(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Fail(std::strerror(errno));
-    }
-    bytes.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return Ok{};
-}
-
-}  // namespace
-
-Result<SinkWrite> WriteToSink(const std::filesystem::path& dir, const std::string& name, std::string_view bytes,
-                              const std::string& node) {
-  std::filesystem::path final_path = dir / name;
-  std::filesystem::path tmp = dir / TempNameFor(name, node, static_cast<long>(::getpid()));
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return Fail("cannot write to the sink " + dir.string() + ": " + std::strerror(errno));
-  auto fail = [&](const std::string& what) -> Result<SinkWrite> {
-    ::unlink(tmp.c_str());
-    return Fail(what);
-  };
-  if (auto s = WriteAll(fd, bytes); !s) {
-    ::close(fd);
-    return fail("cannot write " + tmp.string() + ": " + s.error());
-  }
-  if (::fsync(fd) != 0) {
-    std::string err = std::strerror(errno);
-    ::close(fd);
-    return fail("cannot flush " + tmp.string() + ": " + err);
-  }
-  if (::close(fd) != 0) return fail("cannot write " + tmp.string() + ": " + std::strerror(errno));
-  // link(2) never replaces a name, also over NFS: the slot's name is created once.
-  if (::link(tmp.c_str(), final_path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    if (err == EEXIST) return SinkWrite::kExists;
-    return Fail("cannot link " + tmp.string() + " to " + final_path.string() + ": " + std::strerror(err));
-  }
-  ::unlink(tmp.c_str());
-  if (auto s = SyncPath(dir); !s) return Fail(s.error());
-  auto back = Sha256File(final_path);
-  if (!back) return Fail("cannot read back " + final_path.string() + ": " + back.error());
-  if (*back != Sha256Hex(bytes)) {
-    // Not ours to keep: a bundle that reads back differently is not good.
-    ::unlink(final_path.c_str());
-    return Fail("the bundle read back from " + final_path.string() + " differs from what was written");
-  }
-  return SinkWrite::kWritten;
-}
-
-Result<std::vector<SinkFile>> ScanSink(const std::filesystem::path& dir) {
-  std::vector<SinkFile> out;
-  std::error_code ec;
-  std::filesystem::directory_iterator it(dir, ec);
-  if (ec) return Fail("cannot list the sink " + dir.string() + ": " + ec.message());
-  for (const auto& e : it) {
-    if (!e.is_regular_file(ec)) continue;
-    SinkFile f;
-    f.file = e.path().filename().string();
-    f.size = e.file_size(ec);
-    struct stat st {};
-    if (::stat(e.path().c_str(), &st) == 0) f.mtime = st.st_mtime;
-    if (ParseName(f.file)) {
-      auto text = ReadFile(e.path());
-      if (!text) {
-        f.problem = text.error();
-      } else if (auto h = ReadHeader(*text); !h) {
-        f.problem = h.error();
-      } else {
-        f.header_ok = true;
-        f.revision = h->revision;
-      }
-    }
-    out.push_back(f);
-  }
-  return out;
 }
 
 }  // namespace sprout::backup

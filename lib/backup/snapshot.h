@@ -1,6 +1,6 @@
 // The edges of a backup: etcd's snapshot and status APIs over mutual TLS (its v3 JSON
 // gateway, like formation's other etcd calls), the test restore and the restore with
-// etcdctl, and atomic writes to a sink folder. The parsers are pure and unit-tested.
+// etcdctl. The parsers are pure and unit-tested; sinks are in sink.h.
 #pragma once
 
 #include <cstdint>
@@ -70,7 +70,18 @@ struct RestoreArgs {
   std::string peer_url;            // --initial-advertise-peer-urls
 };
 
-// RestoreSnapshot runs `etcdctl snapshot restore` (which checks etcd's hash).
+// RestoreSpaceNeeded is the free space `etcdctl snapshot restore` of a snapshot of
+// snapshot_size bytes needs: the restored database (about the snapshot's size), the
+// write-ahead log etcd preallocates (one 64 MiB segment) and 8 MiB of slack.
+uint64_t RestoreSpaceNeeded(uint64_t snapshot_size);
+
+// RestoreSpaceProblem says why free_bytes in folder are too few for that restore, with
+// the fix, or returns "" when they are enough.
+std::string RestoreSpaceProblem(uint64_t snapshot_size, uint64_t free_bytes, const std::string& folder);
+
+// RestoreSnapshot runs `etcdctl snapshot restore` (which checks etcd's hash), after
+// checking that the data dir's file system has RestoreSpaceNeeded free: etcdctl itself
+// fails late and says only "no space left on device".
 Status RestoreSnapshot(const RestoreArgs& args);
 
 // StatusOfSnapshot runs `etcdctl snapshot status -w json` on a database file.
@@ -81,18 +92,5 @@ Result<SnapshotStatus> StatusOfSnapshot(const std::string& etcdctl, const std::f
 // status. The folder is removed afterwards.
 Result<SnapshotStatus> TestRestore(const std::string& etcdctl, const std::filesystem::path& snapshot,
                                    const std::filesystem::path& scratch);
-
-// SinkWrite is how a write to a sink ended.
-enum class SinkWrite { kWritten, kExists };
-
-// WriteToSink writes bytes to dir/name atomically: a temporary name, fsync, link(2) to
-// name (which fails if name exists: then kExists, and nothing changed), fsync of the
-// folder, and a read back whose sha256 must match. The temporary file is removed in
-// every case it can be.
-Result<SinkWrite> WriteToSink(const std::filesystem::path& dir, const std::string& name, std::string_view bytes,
-                              const std::string& node);
-
-// ScanSink lists dir's files, reading each bundle's header (not its contents).
-Result<std::vector<SinkFile>> ScanSink(const std::filesystem::path& dir);
 
 }  // namespace sprout::backup

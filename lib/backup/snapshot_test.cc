@@ -84,3 +84,15 @@ TEST_CASE("etcdctl's snapshot status JSON is read", "[backup]") {
   CHECK(s->size == 20480);
   CHECK_FALSE(ParseSnapshotStatus("Error: snapshot file is corrupt").ok());
 }
+
+TEST_CASE("a restore without room for the database and etcd's write-ahead log is refused with the fix", "[backup]") {
+  constexpr uint64_t kMiB = 1024 * 1024;
+  CHECK(sprout::backup::RestoreSpaceNeeded(0) == 72 * kMiB);
+  CHECK(sprout::backup::RestoreSpaceNeeded(10 * kMiB) == 82 * kMiB);
+  CHECK(sprout::backup::RestoreSpaceProblem(10 * kMiB, 82 * kMiB, "/var/lib/sprout/backup-scratch").empty());
+  auto problem = sprout::backup::RestoreSpaceProblem(10 * kMiB, 50 * kMiB, "/var/lib/sprout/backup-scratch");
+  CHECK(problem ==
+        "restoring the 10 MiB snapshot needs about 82 MiB free in /var/lib/sprout/backup-scratch (the database and "
+        "etcd's 64 MiB write-ahead log), and it has 50 MiB: free space there, or give the node a larger disk (the "
+        "state partition grows to the end of the disk at first boot) or the profile a larger disk.stateSize");
+}

@@ -1,11 +1,13 @@
 #include "backup/take.h"
 
 #include <sys/random.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <nlohmann/json.hpp>
 
 #include "backup/catalog.h"
+#include "backup/sink.h"
 #include "backup/snapshot.h"
 #include "util/fs.h"
 #include "util/sha256.h"
@@ -44,9 +46,17 @@ Result<BackupResult> TakeBackup(const BackupOptions& o) {
   BackupResult r;
   r.file = NameFor(BundleName{o.cluster, o.time, o.kind, o.kind == "manual" ? o.node : ""});
   std::error_code ec;
-  if (o.kind == "scheduled" && std::filesystem::exists(o.sink / r.file, ec)) {
-    r.existed = true;
-    return r;
+  // A scheduled slot's bundle may be there already; an unreachable share fails the
+  // attempt here, before etcd is asked for anything (bounded: kNfsTimeoutMs per call).
+  if (o.kind == "scheduled") {
+    auto sink = OpenSink(o.sink);
+    if (!sink) return Fail("cannot write to the sink: " + sink.error());
+    auto exists = (*sink)->Exists(r.file);
+    if (!exists) return Fail("cannot write to the sink: " + exists.error());
+    if (*exists) {
+      r.existed = true;
+      return r;
+    }
   }
   // 1. The snapshot, through etcd's API, with etcd's hash checked.
   auto snapshot = FetchSnapshot(o.client_url, o.tls);
@@ -77,15 +87,19 @@ Result<BackupResult> TakeBackup(const BackupOptions& o) {
   if (auto s = Random(nonce); !s) return Fail(s.error());
   auto sealed = SealBundle(header, contents, o.secret, salt, nonce);
   if (!sealed) return Fail(sealed.error());
-  // 4. The sink: temporary name, fsync, link, fsync, read back.
-  auto wrote = WriteToSink(o.sink, r.file, *sealed, o.node);
+  // 4. The sink: temporary name, fsync, link, fsync, read back. Opened only now: an
+  // NFS session idle through a long snapshot could outlive its lease.
+  auto sink = OpenSink(o.sink);
+  if (!sink) return Fail("cannot write to the sink: " + sink.error());
+  auto wrote = WriteBundle(**sink, r.file, *sealed, o.node, static_cast<long>(::getpid()));
   if (!wrote) return Fail(wrote.error());
   if (*wrote == SinkWrite::kExists) {
     if (o.kind == "scheduled") {
       r.existed = true;
+      r.lost_race = true;
       return r;
     }
-    return Fail("a bundle named " + r.file + " exists in " + o.sink.string() + " already");
+    return Fail("a bundle named " + r.file + " exists in " + o.sink + " already");
   }
   auto h = ReadHeader(*sealed);
   if (h) r.header = *h;
@@ -93,14 +107,10 @@ Result<BackupResult> TakeBackup(const BackupOptions& o) {
   r.sha256 = Sha256Hex(*sealed);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   // 5. Retention, now that a good bundle is the newest.
-  if (auto files_now = ScanSink(o.sink)) {
-    auto retention = Prune(*files_now, o.cluster, o.keep, o.now());
-    r.held = retention.held;
-    for (const auto& f : retention.remove) {
-      if (std::filesystem::remove(o.sink / f, ec)) r.pruned.push_back(f);
-    }
-    if (!r.pruned.empty()) SyncPath(o.sink).ok();
-  }
+  auto retention = PruneSink(**sink, o.cluster, o.keep, o.now());
+  r.pruned = std::move(retention.remove);
+  r.held = std::move(retention.held);
+  r.bundle = std::move(*sealed);
   return r;
 }
 
@@ -121,6 +131,7 @@ Result<BackupRecord> LoadBackupRecord(const std::filesystem::path& state_dir) {
     r.last_good_seconds = j.value("last_good_seconds", 0.0);
     r.last_error = j.value("last_error", "");
     r.last_error_at = j.value("last_error_at", std::int64_t{0});
+    r.last_copies = j.value("last_copies", "");
   } catch (const std::exception& e) {
     return Fail(path.string() + ": " + e.what());
   }
@@ -135,15 +146,16 @@ Status SaveBackupRecord(const std::filesystem::path& state_dir, const BackupReco
                            {"last_good_sha256", r.last_good_sha256},
                            {"last_good_seconds", r.last_good_seconds},
                            {"last_error", r.last_error},
-                           {"last_error_at", r.last_error_at}};
+                           {"last_error_at", r.last_error_at},
+                           {"last_copies", r.last_copies}};
   return WriteFileAtomic(state_dir / "backup.json", j.dump(2) + "\n", std::filesystem::perms(0644));
 }
 
-void NoteGood(const std::filesystem::path& state_dir, const std::filesystem::path& sink, const BackupResult& res,
+void NoteGood(const std::filesystem::path& state_dir, const std::string& sink, const BackupResult& res,
               std::int64_t now) {
   auto r = LoadBackupRecord(state_dir);
   BackupRecord rec = r ? *r : BackupRecord{};
-  rec.last_good_file = (sink / res.file).string();
+  rec.last_good_file = JoinLocation(sink, res.file);
   rec.last_good_at = now;
   rec.last_good_revision = res.header.revision;
   rec.last_good_size = res.size;
@@ -151,6 +163,14 @@ void NoteGood(const std::filesystem::path& state_dir, const std::filesystem::pat
   rec.last_good_seconds = res.seconds;
   rec.last_error.clear();
   rec.last_error_at = 0;
+  rec.last_copies.clear();
+  SaveBackupRecord(state_dir, rec).ok();
+}
+
+void NoteCopies(const std::filesystem::path& state_dir, const std::string& copies) {
+  auto r = LoadBackupRecord(state_dir);
+  BackupRecord rec = r ? *r : BackupRecord{};
+  rec.last_copies = copies;
   SaveBackupRecord(state_dir, rec).ok();
 }
 

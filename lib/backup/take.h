@@ -23,7 +23,7 @@ struct BackupOptions {
   std::string secret;                     // the cluster secret (the bundle's key comes from it)
   std::string node;                       // this node's name
   Identity identity;                      // the founding's token and members
-  std::filesystem::path sink;             // the folder bundles go to (local, or an NFS mount)
+  std::string sink;                       // where bundles go: a folder, or nfs://HOST/PATH (sink.h)
   std::filesystem::path pki_dir;          // the cluster PKI in kubeadm's layout
   std::filesystem::path bootstrap_token;  // <state>/bootstrap-token
   std::filesystem::path scratch;          // where the snapshot and the test restore go (0700)
@@ -40,12 +40,14 @@ struct BackupOptions {
 struct BackupResult {
   std::string file;                 // name in the sink
   bool existed = false;             // scheduled: the slot's bundle was there already; nothing written
+  bool lost_race = false;           // and it appeared while this node wrote (its link(2) was refused)
   BundleHeader header;              // what the bundle says
   std::uint64_t size = 0;           // the bundle's bytes
   std::string sha256;               // of the bundle file
   double seconds = 0;               // snapshot to read back
   std::vector<std::string> pruned;  // removed by retention
   std::string held;                 // why retention removed nothing, if it held
+  std::string bundle;               // the bundle's bytes, as written (for the copies on the peers)
 };
 
 // TakeBackup takes one backup. Nothing is written to the sink before the snapshot
@@ -66,6 +68,7 @@ struct BackupRecord {
   double last_good_seconds = 0;
   std::string last_error;  // the last failure since the last good one, "" if none
   std::int64_t last_error_at = 0;
+  std::string last_copies;  // where the last good bundle's copies went: "node-2 kept; node-3 failed: why"
 };
 
 // LoadBackupRecord reads <state>/backup.json; a missing file is an empty record.
@@ -73,8 +76,9 @@ Result<BackupRecord> LoadBackupRecord(const std::filesystem::path& state_dir);
 // SaveBackupRecord writes it atomically.
 Status SaveBackupRecord(const std::filesystem::path& state_dir, const BackupRecord& record);
 // NoteGood and NoteFailure update the record on disk.
-void NoteGood(const std::filesystem::path& state_dir, const std::filesystem::path& sink, const BackupResult& r,
-              std::int64_t now);
+void NoteGood(const std::filesystem::path& state_dir, const std::string& sink, const BackupResult& r, std::int64_t now);
 void NoteFailure(const std::filesystem::path& state_dir, const std::string& error, std::int64_t now);
+// NoteCopies records where the last good bundle's copies went.
+void NoteCopies(const std::filesystem::path& state_dir, const std::string& copies);
 
 }  // namespace sprout::backup

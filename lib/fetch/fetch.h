@@ -1,6 +1,7 @@
 // Fetch: files named by URL and sha256 in a profile, fetched once and cached by digest.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 
@@ -18,6 +19,18 @@ std::filesystem::path CachedFilePath(const std::filesystem::path& cache_dir, con
 // the URL and both digests, and leaves nothing in the cache.
 Result<std::filesystem::path> FetchVerified(const std::string& url, const std::string& sha256,
                                             const std::filesystem::path& cache_dir);
+
+// Downloaded is what DownloadTo wrote: the content's sha256 and its length.
+struct Downloaded {
+  std::string sha256;
+  std::uint64_t bytes = 0;
+};
+
+// DownloadTo writes the content of url (http, https or file; up to 3 tries on transient
+// errors) to dest, replacing it, and hashes it on the way. sparse leaves holes where the
+// data is all zeros (for disk images). On failure dest is removed; an HTTP 404 is not
+// retried and its error ends in "(not found)".
+Result<Downloaded> DownloadTo(const std::string& url, const std::filesystem::path& dest, bool sparse);
 
 // VerifyFile checks a local file against an expected sha256.
 Status VerifyFile(const std::filesystem::path& file, const std::string& sha256);

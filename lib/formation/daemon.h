@@ -72,6 +72,9 @@ struct DaemonOptions {
   std::function<void(const MemberInfo&)> on_member;
   // restore, when set: a founding member with no etcd data forms from a backup.
   std::optional<RestorePlan> restore;
+  // store_backup_copy, when set, keeps the backup copies control-plane peers send to
+  // this node's join endpoint (docs/backup.md); empty: copies are refused.
+  BackupCopyStore store_backup_copy;
 };
 
 // Journal and Field are declared in journal.h, StatusLine in status.h.

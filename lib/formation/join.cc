@@ -60,7 +60,26 @@ std::string RenderJoinRequest(const JoinRequest& r) {
                    {"role", r.control_plane ? "control-plane" : "worker"},
                    {"name", r.name},
                    {"address", r.address}};
+  if (r.copy) j["copy"] = {{"bundle", r.copy->bundle}, {"size", r.copy->size}};
   return j.dump() + "\n";
+}
+
+bool ValidBundleFileName(std::string_view n) {
+  constexpr std::string_view kSuffix = ".sprout-backup";
+  if (n.size() <= kSuffix.size() || n.size() > 200 || n.front() == '.' || !n.ends_with(kSuffix)) return false;
+  return std::all_of(n.begin(), n.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+           c == '_';
+  });
+}
+
+Status MayStoreCopy(const JoinRequest& request, JoinAuthority authority, bool keeps_copies) {
+  if (!request.copy) return Fail("not a backup copy");
+  if (authority != JoinAuthority::kControlPlane) {
+    return Fail("a backup copy is taken only from a control-plane node (this sender proved the worker key)");
+  }
+  if (!keeps_copies) return Fail("this node keeps no backup copies");
+  return Ok{};
 }
 
 Result<JoinRequest> ParseJoinRequest(std::string_view text) {
@@ -88,6 +107,23 @@ Result<JoinRequest> ParseJoinRequest(std::string_view text) {
   if (!ValidName(r.name)) return Fail("join request \"name\" must be 1-63 characters of [A-Za-z0-9._-]");
   r.address = field("address");
   if (!ValidAddress(r.address)) return Fail("join request \"address\" must be an IPv4 or IPv6 address");
+  if (auto copy = j.find("copy"); copy != j.end()) {
+    if (!copy->is_object()) return Fail("join request \"copy\" must be an object");
+    auto bundle = copy->find("bundle");
+    auto size = copy->find("size");
+    BackupCopyOffer offer;
+    if (bundle == copy->end() || !bundle->is_string() || !ValidBundleFileName(bundle->get<std::string>())) {
+      return Fail("backup copy \"bundle\" must be a bundle's file name (NAME.sprout-backup, [A-Za-z0-9._-])");
+    }
+    offer.bundle = bundle->get<std::string>();
+    if (size == copy->end() || !size->is_number_unsigned() || size->get<std::uint64_t>() == 0 ||
+        size->get<std::uint64_t>() > kMaxBackupCopy) {
+      return Fail("backup copy \"size\" must be 1 to " + std::to_string(kMaxBackupCopy) + " bytes");
+    }
+    offer.size = size->get<std::uint64_t>();
+    if (!r.control_plane) return Fail("a backup copy comes from a control-plane node (role control-plane)");
+    r.copy = offer;
+  }
   return r;
 }
 
@@ -306,12 +342,15 @@ bool ReadUntil(SSL* ssl, std::string& out, std::size_t limit, bool line) {
     int n = SSL_read(ssl, buf, sizeof buf);
     if (n <= 0) return SSL_get_error(ssl, n) == SSL_ERROR_ZERO_RETURN || !line;
     out.append(buf, static_cast<std::size_t>(n));
+    // A line may be followed by more (a backup copy's bytes): the limit is the line's.
+    if (line) {
+      if (auto nl = out.find('\n'); nl != std::string::npos) return nl <= limit;
+    }
     if (out.size() > limit) return false;
-    if (line && out.find('\n') != std::string::npos) return true;
   }
 }
 
-bool WriteAll(SSL* ssl, const std::string& data) {
+bool WriteAll(SSL* ssl, std::string_view data) {
   std::size_t done = 0;
   while (done < data.size()) {
     int n = SSL_write(ssl, data.data() + done, static_cast<int>(std::min<std::size_t>(data.size() - done, 1 << 14)));
@@ -319,6 +358,23 @@ bool WriteAll(SSL* ssl, const std::string& data) {
     done += static_cast<std::size_t>(n);
   }
   return true;
+}
+
+// ReadExactly appends to out until it holds want bytes; false on EOF or an error first.
+bool ReadExactly(SSL* ssl, std::string& out, std::uint64_t want) {
+  char buf[1 << 14];
+  while (out.size() < want) {
+    const auto room = static_cast<int>(std::min<std::uint64_t>(sizeof buf, want - out.size()));
+    int n = SSL_read(ssl, buf, room);
+    if (n <= 0) return false;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+std::int64_t SteadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 // SockAddr fills a sockaddr for address:port (IPv4 or IPv6); false if it is neither.
@@ -385,6 +441,12 @@ void JoinServer::SetCredentials(const Credentials& credentials) {
   credentials_ = std::move(c);
 }
 
+void JoinServer::SetBackupStore(BackupCopyStore store) {
+  auto st = store ? std::make_shared<const BackupCopyStore>(std::move(store)) : nullptr;
+  std::lock_guard<std::mutex> lock(mu_);
+  store_ = std::move(st);
+}
+
 JoinServer::~JoinServer() { Stop(); }
 
 void JoinServer::Stop() {
@@ -429,10 +491,10 @@ void JoinServer::Accept() {
   auto c = std::make_unique<Connection>();
   c->fd = fd;
   c->from = from;
-  c->deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(limits_.deadline_ms);
+  c->deadline_ms = SteadyMs() + limits_.deadline_ms;
   Connection* raw = c.get();
   c->thread = std::thread([this, raw] {
-    Handle(raw->fd, raw->from);
+    Handle(*raw);
     raw->done = true;
   });
   connections_.push_back(std::move(c));
@@ -441,16 +503,17 @@ void JoinServer::Accept() {
 // Reap closes finished connections and cuts off those past their deadline (or all of
 // them, when stopping): shutdown wakes their thread's blocked read or write.
 void JoinServer::Reap(bool all) {
-  auto now = std::chrono::steady_clock::now();
+  const std::int64_t now = SteadyMs();
   for (auto& c : connections_) {
-    if (!c->done && !c->cut && (all || now >= c->deadline)) {
+    if (!c->done && !c->cut && (all || now >= c->deadline_ms.load())) {
       c->cut = true;
       ::shutdown(c->fd, SHUT_RDWR);
       if (!all) {
         ++cut_off_;
         Journal(LOG_WARNING,
-                "join: cut off a connection from " + c->from + " after " + std::to_string(limits_.deadline_ms) +
-                    " ms (the whole exchange must fit that)",
+                "join: cut off a connection from " + c->from + " at its deadline (" +
+                    std::to_string(limits_.deadline_ms) +
+                    " ms for the whole exchange, plus a second per MiB of a backup copy)",
                 {{"JOIN_REFUSED_FROM", c->from}});
       }
     }
@@ -463,7 +526,9 @@ void JoinServer::Reap(bool all) {
   });
 }
 
-void JoinServer::Handle(int fd, const std::string& from) {
+void JoinServer::Handle(Connection& conn) {
+  const int fd = conn.fd;
+  const std::string& from = conn.from;
   Ctx ctx = NewCtx(true);
   Ssl ssl(ctx ? SSL_new(ctx.get()) : nullptr, SSL_free);
   if (!ssl) return;
@@ -487,6 +552,51 @@ void JoinServer::Handle(int fd, const std::string& from) {
     response.error = "the join request is missing or over " + std::to_string(kMaxJoinRequest) + " bytes";
   } else if (auto request = ParseJoinRequest(line.substr(0, line.find('\n'))); !request) {
     response.error = request.error();
+  } else if (request->copy) {
+    std::shared_ptr<const BackupCopyStore> store;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      store = store_;
+    }
+    if (auto may = MayStoreCopy(*request, proved, store != nullptr); !may) {
+      response.error = may.error();
+    } else {
+      // A second per MiB beyond the usual deadline: 1 MiB/s is far below any link a
+      // control plane runs on, and the copy is bounded by kMaxBackupCopy.
+      const auto extra = static_cast<std::int64_t>(request->copy->size >> 20) * 1000;
+      conn.deadline_ms = SteadyMs() + limits_.deadline_ms + extra;
+      std::string bytes = line.substr(line.find('\n') + 1);
+      if (bytes.size() > request->copy->size || !ReadExactly(ssl.get(), bytes, request->copy->size)) {
+        response.error =
+            "the backup copy's bytes did not arrive as offered (" + std::to_string(request->copy->size) + " bytes)";
+      } else if (auto stored = (*store)(BackupCopy{request->name, request->copy->bundle, std::move(bytes)}); !stored) {
+        response.error = "backup copy " + request->copy->bundle + " not kept: " + stored.error();
+      } else {
+        response.ok = true;
+        Journal(LOG_INFO, "join: kept backup copy " + request->copy->bundle + " from " + request->name,
+                {{"BACKUP_COPY", request->copy->bundle}, {"BACKUP_COPY_FROM", request->name}});
+      }
+    }
+    if (!response.ok) {
+      Journal(LOG_WARNING, "join: refused a backup copy from " + from + ": " + response.error,
+              {{"JOIN_REFUSED_FROM", from}, {"JOIN_PROVED", JoinAuthorityName(proved)}});
+    }
+    nlohmann::json answer{{"ok", response.ok}};
+    if (!response.ok) answer["error"] = response.error;
+    WriteAll(ssl.get(), answer.dump());
+    SSL_shutdown(ssl.get());
+    // A refused sender is still sending: what it sends is read and dropped (until its
+    // offered size, or the connection's deadline), so that closing with unread bytes
+    // does not reset the connection before it has read why.
+    if (!response.ok) {
+      char sink[1 << 14];
+      for (std::uint64_t left = request->copy->size; left > 0;) {
+        int n = SSL_read(ssl.get(), sink, static_cast<int>(std::min<std::uint64_t>(sizeof sink, left)));
+        if (n <= 0) break;
+        left -= static_cast<std::uint64_t>(n);
+      }
+    }
+    return;
   } else {
     std::shared_ptr<const Credentials> served;
     {
@@ -520,50 +630,101 @@ void JoinServer::Handle(int fd, const std::string& from) {
   SSL_shutdown(ssl.get());
 }
 
-Result<JoinResponse> FetchJoin(const std::string& address, std::uint16_t port, const JoinKey& psk,
-                               const JoinRequest& request, int timeout_ms) {
+namespace {
+
+// ClientSession is a client's TLS-PSK connection to a join endpoint.
+struct ClientSession {
+  int fd = -1;
+  Ssl ssl{nullptr, SSL_free};
+  Ctx ctx{nullptr, SSL_CTX_free};
+  JoinKey key;
+  ClientSession() = default;
+  ClientSession(const ClientSession&) = delete;
+  ClientSession& operator=(const ClientSession&) = delete;
+  ~ClientSession() {
+    ssl.reset();
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// Connect opens a session to address:port and completes the handshake with key.
+Status Connect(ClientSession& c, const std::string& address, std::uint16_t port, const JoinKey& key, int timeout_ms) {
   std::string where = address + ":" + std::to_string(port);
   sockaddr_storage ss{};
   socklen_t len = 0;
   if (!SockAddr(address, port, ss, len)) return Fail("join endpoint '" + address + "' is not an IP address");
-  int fd = ::socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return Fail(std::string("socket: ") + std::strerror(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0 && errno != EINPROGRESS) {
+  c.fd = ::socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (c.fd < 0) return Fail(std::string("socket: ") + std::strerror(errno));
+  if (::connect(c.fd, reinterpret_cast<sockaddr*>(&ss), len) != 0 && errno != EINPROGRESS) {
     return Fail("join endpoint " + where + ": " + std::strerror(errno));
   }
-  pollfd p{fd, POLLOUT, 0};
+  pollfd p{c.fd, POLLOUT, 0};
   if (::poll(&p, 1, timeout_ms) != 1) return Fail("join endpoint " + where + ": connect timed out");
   int err = 0;
   socklen_t elen = sizeof err;
-  ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen);
+  ::getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &elen);
   if (err != 0) return Fail("join endpoint " + where + ": " + std::strerror(err));
-  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-  SetTimeouts(fd, timeout_ms);
-  Ctx ctx = NewCtx(false);
-  Ssl ssl(ctx ? SSL_new(ctx.get()) : nullptr, SSL_free);
-  if (!ssl) return Fail("cannot set up TLS: " + SslErrors());
-  JoinKey key = psk;
-  SSL_set_app_data(ssl.get(), &key);
-  SSL_set_fd(ssl.get(), fd);
+  ::fcntl(c.fd, F_SETFL, ::fcntl(c.fd, F_GETFL) & ~O_NONBLOCK);
+  SetTimeouts(c.fd, timeout_ms);
+  c.ctx = NewCtx(false);
+  c.ssl.reset(c.ctx ? SSL_new(c.ctx.get()) : nullptr);
+  if (!c.ssl) return Fail("cannot set up TLS: " + SslErrors());
+  c.key = key;
+  SSL_set_app_data(c.ssl.get(), &c.key);
+  SSL_set_fd(c.ssl.get(), c.fd);
   ERR_clear_error();
-  if (SSL_connect(ssl.get()) != 1 || SSL_session_reused(ssl.get()) != 1) {
+  if (SSL_connect(c.ssl.get()) != 1 || SSL_session_reused(c.ssl.get()) != 1) {
     return Fail("join endpoint " + where + " refused the TLS handshake (is the " +
-                (psk.authority == JoinAuthority::kControlPlane ? "cluster secret" : "worker secret") +
+                (key.authority == JoinAuthority::kControlPlane ? "cluster secret" : "worker secret") +
                 " the same?): " + SslErrors());
   }
-  if (!WriteAll(ssl.get(), RenderJoinRequest(request))) return Fail("join endpoint " + where + ": write failed");
+  return Ok{};
+}
+
+}  // namespace
+
+Result<JoinResponse> FetchJoin(const std::string& address, std::uint16_t port, const JoinKey& psk,
+                               const JoinRequest& request, int timeout_ms) {
+  std::string where = address + ":" + std::to_string(port);
+  ClientSession c;
+  if (auto s = Connect(c, address, port, psk, timeout_ms); !s) return Fail(s.error());
+  if (!WriteAll(c.ssl.get(), RenderJoinRequest(request))) return Fail("join endpoint " + where + ": write failed");
   std::string body;
-  if (!ReadUntil(ssl.get(), body, kMaxResponse, false) || body.empty()) {
+  if (!ReadUntil(c.ssl.get(), body, kMaxResponse, false) || body.empty()) {
     return Fail("join endpoint " + where + " closed without an answer (a wrong cluster secret shows up so)");
   }
   auto response = ParseJoinResponse(body);
   if (!response) return Fail("join endpoint " + where + ": " + response.error());
   if (!response->ok) return Fail("join endpoint " + where + " refused: " + response->error);
   return response;
+}
+
+Status PushBackupCopy(const std::string& address, std::uint16_t port, const JoinKey& key, const JoinRequest& from,
+                      const std::string& name, std::string_view bytes, int timeout_ms) {
+  std::string where = address + ":" + std::to_string(port);
+  if (!ValidBundleFileName(name)) return Fail("'" + name + "' is not a bundle's file name");
+  if (bytes.empty() || bytes.size() > kMaxBackupCopy) {
+    return Fail("a backup copy is 1 to " + std::to_string(kMaxBackupCopy) + " bytes, not " +
+                std::to_string(bytes.size()));
+  }
+  JoinRequest request = from;
+  request.control_plane = true;
+  request.copy = BackupCopyOffer{name, bytes.size()};
+  ClientSession c;
+  if (auto s = Connect(c, address, port, key, timeout_ms); !s) return s;
+  // A peer that refuses the offer answers without reading the bytes: its answer is
+  // read even when sending them failed.
+  const bool sent = WriteAll(c.ssl.get(), RenderJoinRequest(request)) && WriteAll(c.ssl.get(), bytes);
+  std::string body;
+  if (!ReadUntil(c.ssl.get(), body, kMaxResponse, false) || body.empty()) {
+    return Fail("join endpoint " + where + (sent ? " closed without an answer" : ": the copy could not be sent"));
+  }
+  nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("ok") || !j["ok"].is_boolean()) {
+    return Fail("join endpoint " + where + " answered the copy with something this version does not read");
+  }
+  if (!j["ok"].get<bool>()) return Fail(where + " refused the copy: " + j.value("error", std::string("no reason")));
+  return Ok{};
 }
 
 Status SaveWorkerCredentials(const std::filesystem::path& dir, const JoinResponse& r) {

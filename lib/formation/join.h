@@ -13,10 +13,13 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -39,13 +42,47 @@ enum class JoinAuthority { kControlPlane, kWorker };
 // JoinAuthorityName is "control-plane" or "worker", for logs and errors.
 const char* JoinAuthorityName(JoinAuthority authority);
 
-// JoinRequest is what a joiner asks for.
+// kMaxBackupCopy bounds a backup bundle one control-plane node hands another (it is
+// held in memory while it is checked and written).
+inline constexpr std::uint64_t kMaxBackupCopy = 512ULL << 20;
+
+// BackupCopyOffer is a control-plane node offering a peer a copy of a backup bundle
+// (docs/backup.md, "Copies on the other control-plane nodes"): the bundle's file name
+// and its size; the bytes follow the request line.
+struct BackupCopyOffer {
+  std::string bundle;      // file name, "<cluster>-<time>-<kind>.sprout-backup"
+  std::uint64_t size = 0;  // bytes that follow the request line
+};
+
+// JoinRequest is what a joiner asks for, or, with copy, a control-plane node's offer of
+// a backup copy (name and address then say who sends it).
 struct JoinRequest {
   int version = kJoinVersion;  // protocol version
   bool control_plane = true;   // false: worker credentials only
   std::string name;            // the joiner's node name (for the log)
   std::string address;         // the joiner's address (for the log)
+  std::optional<BackupCopyOffer> copy;
 };
+
+// ValidBundleFileName is the shape a copied bundle's name must have to be written under
+// it: 1-200 characters of [A-Za-z0-9._-], not starting with '.', ending in
+// ".sprout-backup" (no path, no hidden or temporary name).
+bool ValidBundleFileName(std::string_view name);
+
+// BackupCopy is a copy a peer received, for the store that keeps it.
+struct BackupCopy {
+  std::string from;    // the sending node's name
+  std::string bundle;  // file name
+  std::string bytes;   // the bundle
+};
+
+// BackupCopyStore keeps a received copy; an error is the refusal the sender is told.
+using BackupCopyStore = std::function<Status(const BackupCopy& copy)>;
+
+// MayStoreCopy decides whether a copy offer is taken at all: only from a node that
+// proved the control-plane key (a worker holds no backup and may fill no disk), and only
+// when this node keeps copies. Pure.
+Status MayStoreCopy(const JoinRequest& request, JoinAuthority authority, bool keeps_copies);
 
 // Credentials is what a control-plane node serves (and what a control-plane joiner gets).
 struct Credentials {
@@ -128,6 +165,9 @@ class JoinServer {
   Status Start(const std::string& address, std::uint16_t port, const JoinKeys& keys);
   // SetCredentials makes the server answer with credentials.
   void SetCredentials(const Credentials& credentials);
+  // SetBackupStore makes the server take backup copies from control-plane peers and
+  // hand each to store (called on the connection's thread; empty: copies are refused).
+  void SetBackupStore(BackupCopyStore store);
   // Stop ends the threads and closes the sockets.
   void Stop();
   // running is true between Start and Stop.
@@ -150,7 +190,9 @@ class JoinServer {
   struct Connection {
     int fd = -1;
     std::string from;
-    std::chrono::steady_clock::time_point deadline;
+    // Steady-clock milliseconds; the serving thread may move it later once a peer that
+    // proved the control-plane key offers a backup copy (the copy's size buys time).
+    std::atomic<std::int64_t> deadline_ms{0};
     bool cut = false;
     std::atomic<bool> done{false};
     std::thread thread;
@@ -158,7 +200,7 @@ class JoinServer {
   void Serve();
   void Accept();
   void Reap(bool all);
-  void Handle(int fd, const std::string& from);
+  void Handle(Connection& c);
   JoinLimits limits_;
   int listen_fd_ = -1;
   std::uint16_t port_ = 0;
@@ -170,6 +212,7 @@ class JoinServer {
   std::atomic<std::uint64_t> cut_off_{0};
   std::mutex mu_;
   std::shared_ptr<const Credentials> credentials_;
+  std::shared_ptr<const BackupCopyStore> store_;
   std::vector<std::unique_ptr<Connection>> connections_;  // only the accept thread touches it
   std::thread thread_;
 };
@@ -178,6 +221,12 @@ class JoinServer {
 // bounded by timeout_ms for connect and each read or write.
 Result<JoinResponse> FetchJoin(const std::string& address, std::uint16_t port, const JoinKey& key,
                                const JoinRequest& request, int timeout_ms = 3000);
+
+// PushBackupCopy offers the bundle named name to the join endpoint at address:port
+// (authenticated with a control-plane key) and sends its bytes; Ok once the peer has
+// checked and written it. Bounded: connect and each read or write by timeout_ms.
+Status PushBackupCopy(const std::string& address, std::uint16_t port, const JoinKey& key, const JoinRequest& from,
+                      const std::string& name, std::string_view bytes, int timeout_ms = 3000);
 
 // SaveWorkerCredentials writes a worker's credentials under dir: ca.crt (0644),
 // api-endpoints (one URL a line, 0644) and bootstrap-token (0600), each atomically.

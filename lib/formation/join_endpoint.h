@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "formation/auth.h"
@@ -84,6 +85,8 @@ class JoinEndpoint {
   // UpdateApiEndpoints serves endpoints as the API endpoint list and logs it; false
   // (and nothing logged) when endpoints is empty or what is served already.
   bool UpdateApiEndpoints(const std::vector<std::string>& endpoints);
+  // SetBackupStore makes the server keep backup copies from control-plane peers.
+  void SetBackupStore(BackupCopyStore store) { server_.SetBackupStore(std::move(store)); }
   // Stop ends the server.
   void Stop() { server_.Stop(); }
   // serving is true once Serve succeeded.

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <csignal>
+#include <mutex>
 #include <thread>
 
 #include "formation/daemon.h"
@@ -279,4 +280,98 @@ TEST_CASE("join endpoint: one address gets at most per_source connections; other
   for (int fd : flood) ::close(fd);
   server.Stop();  // also ends the two connections still being served
   CHECK_FALSE(server.running());
+}
+
+TEST_CASE("backup copy offer: round trip, and names, sizes and roles that are refused") {
+  JoinRequest r{kJoinVersion, true, "node-1", "198.18.0.11",
+                BackupCopyOffer{"c-20261126T080000Z-scheduled.sprout-backup", 1234}};
+  auto back = ParseJoinRequest(RenderJoinRequest(r));
+  REQUIRE(back);
+  REQUIRE(back->copy);
+  CHECK(back->copy->bundle == "c-20261126T080000Z-scheduled.sprout-backup");
+  CHECK(back->copy->size == 1234);
+  CHECK_FALSE(ParseJoinRequest(RenderJoinRequest({kJoinVersion, true, "n", "198.18.0.11"}))->copy);
+  auto refused = [](const std::string& copy, const char* role = "control-plane") {
+    auto p = ParseJoinRequest(std::string(R"({"version":1,"role":")") + role +
+                              R"(","name":"n","address":"198.18.0.11","copy":)" + copy + "}");
+    return p ? std::string() : p.error();
+  };
+  for (const char* name : {"../../etc/x.sprout-backup", ".c-1.sprout-backup", "c-1.sprout-backup.tmp-n-1",
+                           "c 1.sprout-backup", ".sprout-backup", "c-1.tar", ""}) {
+    INFO(name);
+    CHECK(refused(std::string(R"({"bundle":")") + name + R"(","size":5})").find("\"bundle\"") != std::string::npos);
+  }
+  CHECK(refused(R"({"bundle":"c.sprout-backup","size":0})").find("\"size\"") != std::string::npos);
+  CHECK(refused(R"({"bundle":"c.sprout-backup","size":-3})").find("\"size\"") != std::string::npos);
+  CHECK(refused(R"({"bundle":"c.sprout-backup","size":)" + std::to_string(kMaxBackupCopy + 1) + "}").find("\"size\"") !=
+        std::string::npos);
+  CHECK(refused(R"({"bundle":"c.sprout-backup","size":5})", "worker").find("control-plane") != std::string::npos);
+  CHECK(refused(R"("c.sprout-backup")").find("\"copy\" must be an object") != std::string::npos);
+  CHECK(ValidBundleFileName("sprt-backup-20261124T101500Z-manual-node2.sprout-backup"));
+}
+
+TEST_CASE("backup copy: only a node that proved the control-plane key, and only where copies are kept") {
+  JoinRequest offer{kJoinVersion, true, "node-1", "198.18.0.11", BackupCopyOffer{"c.sprout-backup", 5}};
+  CHECK(MayStoreCopy(offer, JoinAuthority::kControlPlane, true));
+  auto worker = MayStoreCopy(offer, JoinAuthority::kWorker, true);
+  REQUIRE_FALSE(worker);
+  CHECK(worker.error().find("only from a control-plane node") != std::string::npos);
+  auto nowhere = MayStoreCopy(offer, JoinAuthority::kControlPlane, false);
+  REQUIRE_FALSE(nowhere);
+  CHECK(nowhere.error().find("keeps no backup copies") != std::string::npos);
+  CHECK_FALSE(MayStoreCopy({kJoinVersion, true, "n", "198.18.0.11"}, JoinAuthority::kControlPlane, true));
+}
+
+TEST_CASE("join endpoint: a control-plane peer's backup copy arrives whole; a worker's and a refused one do not") {
+  auto keys = KeysFor("right secret 0123456789");
+  JoinServer server;
+  REQUIRE(server.Start("127.0.0.1", 0, keys.serve));
+  const JoinRequest from{kJoinVersion, true, "node-1", "127.0.0.1"};
+  // 300 KiB of varied bytes: many TLS records, and newlines inside the body.
+  std::string bytes;
+  for (int i = 0; i < 300 * 1024; ++i) bytes.push_back(static_cast<char>((i * 131 + i / 7) & 0xff));
+  const std::string name = "c-20261126T080000Z-scheduled.sprout-backup";
+
+  // No store yet: a node that keeps no copies says so.
+  auto early = PushBackupCopy("127.0.0.1", server.port(), keys.control_plane, from, name, bytes);
+  REQUIRE_FALSE(early);
+  CHECK(early.error().find("keeps no backup copies") != std::string::npos);
+
+  std::mutex mu;
+  std::vector<BackupCopy> kept;
+  bool fail_next = false;
+  server.SetBackupStore([&](const BackupCopy& c) -> sprout::Status {
+    std::lock_guard<std::mutex> lock(mu);
+    if (fail_next) return sprout::Fail("the bundle does not open with this cluster's secret");
+    kept.push_back(c);
+    return sprout::Ok{};
+  });
+  auto pushed = PushBackupCopy("127.0.0.1", server.port(), keys.control_plane, from, name, bytes);
+  REQUIRE(pushed);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    REQUIRE(kept.size() == 1);
+    CHECK(kept[0].from == "node-1");
+    CHECK(kept[0].bundle == name);
+    CHECK(kept[0].bytes == bytes);
+  }
+
+  // A worker's key: refused by the PSK it proved, whatever the request says; nothing kept.
+  auto worker = PushBackupCopy("127.0.0.1", server.port(), keys.worker, from, name, bytes);
+  REQUIRE_FALSE(worker);
+  CHECK(worker.error().find("only from a control-plane node") != std::string::npos);
+
+  // The store's refusal reaches the sender.
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    fail_next = true;
+  }
+  auto refused = PushBackupCopy("127.0.0.1", server.port(), keys.control_plane, from, name, bytes);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().find("does not open with this cluster's secret") != std::string::npos);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    CHECK(kept.size() == 1);
+  }
+  server.Stop();
 }

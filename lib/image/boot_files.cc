@@ -4,6 +4,7 @@
 
 #include "image/arch.h"
 #include "image/media.h"
+#include "image/plan.h"
 #include "util/text.h"
 
 namespace sprout {
@@ -69,7 +70,7 @@ std::vector<EspFile> EspFiles(const BootFiles& boot, const std::string& loader_c
                               const std::string& metadata) {
   const ArchTraits& t = TraitsOf(boot.arch);
   return {{t.efi_boot_path, boot.bootloader},  {std::string("EFI/systemd/") + t.systemd_boot, boot.bootloader},
-          {"loader/loader.conf", loader_conf}, {"loader/entries/sprout.conf", loader_entry},
+          {"loader/loader.conf", loader_conf}, {std::string("loader/entries/") + kFirstEntryName, loader_entry},
           {"sprout/vmlinuz", boot.kernel},     {"sprout/initrd.img", boot.initrd},
           {kImageMetadataPath, metadata}};
 }

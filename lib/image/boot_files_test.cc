@@ -42,7 +42,7 @@ TEST_CASE("EspFiles lays out systemd-boot, the entry, kernel, initrd and metadat
   std::vector<std::string> paths;
   for (const auto& f : files) paths.push_back(f.path + "=" + f.data);
   CHECK(paths == std::vector<std::string>{"EFI/BOOT/BOOTX64.EFI=B", "EFI/systemd/systemd-bootx64.efi=B",
-                                          "loader/loader.conf=conf", "loader/entries/sprout.conf=entry",
+                                          "loader/loader.conf=conf", "loader/entries/sprout-1-a.conf=entry",
                                           "sprout/vmlinuz=K", "sprout/initrd.img=I", "sprout/image.json={}"});
 }
 

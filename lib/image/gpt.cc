@@ -73,6 +73,7 @@ Result<GptLayout> PlanGpt(const Guid& disk_guid, const std::vector<PartitionSpec
     if (s.label.size() > 36) return Fail("partition label '" + s.label + "' is longer than 36 characters");
     Partition p;
     p.spec = s;
+    p.entry = static_cast<std::uint32_t>(l.partitions.size());
     std::uint64_t size = RoundUp(s.size, kAlignment);
     p.first_lba = offset / kSectorSize;
     p.last_lba = (offset + size) / kSectorSize - 1;
@@ -176,6 +177,7 @@ Result<GptLayout> ParseGpt(const std::vector<std::uint8_t>& head, std::uint64_t 
     for (int b = 0; b < 16; ++b) used = used || e[b] != 0;
     if (!used) continue;
     Partition p;
+    p.entry = i;
     p.spec.type = FromDisk(e);
     p.spec.uuid = FromDisk(e + 16);
     p.first_lba = Get64(e + 32);

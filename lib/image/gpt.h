@@ -25,6 +25,7 @@ struct PartitionSpec {
 // Partition is a placed partition.
 struct Partition {
   PartitionSpec spec;
+  std::uint32_t entry = 0;  // its index in the GPT entry array
   std::uint64_t first_lba = 0;
   std::uint64_t last_lba = 0;  // inclusive
   std::uint64_t offset() const { return first_lba * kSectorSize; }

@@ -40,14 +40,19 @@ DiskPlan PlanDisk(const Profile& profile, const std::string& seed) {
   return d;
 }
 
-void PlanBoot(DiskPlan& d, const Profile& profile, const std::string& root_hash) {
-  d.root_hash = root_hash;
+SlotUuids SlotUuidsOf(const std::string& root_hash) {
   std::uint8_t bytes[32] = {};
   for (std::size_t i = 0; i < 32 && 2 * i + 1 < root_hash.size(); ++i) {
     bytes[i] = static_cast<std::uint8_t>(std::stoi(root_hash.substr(2 * i, 2), nullptr, 16));
   }
-  d.root_uuid = Guid::FromBytes(bytes);
-  d.verity_uuid = Guid::FromBytes(bytes + 16);
+  return {Guid::FromBytes(bytes), Guid::FromBytes(bytes + 16)};
+}
+
+void PlanBoot(DiskPlan& d, const Profile& profile, const std::string& root_hash) {
+  d.root_hash = root_hash;
+  const SlotUuids uuids = SlotUuidsOf(root_hash);
+  d.root_uuid = uuids.root;
+  d.verity_uuid = uuids.verity;
   d.cmdline = {
       // The initrd opens the verity device "root" before initramfs-tools mounts it.
       "root=/dev/mapper/root",
@@ -70,7 +75,10 @@ void PlanBoot(DiskPlan& d, const Profile& profile, const std::string& root_hash)
   d.cmdline.insert(d.cmdline.end(), profile.cmdline.begin(), profile.cmdline.end());
   d.loader_conf =
       "# systemd-boot settings written by sprout\n"
-      "default sprout.conf\n"
+      // The newest generation with tries left (docs/updates.md).
+      "default " +
+      std::string(kEntryPattern) +
+      "\n"
       "timeout 0\n"
       // The command line carries the root hash, so it must not be edited at boot.
       "editor no\n";

@@ -60,6 +60,19 @@ std::string SeedOf(const std::string& inputs_json);
 // PlanDisk derives the seed-based identifiers, the verity salt and the fstab.
 DiskPlan PlanDisk(const Profile& profile, const std::string& seed);
 
+// The image's own loader entry, and the pattern loader.conf boots by: entries are
+// named sprout-GENERATION-SLOT.conf, and A/B updates add newer generations
+// (docs/updates.md), which systemd-boot sorts first.
+inline constexpr const char* kFirstEntryName = "sprout-1-a.conf";
+inline constexpr const char* kEntryPattern = "sprout-*";
+
+// SlotUuids are a slot's root and verity partition UUIDs: the two halves of its root
+// hash (64 hex digits), each shaped as a version-4 GUID.
+struct SlotUuids {
+  Guid root, verity;
+};
+SlotUuids SlotUuidsOf(const std::string& root_hash);
+
 // PlanBoot completes the plan once the root's verity hash is known: the root and
 // verity partition UUIDs are the hash's two halves (as the Discoverable Partitions
 // Specification suggests), and the kernel command line carries the hash.

@@ -23,6 +23,11 @@ Result<ClusterRecord> ParseClusterRecord(const std::string& json) {
     if (r.pod_host != "podman" && r.pod_host != "kubelet") {
       return Fail("cluster.json: podHost '" + r.pod_host + "' is neither podman nor kubelet");
     }
+    if (j.contains("backup") && j["backup"].is_object()) {
+      r.backup_dir = j["backup"].value("dir", "");
+      r.backup_interval = j["backup"].value("interval", 0L);
+      r.backup_keep = j["backup"].value("keep", 0);
+    }
     if (j.contains("images")) {
       for (const auto& [component, image] : j["images"].items()) r.images[component] = image.get<std::string>();
     }

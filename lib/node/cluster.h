@@ -20,6 +20,9 @@ struct ClusterRecord {
   std::string services_cidr;                  // the Shoot's networking.services
   std::map<std::string, std::string> images;  // component -> "repository@sha256:..."
   std::string pod_host = "podman";            // what runs the static pods: podman | kubelet
+  std::string backup_dir;                     // the profile's backup.dir ("" none)
+  long backup_interval = 0;                   // backup.interval in seconds (0 none)
+  int backup_keep = 0;                        // backup.keep (0: the default)
 };
 
 // ParseClusterRecord reads the JSON text of cluster.json.

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "backup/sink.h"
 #include "formation/auth.h"
 
 namespace sprout::node {
@@ -59,6 +60,7 @@ class Resolver {
     EtcdDataDir();
     Port();
     EtcdLaunchMode();
+    Backup();
     o.etcd_bin = flags_.etcd_bin;
     o.pki_dir = flags_.pki_dir;
     o.group = flags_.group;
@@ -326,6 +328,83 @@ class Resolver {
     } else {
       Error("etcd launch", "--etcd-launch", "'" + mode + "' is not a way to run etcd",
             "use auto, process or static-pod");
+    }
+  }
+
+  // Backup: the sink from the flag, the node config (a share's address and uid/gid are
+  // per node) or the profile (the cluster record); schedule and retention from the flag
+  // or the profile; restore-from from the flag or the node config.
+  void Backup() {
+    auto& b = out_.settings.backup;
+    std::string source;
+    if (!flags_.backup_dir.empty()) {
+      b.sink = flags_.backup_dir;
+      source = "--backup-dir";
+      Origin("backup dir", "flag");
+    } else if (config_.backup_dir) {
+      b.sink = *config_.backup_dir;
+      source = FromConfig(config_, "backup-dir");
+      Origin("backup dir", ConfigOrigin(config_, "backup-dir"));
+    } else if (!record_.backup_dir.empty()) {
+      b.sink = record_.backup_dir;
+      source = "backup.dir of " + flags_.cluster_file.string();
+      Origin("backup dir", "cluster record");
+    } else {
+      Origin("backup dir", "default");
+    }
+    if (!b.sink.empty()) {
+      if (auto loc = backup::ParseSinkLocation(b.sink); !loc) {
+        Error("backup dir", source, loc.error(), "give a folder or nfs://HOST/PATH[?uid=N&gid=N]");
+      }
+    }
+    std::string interval_source;
+    if (flags_.backup_interval) {
+      b.interval = *flags_.backup_interval;
+      interval_source = "--backup-interval";
+      Origin("backup interval", "flag");
+    } else if (record_.backup_interval > 0) {
+      b.interval = record_.backup_interval;
+      interval_source = "backup.interval of " + flags_.cluster_file.string();
+      Origin("backup interval", "cluster record");
+    } else {
+      Origin("backup interval", "default");
+    }
+    if (b.interval < 0) {
+      Error("backup interval", interval_source, std::to_string(b.interval) + " is not a number of seconds",
+            "give 0 (no scheduled backups) or more");
+    } else if (b.interval > 0 && b.sink.empty()) {
+      // A generic image may carry the profile's schedule while the share is given per
+      // node: until it is, no scheduled backups, and formation goes on (no human step).
+      b.interval = 0;
+      Origin("backup interval", out_.settings.origin["backup interval"] + ", off: no sink (give sprout.backup-dir)");
+    }
+    if (flags_.backup_keep) {
+      b.keep = *flags_.backup_keep;
+      Origin("backup keep", "flag");
+      if (b.keep < 1)
+        Error("backup keep", "--backup-keep", std::to_string(b.keep) + " keeps nothing", "give 1 or more");
+    } else if (record_.backup_keep > 0) {
+      b.keep = record_.backup_keep;
+      Origin("backup keep", "cluster record");
+    } else {
+      Origin("backup keep", "default");
+    }
+    std::string restore_source;
+    if (!flags_.restore_from.empty()) {
+      b.restore_from = flags_.restore_from;
+      restore_source = "--restore-from";
+      Origin("restore from", "flag");
+    } else if (config_.restore_from) {
+      b.restore_from = *config_.restore_from;
+      restore_source = FromConfig(config_, "restore-from");
+      Origin("restore from", ConfigOrigin(config_, "restore-from"));
+    } else {
+      Origin("restore from", "default");
+    }
+    if (!b.restore_from.empty()) {
+      if (auto at = backup::SplitBundleLocation(b.restore_from); !at) {
+        Error("restore from", restore_source, at.error(), "give a bundle's path or nfs://HOST/PATH/NAME");
+      }
     }
   }
 

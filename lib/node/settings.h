@@ -42,7 +42,11 @@ struct RunFlags {
   int port = formation::kDefaultPort;
   std::filesystem::path templates_dir = kStaticPodTemplates;          // the control plane's templates
   std::filesystem::path manifests_dir = "/etc/kubernetes/manifests";  // where the pod host reads them
-  bool apply_system = false;  // touch this host: hostname, address, SSH key (the unit says so)
+  bool apply_system = false;            // touch this host: hostname, address, SSH key (the unit says so)
+  std::string backup_dir;               // --backup-dir: a folder or nfs://HOST/PATH
+  std::optional<long> backup_interval;  // --backup-interval, seconds
+  std::optional<int> backup_keep;       // --backup-keep
+  std::string restore_from;             // --restore-from: a bundle (a path or nfs:// URL)
 };
 
 // HostFacts are what the edge read from the host before resolving, so that
@@ -59,12 +63,22 @@ struct HostFacts {
 // EtcdLaunch is how etcd runs: a child process, or a static pod (podman-kube@).
 enum class EtcdLaunch { kProcess, kStaticPod };
 
+// BackupSettings is where a control-plane node's bundles go, how often, how many stay,
+// and the bundle a fresh node forms from (docs/backup.md).
+struct BackupSettings {
+  std::string sink;          // a folder or nfs://HOST/PATH[?uid=N&gid=N]; "" no backups
+  long interval = 0;         // seconds between scheduled snapshots; 0 none
+  int keep = 7;              // good bundles retention keeps
+  std::string restore_from;  // "" none
+};
+
 // NodeSettings is the resolved result.
 struct NodeSettings {
   formation::DaemonOptions formation;  // make_launcher is left empty: the edge makes it from etcd_launch
   std::string role;                    // "control-plane" or "worker"
   EtcdLaunch etcd_launch = EtcdLaunch::kProcess;
   std::string idle_reason;  // non-empty: formation stays off and the node idles (no secret, no address)
+  BackupSettings backup;
   // origin says where each setting came from: "flag", "node config (<source>)",
   // "cluster record", "peers", "host" or "default".
   std::map<std::string, std::string> origin;

@@ -42,6 +42,10 @@ std::string Value(const NodeSettings& s, const std::string& setting) {
   if (setting == "etcd data dir") return o.etcd_data_dir.string();
   if (setting == "port") return std::to_string(o.port);
   if (setting == "etcd launch") return s.etcd_launch == EtcdLaunch::kStaticPod ? "static-pod" : "process";
+  if (setting == "backup dir") return s.backup.sink;
+  if (setting == "backup interval") return std::to_string(s.backup.interval);
+  if (setting == "backup keep") return std::to_string(s.backup.keep);
+  if (setting == "restore from") return s.backup.restore_from;
   return "unknown setting " + setting;
 }
 
@@ -245,6 +249,63 @@ TEST_CASE("ResolveSettings precedence table: flag > node config > cluster record
          in.facts.etcd_template = true;
        },
        "etcd launch", "static-pod", "flag"},
+      // backups: the sink per node (a share's address and uid/gid), the schedule from the profile
+      {"backup dir: the flag beats the node config and the profile",
+       [](Inputs& in) {
+         in.flags.backup_dir = "/var/lib/sprout/backups";
+         in.config.backup_dir = "nfs://198.18.0.5/backups";
+         in.record.backup_dir = "nfs://198.18.0.6/backups";
+       },
+       "backup dir", "/var/lib/sprout/backups", "flag"},
+      {"backup dir: the node config (the share's address and credentials) beats the profile",
+       [](Inputs& in) {
+         in.config.backup_dir = "nfs://198.18.0.5/backups?uid=1000&gid=1000";
+         FromCmdline(in, "backup-dir");
+         in.record.backup_dir = "nfs://198.18.0.6/backups";
+       },
+       "backup dir", "nfs://198.18.0.5/backups?uid=1000&gid=1000", "node config (kernel command line)"},
+      {"backup dir: the profile's, from the cluster record",
+       [](Inputs& in) { in.record.backup_dir = "nfs://198.18.0.6/backups"; }, "backup dir", "nfs://198.18.0.6/backups",
+       "cluster record"},
+      {"backup dir: none by default", [](Inputs&) {}, "backup dir", "", "default"},
+      {"backup interval: the flag beats the profile, and 0 turns the schedule off",
+       [](Inputs& in) {
+         in.flags.backup_interval = 0;
+         in.record.backup_dir = "/b";
+         in.record.backup_interval = 3600;
+       },
+       "backup interval", "0", "flag"},
+      {"backup interval: the profile's",
+       [](Inputs& in) {
+         in.record.backup_dir = "/b";
+         in.record.backup_interval = 3600;
+       },
+       "backup interval", "3600", "cluster record"},
+      {"backup interval: none by default", [](Inputs&) {}, "backup interval", "0", "default"},
+      {"backup interval: the profile's schedule is off until the node is given a sink",
+       [](Inputs& in) { in.record.backup_interval = 3600; }, "backup interval", "0",
+       "cluster record, off: no sink (give sprout.backup-dir)"},
+      {"backup keep: the flag beats the profile",
+       [](Inputs& in) {
+         in.flags.backup_keep = 3;
+         in.record.backup_keep = 14;
+       },
+       "backup keep", "3", "flag"},
+      {"backup keep: the profile's", [](Inputs& in) { in.record.backup_keep = 14; }, "backup keep", "14",
+       "cluster record"},
+      {"backup keep: 7 by default", [](Inputs&) {}, "backup keep", "7", "default"},
+      {"restore from: the flag beats the node config",
+       [](Inputs& in) {
+         in.flags.restore_from = "/mnt/usb/c-20261125T095500Z-scheduled.sprout-backup";
+         in.config.restore_from = "nfs://198.18.0.5/backups/c-20261125T095500Z-scheduled.sprout-backup";
+       },
+       "restore from", "/mnt/usb/c-20261125T095500Z-scheduled.sprout-backup", "flag"},
+      {"restore from: the node config, handed over like other per-node settings",
+       [](Inputs& in) {
+         in.config.restore_from = "nfs://198.18.0.5/backups/c-20261125T095500Z-scheduled.sprout-backup";
+         in.config.origin["restore-from"] = "fw_cfg";
+       },
+       "restore from", "nfs://198.18.0.5/backups/c-20261125T095500Z-scheduled.sprout-backup", "node config (fw_cfg)"},
   };
   for (const auto& c : cases) {
     DYNAMIC_SECTION(c.name) {
@@ -435,6 +496,19 @@ TEST_CASE("ResolveSettings validation table: every bad setting is named with its
        {"role: 'boss' is neither 'control-plane' nor 'worker' (from --role); set it to control-plane or worker",
         "port: -1 is not a UDP port (from --port); give a port from 1 to 65535",
         "etcd launch: 'pod' is not a way to run etcd (from --etcd-launch); use auto, process or static-pod"}},
+      {"backup settings: a bad share, a schedule with no sink, a keep of 0 and a folder given as restore-from",
+       [](Inputs& in) {
+         Ready(in);
+         in.config.backup_dir = "nfs://nas:2049/backups";
+         in.config.origin["backup-dir"] = "config area";
+         in.flags.backup_keep = 0;
+         in.flags.restore_from = "nfs://nas/backups/";
+       },
+       {"backup dir: backup sink 'nfs://nas:2049/backups': write the server as a bare name or IPv4 address (NFSv4 on "
+        "port 2049) (from sprout.backup-dir (config area)); give a folder or nfs://HOST/PATH[?uid=N&gid=N]",
+        "backup keep: 0 keeps nothing (from --backup-keep); give 1 or more",
+        "restore from: 'nfs://nas/backups/' names a folder; give the bundle's file (see `backup list`) (from "
+        "--restore-from); give a bundle's path or nfs://HOST/PATH/NAME"}},
       {"a node with no secret idles and ignores bad settings until it has one",
        [](Inputs& in) {
          in.flags.listen = "198.18.0.1";

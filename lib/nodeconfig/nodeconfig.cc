@@ -9,8 +9,9 @@
 namespace sprout {
 
 const std::vector<std::string>& NodeConfigKeys() {
-  static const std::vector<std::string> kKeys{"hostname", "role",           "address",       "gateway",
-                                              "peers",    "cluster-secret", "worker-secret", "ssh-authorized-key"};
+  static const std::vector<std::string> kKeys{"hostname",   "role",           "address",       "gateway",
+                                              "peers",      "cluster-secret", "worker-secret", "ssh-authorized-key",
+                                              "backup-dir", "restore-from"};
   return kKeys;
 }
 
@@ -89,6 +90,13 @@ std::string Set(NodeConfig& c, const std::string& key, const std::string& value,
       return "ssh-authorized-key must be one public key line, such as 'ssh-ed25519 AAAA... me@laptop'";
     }
     c.ssh_authorized_key = value;
+  } else if (key == "backup-dir" || key == "restore-from") {
+    // The full check (sprout-firstboot's backup::ParseSinkLocation) runs at resolution;
+    // here only the form, so a typo is reported with its source line.
+    bool nfs = value.starts_with("nfs://") && value.size() > 6;
+    if (!nfs && !value.starts_with("/"))
+      return key + " must be an absolute path or nfs://HOST/PATH; got '" + value + "'";
+    (key == "backup-dir" ? c.backup_dir : c.restore_from) = value;
   } else {
     auto guess = ClosestMatch(key, NodeConfigKeys());
     return "unknown setting '" + key + "'" +
@@ -152,6 +160,8 @@ NodeConfig MergeNodeConfig(const std::vector<NodeConfig>& lowest_first) {
     if (c.gateway) out.gateway = c.gateway;
     if (c.peers) out.peers = c.peers;
     if (c.ssh_authorized_key) out.ssh_authorized_key = c.ssh_authorized_key;
+    if (c.backup_dir) out.backup_dir = c.backup_dir;
+    if (c.restore_from) out.restore_from = c.restore_from;
     for (const auto& [k, v] : c.origin) out.origin[k] = v;
   }
   return out;
@@ -167,6 +177,8 @@ std::string RenderNodeConfig(const NodeConfig& c) {
   if (c.cluster_secret) out += "cluster-secret=" + Base64Encode(*c.cluster_secret) + "\n";
   if (c.worker_secret) out += "worker-secret=" + *c.worker_secret + "\n";
   if (c.ssh_authorized_key) out += "ssh-authorized-key=" + *c.ssh_authorized_key + "\n";
+  if (c.backup_dir) out += "backup-dir=" + *c.backup_dir + "\n";
+  if (c.restore_from) out += "restore-from=" + *c.restore_from + "\n";
   return out;
 }
 

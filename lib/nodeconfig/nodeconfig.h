@@ -24,6 +24,8 @@ struct NodeConfig {
   std::optional<std::string> gateway;
   std::optional<std::vector<std::string>> peers;
   std::optional<std::string> ssh_authorized_key;
+  std::optional<std::string> backup_dir;      // where bundles go: a folder or nfs://HOST/PATH[?uid=N&gid=N]
+  std::optional<std::string> restore_from;    // a bundle a fresh control-plane node forms from
   std::map<std::string, std::string> origin;  // key -> the source that set it
 };
 

@@ -86,6 +86,7 @@ struct Layer {
   std::vector<std::string> without_static_pods;
   std::optional<PodHost> pod_host;
   std::optional<KubeletSettings> kubelet;
+  std::optional<BackupProfile> backup;
 };
 
 const char* KindName(const YAML::Node& n) {
@@ -119,10 +120,10 @@ class LayerParser {
                    "start with 'name: my-image' and see docs/profiles.md for every setting");
       return layer;
     }
-    CheckKeys(
-        root, "the profile",
-        {"extends", "name", "description", "base", "role", "arch", "formats", "kernel", "disk", "overlays", "files",
-         "reproducible", "hostname", "images", "shoot", "staticPods", "withoutStaticPods", "podHost", "kubelet"});
+    CheckKeys(root, "the profile",
+              {"extends", "name",       "description",       "base",    "role",         "arch",     "formats",
+               "kernel",  "disk",       "overlays",          "files",   "reproducible", "hostname", "images",
+               "shoot",   "staticPods", "withoutStaticPods", "podHost", "kubelet",      "backup"});
     ParseCluster(root, layer);
     if (auto n = root["extends"]) {
       if (auto s = String(n, "extends")) {
@@ -343,6 +344,90 @@ class LayerParser {
       return std::nullopt;
     }
     return v;
+  }
+
+  // ParseBackup reads `backup: {dir, interval, keep}`.
+  void ParseBackup(const YAML::Node& n, Layer& layer) {
+    if (!ExpectMap(n, "backup")) return;
+    CheckKeys(n, "'backup'", {"dir", "interval", "keep"});
+    BackupProfile b;
+    b.present = true;
+    bool ok = true;
+    if (auto d = n["dir"]) {
+      if (auto s = String(d, "backup.dir")) {
+        if (s->starts_with("nfs://") ? s->find('?') != std::string::npos || s->find('@') != std::string::npos
+                                     : !s->starts_with("/")) {
+          diags_.Error(At(d),
+                       "'backup.dir' must be an absolute folder on the node or nfs://HOST/PATH with nothing after "
+                       "the path; got '" +
+                           *s + "'",
+                       "write e.g. /var/lib/sprout/backups or nfs://198.18.0.5/backups; a share's uid/gid go in "
+                       "each node's sprout.backup-dir, not in the image");
+          ok = false;
+        } else {
+          b.dir = *s;
+        }
+      } else {
+        ok = false;
+      }
+    }
+    if (auto i = n["interval"]) {
+      auto s = String(i, "backup.interval");
+      auto v = s ? ParseDuration(*s) : std::nullopt;
+      if (s && (!v || *v < 1)) {
+        diags_.Error(At(i), "'backup.interval' must be a duration of at least 1 s; got '" + *s + "'",
+                     "write seconds or a number with s, m, h or d, such as 3600 or 1h");
+      }
+      if (v && *v >= 1) {
+        b.interval = *v;
+      } else {
+        ok = false;
+      }
+    }
+    if (auto k = n["keep"]) {
+      auto s = String(k, "backup.keep");
+      int v = 0;
+      bool number = s && !s->empty() && s->size() < 6 &&
+                    std::all_of(s->begin(), s->end(), [](char c) { return c >= '0' && c <= '9'; });
+      if (number) v = std::stoi(*s);
+      if (s && v < 1) {
+        diags_.Error(At(k), "'backup.keep' must be a whole number of bundles, at least 1; got '" + *s + "'",
+                     "write e.g. 'keep: 7'");
+      }
+      if (v >= 1) {
+        b.keep = v;
+      } else {
+        ok = false;
+      }
+    }
+    if (ok) layer.backup = b;
+  }
+
+  // ParseDuration reads seconds ("3600") or a number with one unit: s, m, h, d.
+  static std::optional<std::int64_t> ParseDuration(const std::string& s) {
+    if (s.empty() || s.size() > 9) return std::nullopt;
+    std::int64_t unit = 1;
+    std::string digits = s;
+    switch (s.back()) {
+      case 's':
+        unit = 1;
+        break;
+      case 'm':
+        unit = 60;
+        break;
+      case 'h':
+        unit = 3600;
+        break;
+      case 'd':
+        unit = 86400;
+        break;
+      default:
+        break;
+    }
+    if (s.back() < '0' || s.back() > '9') digits.pop_back();
+    if (digits.empty() || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return std::nullopt;
+    return std::stoll(digits) * unit;
   }
 
   void ParseFormats(const YAML::Node& n, Layer& layer) {
@@ -601,6 +686,7 @@ class LayerParser {
         }
       }
     }
+    if (auto n = root["backup"]) ParseBackup(n, layer);
     if (auto n = root["kubelet"]) {
       if (!ExpectMap(n, "kubelet")) return;
       CheckKeys(n, "'kubelet'", {"url", "source", "sha256", "config", "recipe"});
@@ -779,6 +865,7 @@ std::optional<Profile> LoadProfile(const fs::path& path, Diagnostics& diags) {
                                  l.without_static_pods.end());
     if (l.pod_host) p.pod_host = *l.pod_host;
     if (l.kubelet) p.kubelet = *l.kubelet;
+    if (l.backup) p.backup = *l.backup;
   }
   if (!p.shoot_file.empty()) {
     p.shoot = LoadShoot(p.shoot_file, diags);
@@ -865,6 +952,7 @@ std::string ProfileToJson(const Profile& p) {
     for (const auto& d : p.static_pods) j["staticPods"].push_back(rel(d));
   }
   j["podHost"] = p.pod_host == PodHost::kKubelet ? "kubelet" : "podman";
+  if (p.backup.present) j["backup"] = {{"dir", p.backup.dir}, {"interval", p.backup.interval}, {"keep", p.backup.keep}};
   if (p.kubelet.present) {
     if (!p.kubelet.recipe.empty()) {
       j["kubelet"]["recipe"] = rel(p.kubelet.recipe);

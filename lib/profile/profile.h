@@ -75,6 +75,16 @@ struct ProfileImage {
   Location where;
 };
 
+// BackupProfile is the profile's `backup:` block (docs/backup.md): the node's default
+// sink, schedule and retention, baked into the cluster record. Per-node settings
+// (sprout.backup-dir) and flags override it; a generic image bakes no share credentials.
+struct BackupProfile {
+  std::string dir;            // a folder on the node, or nfs://HOST/PATH; "" none
+  std::int64_t interval = 0;  // seconds between scheduled snapshots; 0 none
+  int keep = 0;               // good bundles kept; 0: sprout-firstboot's default
+  bool present = false;
+};
+
 // Profile is a fully resolved profile: every `extends:` merged, every path absolute.
 struct Profile {
   std::filesystem::path file;                // the profile that was asked for (absolute, symlinks resolved)
@@ -102,6 +112,7 @@ struct Profile {
   PodHost pod_host = PodHost::kPodman;
   KubeletSettings kubelet;
   std::vector<ProfileImage> images;  // container images to preload, in order
+  BackupProfile backup;              // a child's `backup:` block replaces its parent's
 };
 
 // LoadProfile reads path and everything it extends, reports every problem it finds in

@@ -1,0 +1,37 @@
+// A build as an update reads it: manifest.json and sha256sums of a `sprout build`
+// output directory, and the etcd version rule between two builds. Pure.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "util/result.h"
+
+namespace sprout::update {
+
+// BuildInfo is what an update needs from a build's manifest.
+struct BuildInfo {
+  std::string profile;     // the profile's name
+  std::string root_hash;   // 64 hex digits
+  std::string raw_file;    // the raw image, relative to the build directory
+  std::string raw_sha256;  // from the manifest
+  std::uint64_t raw_size = 0;
+  std::string etcd_version;  // the preloaded etcd image's tag, "" when none
+};
+
+// ParseBuild reads manifest.json and sha256sums: the manifest must list a raw image,
+// and sha256sums must list the manifest with manifest_sha256 (the digest of the bytes
+// read). dir names the build in messages.
+Result<BuildInfo> ParseBuild(const std::string& dir, const std::string& manifest_text,
+                             const std::string& manifest_sha256, const std::string& sums_text);
+
+// EtcdVersionOfImages is the tag of the image reference whose repository's last part
+// is "etcd" in an "images" JSON array (manifest.json, image.json); "" when none.
+std::string EtcdVersionOfImages(const std::string& images_json);
+
+// CheckEtcdRule refuses an update that changes etcd's major or minor version (the data
+// one version writes the other cannot read, so a rollback would not be safe); a patch
+// change is allowed, and so is a build pair without etcd on either side.
+Status CheckEtcdRule(const std::string& running, const std::string& next);
+
+}  // namespace sprout::update

@@ -1,0 +1,156 @@
+#!/bin/bash
+# A/B update on a disk image, on the host (issue 16; docs/updates.md): the real
+# `sprout-firstboot update` against a copy of a built raw image as the node's disk, a
+# folder as its ESP and a file as its kernel command line. Builds of the tiny fake
+# profile tests/repro/profile.yaml (A) and a copy with another /etc/motd (B, signed).
+# Checks: the running slot's bytes never change; the inactive slot gets B's root and
+# verity, its GPT entry B's PARTUUIDs and label (both GPT copies valid); the entry
+# sprout-2-b+3.conf boots B's kernel from /sprout/b with the node's own state and
+# config partitions; a retry works; bless commits the booted entry; a wrong key, a
+# changed image and a running slot on trial are refused with the reason.
+# Needs root (the build's ESP is read through a read-only loop mount); skipped
+# otherwise, saying so.
+set -uo pipefail
+SPROUT=$(realpath "${SPROUT:?set SPROUT to the sprout binary}")
+FIRSTBOOT=$(realpath "${SPROUT_FIRSTBOOT:?set SPROUT_FIRSTBOOT to the sprout-firstboot binary}")
+src=$(realpath "${SPROUT_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}")
+if [ "$(id -u)" -ne 0 ]; then echo "SKIP update_test: needs root for a read-only loop mount of the build's ESP"; exit 0; fi
+if ! command -v mcopy >/dev/null; then echo "SKIP update_test: needs mtools (mcopy)"; exit 0; fi
+work=$(mktemp -d /tmp/sprout-update-test.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+passed=0 failed=0
+check() {
+  if [[ "$2" =~ $3 ]]; then echo "ok   $1"; passed=$((passed + 1)); else echo "FAIL $1: got '$2', want /$3/"; failed=$((failed + 1)); fi
+}
+cache=$work/cache
+"$SPROUT" base "$src/tests/repro/profile.yaml" --cache-dir "$cache" >/dev/null 2>&1 || { echo "FAIL fake base"; exit 1; }
+echo "B's motd" > "$work/motd-b"
+cat > "$work/b.yaml" <<EOY
+extends: $src/tests/repro/profile.yaml
+name: repro
+formats: [raw]
+files:
+  - {path: /etc/motd, source: $work/motd-b, mode: 0644}
+EOY
+"$SPROUT" keygen -o "$work/key" >/dev/null && "$SPROUT" keygen -o "$work/other" >/dev/null
+"$SPROUT" build "$src/tests/repro/profile.yaml" -o "$work/a" --cache-dir "$cache" --format raw >"$work/build-a.log" 2>&1 ||
+  { tail "$work/build-a.log"; exit 1; }
+"$SPROUT" build "$work/b.yaml" -o "$work/b" --cache-dir "$cache" --sign "$work/key.key" >"$work/build-b.log" 2>&1 ||
+  { tail "$work/build-b.log"; exit 1; }
+hash_b=$(python3 -c "import json,sys;print(json.load(open(sys.argv[1]))['rootHash'])" "$work/b/manifest.json")
+
+# part IMAGE N FIELD: a field of partition N (1-based) from sfdisk.
+part() { sfdisk --json "$1" | python3 -c "import json,sys; print(json.load(sys.stdin)['partitiontable']['partitions'][$2-1]['$3'])"; }
+# range_sum IMAGE N [BYTES]: sha256 of partition N (or its first BYTES).
+range_sum() {
+  local start size
+  start=$(part "$1" "$2" start) size=$(( $(part "$1" "$2" size) * 512 ))
+  [ -n "${3:-}" ] && size=$3
+  dd if="$1" bs=1M iflag=skip_bytes,count_bytes skip=$((start * 512)) count="$size" status=none | sha256sum | cut -c1-64
+}
+node=$work/node.raw esp=$work/esp
+cp --sparse=always "$work/a/repro.raw" "$node"
+esp_start=$(part "$node" 1 start)
+mkdir -p "$esp"
+MTOOLS_SKIP_CHECK=1 mcopy -s -i "$node@@$((esp_start * 512))" ::/loader ::/sprout "$esp/"
+sed -n 's/^options //p' "$esp/loader/entries/sprout-1-a.conf" > "$work/cmdline"
+sums_of_others() { for n in 2 3 6 7; do range_sum "$node" "$n"; done | tr '\n' ' '; }
+before=$(sums_of_others)
+run() { "$FIRSTBOOT" update "$@" --disk "$node" --esp "$esp" --cmdline "$work/cmdline" --state-dir "$work/state"; }
+
+out=$(run apply "$work/b" --key "$work/other.pub" 2>&1)
+check "a build signed by another key is refused" "$? $out" '^1 .*signature does not match'
+cp -a --sparse=always "$work/b" "$work/b-changed"
+printf 'x' | dd of="$work/b-changed/repro.raw" bs=1 seek=$((3 << 20)) conv=notrunc status=none
+out=$(run apply "$work/b-changed" 2>&1)
+check "a changed raw image is refused, naming it" "$? $out" '^1 .*repro.raw: sha256 [0-9a-f]+ differs from the manifest'
+
+out=$(run apply "$work/b" --key "$work/key.pub" 2>&1)
+rc=$?
+echo "$out" | sed 's/^/   /'
+check "apply A -> B" "$rc" '^0$'
+check "apply checked the signature" "$out" 'signature of manifest.json checked'
+after=$(sums_of_others)
+check "the running slot, config and state are unchanged (partitions 2, 3, 6, 7)" \
+  "$([ "$after" = "$before" ] && echo same || echo "changed: $before -> $after")" '^same$'
+check "sfdisk finds both GPT copies valid" "$(sfdisk --verify "$node" 2>&1)" 'No errors detected'
+check "slot b's root partition: label and B's PARTUUID" "$(part "$node" 4 name) $(part "$node" 4 uuid)" \
+  "^sprout-root-b $(part "$work/b/repro.raw" 2 uuid)$"
+check "slot b's verity partition: label and B's PARTUUID" "$(part "$node" 5 name) $(part "$node" 5 uuid)" \
+  "^sprout-root-b-verity $(part "$work/b/repro.raw" 3 uuid)$"
+data=$(python3 - "$work/b/repro.raw" "$(part "$work/b/repro.raw" 3 start)" <<'PY'
+import struct, sys
+f = open(sys.argv[1], "rb"); f.seek(int(sys.argv[2]) * 512); sb = f.read(512)
+print(struct.unpack_from("<I", sb, 64)[0] * struct.unpack_from("<Q", sb, 72)[0])
+PY
+)
+check "slot b holds B's root (verity's $data data bytes)" "$(range_sum "$node" 4 "$data")" \
+  "^$(range_sum "$work/b/repro.raw" 2 "$data")$"
+check "slot b holds B's verity superblock and tree" "$(range_sum "$node" 5 8192)" "^$(range_sum "$work/b/repro.raw" 3 8192)$"
+entry=$esp/loader/entries/sprout-2-b+3.conf
+check "the new entry is counted: sprout-2-b+3.conf" "$(ls "$esp/loader/entries" | tr '\n' ' ')" '^sprout-1-a.conf sprout-2-b\+3.conf $'
+check "the new entry boots B's kernel and initrd from /sprout/b" "$(grep -E '^(linux|initrd)' "$entry" | tr '\n' ' ')" \
+  '^linux /sprout/b/vmlinuz initrd /sprout/b/initrd.img $'
+state=$(grep -o 'sprout.state=[^ ]*' "$work/cmdline") config=$(grep -o 'sprout.config=[^ ]*' "$work/cmdline")
+check "the new entry keeps this disk's state and config partitions, with B's root hash" \
+  "$(grep -c -e "$state" -e "$config" "$entry") $(grep -o "sprout.roothash=$hash_b" "$entry")" "^1 sprout.roothash=$hash_b$"
+MTOOLS_SKIP_CHECK=1 mcopy -o -i "$work/b/repro.raw@@$(( $(part "$work/b/repro.raw" 1 start) * 512 ))" ::/sprout/vmlinuz "$work/b-vmlinuz"
+check "B's kernel is in /sprout/b" "$(cmp "$esp/sprout/b/vmlinuz" "$work/b-vmlinuz" && echo same)" '^same$'
+check "A's kernel is still in /sprout" "$(ls "$esp/sprout" | tr '\n' ' ')" 'vmlinuz'
+check "no temporary files are left on the ESP" "$(find "$esp" -name '*.tmp.*' | wc -l)" '^0$'
+
+out=$(run apply "$work/b" --key "$work/key.pub" 2>&1)
+# Generations never repeat: the replaced trial entry's number is not used again.
+check "the update can be run again before the reboot (the trial entry is replaced by the next generation)" \
+  "$? $(ls "$esp/loader/entries" | tr '\n' ' ')" '^0 sprout-1-a.conf sprout-3-b\+3.conf $'
+
+# Boot B as systemd-boot would: the counter goes down before the kernel starts.
+mv "$esp/loader/entries/sprout-3-b+3.conf" "$esp/loader/entries/sprout-3-b+2-1.conf"
+sed -n 's/^options //p' "$esp/loader/entries/sprout-3-b+2-1.conf" > "$work/cmdline"
+out=$(run apply "$work/a" 2>&1)
+check "no update while the running slot is on trial" "$? $out" '^1 .*still on trial'
+out=$(run status 2>&1)
+echo "$out" | sed 's/^/   /'
+check "status: slot b booted, on trial" "$out" 'booted: root hash [0-9a-f]{12}\.\.\., entry sprout-3-b\+2-1\.conf \(trial: 2 tries left, 1 done\)'
+out=$(run bless 2>&1)
+check "bless commits the booted entry" "$? $out" '^0 update: committed slot b: sprout-3-b\+2-1\.conf -> sprout-3-b\.conf'
+out=$(run status 2>&1)
+check "status: slot b committed" "$out" 'entry sprout-3-b\.conf \(committed\)'
+out=$("$FIRSTBOOT" status --state-dir "$work/state" 2>&1)
+check "sprout-firstboot status shows the slots bless recorded" "$out" 'entry sprout-3-b\.conf: committed, booted.*as seen by `sprout-firstboot update (bless|status)`'
+out=$(run bless 2>&1)
+check "bless again: nothing to commit" "$? $out" '^0 .*nothing to commit'
+
+# The same over HTTP, from a web server on loopback that serves the build folders (the
+# way a site serves a build on its network): B is committed and running, so A goes into
+# slot a.
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+python3 -m http.server --bind 127.0.0.1 --directory "$work" "$port" >"$work/http.log" 2>&1 &
+http_pid=$!
+trap 'kill "$http_pid" 2>/dev/null; rm -rf "$work"' EXIT
+for _ in $(seq 50); do curl -sf -o /dev/null "http://127.0.0.1:$port/a/manifest.json" && break; sleep 0.1; done
+out=$(run apply "http://127.0.0.1:$port/missing" 2>&1)
+check "a URL with no build is refused, naming the file and the answer" "$? $out" \
+  "^1 .*cannot fetch http://127\.0\.0\.1:$port/missing/manifest\.json: the server answered HTTP 404"
+out=$(run apply "http://127.0.0.1:$port/b-changed/" 2>&1)
+check "a changed raw image served over HTTP is refused after its download" "$? $out" '^1 .*repro.raw: sha256 [0-9a-f]+ differs from the manifest'
+check "the refused download is removed from the state partition" "$(ls -A "$work/state" | tr '\n' ' ')" '^update.json $'
+out=$(run apply "http://127.0.0.1:$port/a/" 2>&1)
+rc=$?
+echo "$out" | sed 's/^/   /'
+check "apply B -> A over HTTP" "$rc" '^0$'
+check "apply downloaded the raw image into the state partition" "$out" "downloading http://127\.0\.0\.1:$port/a/repro\.raw into $work/state/update-download"
+check "the download is removed once the update is written" "$(ls -A "$work/state" | tr '\n' ' ')" '^update.json $'
+data_a=$(python3 - "$work/a/repro.raw" "$(part "$work/a/repro.raw" 3 start)" <<'PY'
+import struct, sys
+f = open(sys.argv[1], "rb"); f.seek(int(sys.argv[2]) * 512); sb = f.read(512)
+print(struct.unpack_from("<I", sb, 64)[0] * struct.unpack_from("<Q", sb, 72)[0])
+PY
+)
+check "slot a holds A's root, fetched over HTTP" "$(range_sum "$node" 2 "$data_a")" "^$(range_sum "$work/a/repro.raw" 2 "$data_a")$"
+check "slot a's root partition: label and A's PARTUUID" "$(part "$node" 2 name) $(part "$node" 2 uuid)" \
+  "^sprout-root-a $(part "$work/a/repro.raw" 2 uuid)$"
+check "the new entry for slot a is counted" "$(ls "$esp/loader/entries" | tr '\n' ' ')" '^sprout-3-b.conf sprout-4-a\+3.conf $'
+
+echo "update_test: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
