@@ -7,6 +7,7 @@
 #include <set>
 
 #include "fetch/fetch.h"
+#include "image/arch.h"
 #include "staticpod/kubelet.h"
 #include "staticpod/staticpod.h"
 #include "util/fs.h"
@@ -32,9 +33,10 @@ Status FetchOne(ProfileFile& f, const fs::path& cache_dir) {
   return Ok{};
 }
 
-// BuildKubelet runs the kubelet's recipe (RECIPE/host.sh CACHE prints the folder of the
-// host binaries; a warm cache answers at once) and points the binary at its kubelet.
-Status BuildKubelet(KubeletSettings& k, const fs::path& cache_dir) {
+// BuildKubelet runs the kubelet's recipe for the image's architecture (RECIPE/host.sh
+// CACHE, with SPROUT_ARCH, prints the folder of the host binaries; a warm cache answers
+// at once) and points the binary at its kubelet, which must be a program of that arch.
+Status BuildKubelet(KubeletSettings& k, Arch arch, const fs::path& cache_dir) {
   const fs::path script = k.recipe / "host.sh";
   std::error_code ec;
   // The recipe's answer goes to a scratch file outside the cache: a build by a user who
@@ -42,7 +44,8 @@ Status BuildKubelet(KubeletSettings& k, const fs::path& cache_dir) {
   TempDir work(fs::temp_directory_path(ec), "sprout-kubelet");
   const fs::path printed = work.path() / "folder";
   // stderr (the recipe's progress on a cold cache) goes to ours.
-  auto run = Run({{"bash", script.string(), cache_dir.string()}, {}, {}, printed.string(), false});
+  auto run = Run(
+      {{"bash", script.string(), cache_dir.string()}, {{"SPROUT_ARCH", ArchName(arch)}}, {}, printed.string(), false});
   if (!run || run->exit_code != 0) {
     return Fail(Where(k.binary.where) + ": the kubelet recipe " + script.string() + " failed" +
                 (run ? "" : ": " + run.error()));
@@ -52,6 +55,11 @@ Status BuildKubelet(KubeletSettings& k, const fs::path& cache_dir) {
   if (!fs::is_regular_file(bin, ec)) {
     return Fail(Where(k.binary.where) + ": the kubelet recipe " + script.string() +
                 " printed no folder with a kubelet");
+  }
+  if (auto elf = ElfArchOfFile(bin); elf && *elf != arch) {
+    return Fail(Where(k.binary.where) + ": the kubelet recipe " + script.string() + " gave an " + ArchName(*elf) +
+                " kubelet (" + bin.string() + ") for an " + ArchName(arch) +
+                " image; its host.sh must honour SPROUT_ARCH");
   }
   k.binary.source = bin;
   // The recipe's kube-proxy (Service ClusterIPs) goes in beside the kubelet.
@@ -138,7 +146,7 @@ Status FetchProfileFiles(Profile& p, const fs::path& cache_dir) {
     if (auto s = FetchOne(f, cache_dir); !s) errors.push_back(s.error());
   }
   if (p.kubelet.present && !p.kubelet.recipe.empty()) {
-    if (auto s = BuildKubelet(p.kubelet, cache_dir); !s) errors.push_back(s.error());
+    if (auto s = BuildKubelet(p.kubelet, p.arch, cache_dir); !s) errors.push_back(s.error());
   } else if (p.kubelet.present) {
     if (auto s = FetchOne(p.kubelet.binary, cache_dir); !s) errors.push_back(s.error());
   }

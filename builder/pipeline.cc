@@ -62,9 +62,7 @@ Result<fs::path> FirstbootBinary(Arch arch) {
                   build_hint + " or set " + var + " to its path");
     }
   }
-  auto head = ReadFile(path);
-  if (!head) return Fail(head.error());
-  auto elf = ElfArch(std::string_view(*head).substr(0, 64));
+  auto elf = ElfArchOfFile(path);
   if (elf && *elf != arch) {
     return Fail(path.string() + " is an " + ArchName(*elf) + " program, but the image is " + ArchName(arch) + "; " +
                 build_hint + " or set " + var + " to an " + ArchName(arch) + " build");

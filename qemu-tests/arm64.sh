@@ -29,50 +29,12 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-for f in /usr/share/AAVMF/AAVMF_CODE.fd /usr/share/AAVMF/AAVMF_VARS.fd; do
-  [ -f "$f" ] || { echo "arm64: $f is missing: apt-get install qemu-efi-aarch64" >&2; exit 1; }
-done
-command -v qemu-system-aarch64 >/dev/null || { echo "arm64: apt-get install qemu-system-arm" >&2; exit 1; }
+find_firmware arm64 || exit 1
+qemu_for arm64 tcg || exit 1
 if [ ! -x "$(dirname "$SPROUT")/arm64/sprout-firstboot" ] && [ -z "${SPROUT_FIRSTBOOT_ARM64:-}" ]; then
   echo "== cross-build sprout-firstboot for arm64"
   "$top/scripts/cross-firstboot" arm64 "$(dirname "$SPROUT")" || exit 1
 fi
-
-# boot_arm64 DISK VARS LOG TIMEOUT [STOP-REGEX]: boot_vm (lib.sh) for arm64: QEMU's virt
-# machine with AAVMF, a Cortex-A72 in emulation, no network. Same statuses and figures.
-boot_arm64() {
-  local disk=$1 vars=$2 log=$3 limit=$4 stop=${5:-}
-  : > "$log"
-  local start=$(date +%s.%N)
-  qemu-system-aarch64 -machine virt,accel=tcg -cpu cortex-a72 -m 2048 -smp 2 \
-    -drive "if=pflash,format=raw,unit=0,readonly=on,file=/usr/share/AAVMF/AAVMF_CODE.fd" \
-    -drive "if=pflash,format=raw,unit=1,file=$vars" \
-    -drive "if=virtio,format=$(case $disk in *.qcow2) echo qcow2 ;; *) echo raw ;; esac),file=$disk" \
-    -display none -serial "file:$log" -monitor none -nic none -no-reboot &
-  local pid=$!
-  BOOT_LOGIN_SECONDS=""
-  local deadline=$(( $(date +%s) + limit ))
-  while kill -0 "$pid" 2>/dev/null; do
-    if [ -z "$BOOT_LOGIN_SECONDS" ] && grep -aq 'login:' "$log"; then
-      BOOT_LOGIN_SECONDS=$(echo "$(date +%s.%N) - $start" | bc)
-    fi
-    if [ -n "$stop" ] && grep -aqE "$stop" "$log"; then
-      sleep 1
-      kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
-      BOOT_TOTAL_SECONDS=$(echo "$(date +%s.%N) - $start" | bc)
-      return 125
-    fi
-    if [ "$(date +%s)" -ge "$deadline" ]; then
-      kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
-      return 124
-    fi
-    sleep 0.5
-  done
-  wait "$pid"
-  local rc=$?
-  BOOT_TOTAL_SECONDS=$(echo "$(date +%s.%N) - $start" | bc)
-  return $rc
-}
 
 # timed_build ARCH DIR: builds the test profile for ARCH into DIR; sets BUILD_SECONDS.
 timed_build() {
@@ -127,10 +89,10 @@ EOF
 )" 'BOOTAA64\.EFI$'
 
 echo "== boot the arm64 image under qemu-system-aarch64 -M virt (AAVMF)"
-cp /usr/share/AAVMF/AAVMF_VARS.fd "$work/vars.fd"
+cp "$FW_VARS" "$work/vars.fd"
 image_mib=$(( $(stat -c %s "$work/a/arm64.raw") / 1048576 ))
 qemu-img create -q -f qcow2 -b "$work/a/arm64.qcow2" -F qcow2 "$work/disk.qcow2" "$((2 * image_mib))M"
-boot_arm64 "$work/disk.qcow2" "$work/vars.fd" "$work/serial-arm64.log" "$BOOT_TIMEOUT"
+boot_vm "$work/disk.qcow2" "$work/vars.fd" "$work/serial-arm64.log" "$BOOT_TIMEOUT"
 rc=$?
 arm64_boot=${BOOT_TOTAL_SECONDS:-0}
 echo "   login prompt after ${BOOT_LOGIN_SECONDS:-never} s, powered off after ${BOOT_TOTAL_SECONDS:-?} s"
@@ -153,8 +115,8 @@ read -r lo hi < <(partition_range "$work/tampered.raw" 2)
 at=$((lo + 1000))
 byte=$(dd if="$work/tampered.raw" bs=1 skip="$at" count=1 status=none | od -An -tu1 | tr -d ' ')
 printf "$(printf '\\%03o' $((byte ^ 0xff)))" | dd of="$work/tampered.raw" bs=1 seek="$at" count=1 conv=notrunc status=none
-cp /usr/share/AAVMF/AAVMF_VARS.fd "$work/vars-tampered.fd"
-boot_arm64 "$work/tampered.raw" "$work/vars-tampered.fd" "$work/serial-tampered.log" "$BOOT_TIMEOUT" '\(initramfs\)|login:'
+cp "$FW_VARS" "$work/vars-tampered.fd"
+boot_vm "$work/tampered.raw" "$work/vars-tampered.fd" "$work/serial-tampered.log" "$BOOT_TIMEOUT" '\(initramfs\)|login:'
 rc=$?
 log="$work/serial-tampered.log"
 grep -aE 'verity|Kernel panic|Rebooting' "$log" | tr -d '\r' | head -n 5
@@ -169,8 +131,8 @@ if [ "$AMD64_TWIN" = 1 ]; then
   timed_build amd64 "$work/amd64"
   check "amd64 build" "$?" '^0$'
   amd64_build=$BUILD_SECONDS
-  find_ovmf || exit 1
-  cp "$OVMF_VARS" "$work/vars-amd64.fd"
+  find_firmware amd64 || exit 1
+  cp "$FW_VARS" "$work/vars-amd64.fd"
   qemu-img create -q -f qcow2 -b "$work/amd64/arm64.qcow2" -F qcow2 "$work/disk-amd64.qcow2" "$((2 * image_mib))M"
   boot_vm "$work/disk-amd64.qcow2" "$work/vars-amd64.fd" "$work/serial-amd64.log" 600
   rc=$?

@@ -38,7 +38,10 @@ cluster_init() {
   CLUSTER_NS=sprout-cluster-$$
   CLUSTER_NODES=()
   mkdir -p "$CLUSTER_DIR"
-  find_ovmf || return 1
+  # An arm64 image's nodes run under qemu-system-aarch64 with AAVMF (qemu_for, lib.sh).
+  CLUSTER_ARCH=$(image_arch "$CLUSTER_IMAGE")
+  find_firmware "$CLUSTER_ARCH" || return 1
+  qemu_for "$CLUSTER_ARCH" "$CLUSTER_ACCEL" || return 1
   [ -f "$CLUSTER_DIR/cluster.secret" ] || head -c 32 /dev/urandom > "$CLUSTER_DIR/cluster.secret"
   [ -f "$CLUSTER_DIR/id" ] || ssh-keygen -q -t ed25519 -N '' -C sprout-cluster -f "$CLUSTER_DIR/id" || return 1
   ip netns add "$CLUSTER_NS" || return 1
@@ -88,8 +91,12 @@ node_config() {
 vm_start() {
   local i=$1 dir=$CLUSTER_DIR
   local medium=${CLUSTER_MEDIUM[$i]:-disk} tap=tap$i mem=$CLUSTER_MEM
-  local boot=() firmware=(-drive "if=pflash,format=raw,unit=0,readonly=on,file=$OVMF_CODE"
+  local boot=() firmware=(-drive "if=pflash,format=raw,unit=0,readonly=on,file=$FW_CODE"
     -drive "if=pflash,format=raw,unit=1,file=$dir/node-$i.vars")
+  if [ "$CLUSTER_ARCH" != amd64 ] && { [ "$medium" = iso ] || [ "$medium" = pxe ]; }; then
+    echo "node-$i: an $CLUSTER_ARCH node boots from disk or raw only (docs/arm64.md)" >&2
+    return 1
+  fi
   case $medium in
     disk)
       local disk=$dir/node-$i.qcow2 fmt=raw
@@ -117,14 +124,13 @@ vm_start() {
     *) echo "node-$i: unknown medium '$medium' (disk, raw, iso or pxe)" >&2; return 1 ;;
   esac
   # UEFI nodes keep their own firmware variables across restarts; PXE nodes use SeaBIOS.
-  [ "${#firmware[@]}" -eq 0 ] || [ -f "$dir/node-$i.vars" ] || cp "$OVMF_VARS" "$dir/node-$i.vars"
+  [ "${#firmware[@]}" -eq 0 ] || [ -f "$dir/node-$i.vars" ] || cp "$FW_VARS" "$dir/node-$i.vars"
   node_ssh_close "$i"
   ip -n "$CLUSTER_NS" link del "$tap" 2>/dev/null
   ip -n "$CLUSTER_NS" tuntap add dev "$tap" mode tap || return 1
   ip -n "$CLUSTER_NS" link set "$tap" master br0 up
   echo "=== boot $(date +%T) from $medium" >> "$dir/node-$i.log"
-  ip netns exec "$CLUSTER_NS" qemu-system-x86_64 -machine "q35,accel=$CLUSTER_ACCEL" \
-    -cpu "$([ "$CLUSTER_ACCEL" = kvm ] && echo host || echo max)" -m "$mem" -smp "$CLUSTER_SMP" \
+  ip netns exec "$CLUSTER_NS" "${QEMU_CMD[@]}" -m "$mem" -smp "$CLUSTER_SMP" \
     "${firmware[@]}" "${boot[@]}" \
     -netdev "tap,id=n0,ifname=$tap,script=no,downscript=no" \
     -device "virtio-net-pci,netdev=n0,mac=52:54:00:18:00:$(printf %02x $((10 + i)))" \

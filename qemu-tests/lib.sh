@@ -18,19 +18,63 @@ find_ovmf() {
   return 1
 }
 
+# image_arch IMAGE prints the architecture of a sprout disk image (raw or qcow2), amd64
+# or arm64, from the DPS type of its root partition in the GPT's partition entries.
+image_arch() {
+  local head tmp
+  case $1 in
+    *.qcow2)
+      tmp=$(mktemp /tmp/sprout-gpt.XXXXXX)
+      rm -f "$tmp"  # qemu-img dd makes its output file
+      qemu-img dd -f qcow2 -O raw bs=512 count=34 if="$1" of="$tmp" 2>/dev/null
+      head=$(od -An -tx1 -v "$tmp" 2>/dev/null)
+      rm -f "$tmp" ;;
+    *) head=$(head -c 17408 "$1" | od -An -tx1 -v) ;;
+  esac
+  # b921b045-1df0-41c3-af44-4c6f280d3fae (Root Partition, 64-bit ARM) as stored on disk.
+  if tr -d ' \n' <<<"$head" | grep -q 45b021b9f01dc341af444c6f280d3fae; then echo arm64; else echo amd64; fi
+}
+
+# find_firmware ARCH sets FW_CODE and FW_VARS to Debian's UEFI firmware for ARCH: OVMF
+# for amd64, AAVMF (qemu-efi-aarch64) for arm64.
+find_firmware() {
+  case $1 in
+    arm64)
+      FW_CODE=/usr/share/AAVMF/AAVMF_CODE.fd FW_VARS=/usr/share/AAVMF/AAVMF_VARS.fd
+      [ -f "$FW_CODE" ] && [ -f "$FW_VARS" ] && return 0
+      echo "AAVMF not found: apt-get install qemu-efi-aarch64" >&2
+      return 1 ;;
+    *) find_ovmf || return 1; FW_CODE=$OVMF_CODE FW_VARS=$OVMF_VARS ;;
+  esac
+}
+
+# qemu_for ARCH ACCEL sets QEMU_CMD to the QEMU that boots an ARCH sprout image: q35 for
+# amd64; for arm64 the virt machine (its serial port is a PL011, ttyAMA0) with a
+# Cortex-A72, whose emulation skips the pointer-authentication cost of -cpu max.
+qemu_for() {
+  case $1 in
+    arm64) QEMU_CMD=(qemu-system-aarch64 -machine "virt,accel=$2" -cpu "$([ "$2" = kvm ] && echo host || echo cortex-a72)") ;;
+    *) QEMU_CMD=(qemu-system-x86_64 -machine "q35,accel=$2" -cpu "$([ "$2" = kvm ] && echo host || echo max)") ;;
+  esac
+  command -v "${QEMU_CMD[0]}" >/dev/null || { echo "${QEMU_CMD[0]} not found: apt-get install $([ "$1" = arm64 ] && echo qemu-system-arm || echo qemu-system-x86)" >&2; return 1; }
+}
+
 # boot_vm DISK VARS LOG TIMEOUT [STOP-REGEX]: boots DISK under UEFI with no network at
 # all, serial to LOG, until the guest powers off or TIMEOUT seconds pass (then it is
-# killed: status 124), or the log matches STOP-REGEX (killed: status 125).
+# killed: status 124), or the log matches STOP-REGEX (killed: status 125). An arm64
+# image boots under qemu-system-aarch64 and AAVMF; VARS must then be a copy of AAVMF's.
 # Sets BOOT_LOGIN_SECONDS to when "login:" first appeared, and BOOT_TOTAL_SECONDS.
 boot_vm() {
   local disk=$1 vars=$2 log=$3 limit=$4 stop=${5:-}
   # KVM may exist but not work here (nested virtualization), so TCG unless asked.
-  local accel=${SPROUT_QEMU_ACCEL:-tcg} cpu=max
-  [ "$accel" = kvm ] && cpu=host
+  local accel=${SPROUT_QEMU_ACCEL:-tcg} arch
+  arch=$(image_arch "$disk")
+  find_firmware "$arch" || return 1
+  qemu_for "$arch" "$accel" || return 1
   : > "$log"
   local start=$(date +%s.%N)
-  qemu-system-x86_64 -machine "q35,accel=$accel" -cpu "$cpu" -m 2048 -smp 2 \
-    -drive "if=pflash,format=raw,unit=0,readonly=on,file=$OVMF_CODE" \
+  "${QEMU_CMD[@]}" -m 2048 -smp 2 \
+    -drive "if=pflash,format=raw,unit=0,readonly=on,file=$FW_CODE" \
     -drive "if=pflash,format=raw,unit=1,file=$vars" \
     -drive "if=virtio,format=$(case $disk in *.qcow2) echo qcow2 ;; *) echo raw ;; esac),file=$disk" \
     -display none -serial "file:$log" -monitor none -nic none -no-reboot ${QEMU_EXTRA:-} &

@@ -52,7 +52,16 @@ if [ ! -f "$dsc" ]; then
   rm -rf "$src" && mv "$tmp" "$src"
 fi
 
-key=$( (sha256sum "$dsc" | cut -d' ' -f1; cat "$here/source" "$here/compile.sh") | sha256sum | cut -c1-32)
+# The target architecture (Debian's name): SPROUT_ARCH (sprout sets it for the kubelet),
+# else SPROUT_IMAGE_ARCH (for an image), else the build host's. amd64
+# keeps the key it always had; another architecture is part of the key.
+goarch=${SPROUT_ARCH:-${SPROUT_IMAGE_ARCH:-$(dpkg --print-architecture)}}
+case $goarch in
+  amd64 | arm64) ;;
+  *) log "no Kubernetes build for architecture '$goarch'; architectures: amd64, arm64"; exit 2 ;;
+esac
+key=$( (sha256sum "$dsc" | cut -d' ' -f1; cat "$here/source" "$here/compile.sh"; [ "$goarch" = amd64 ] || echo "$goarch") |
+  sha256sum | cut -c1-32)
 bin="$cache/kubernetes/bin/$key"
 if [ -f "$bin/.complete" ]; then
   log "cached: $bin"
@@ -84,7 +93,7 @@ done
 mkdir -p "$work/gopath/src/k8s.io"
 ln -s "$work/tree" "$work/gopath/src/k8s.io/kubernetes"
 export GOPATH="$work/gopath" GO111MODULE=off CGO_ENABLED=0 GOFLAGS= GOCACHE="$cache/kubernetes/gocache"
-export GOOS=linux GOARCH=${SPROUT_GOARCH:-amd64}
+export GOOS=linux GOARCH=$goarch
 v=k8s.io/kubernetes/vendor/k8s.io/component-base/version
 release=${kube_version#v}
 major=${release%%.*}
@@ -100,7 +109,8 @@ cd "$GOPATH/src/k8s.io/kubernetes"
 #    upstream Makefile makes it with openapi-gen before compiling). Its inputs are the
 #    packages tagged +k8s:openapi-gen, found the way Makefile.generated_files does.
 log "generating pkg/generated/openapi (openapi-gen)"
-go build -trimpath -o "$work/tools/openapi-gen" ./vendor/k8s.io/kube-openapi/cmd/openapi-gen >&2
+# The generator runs here, so it is built for the build host, whatever GOARCH is.
+GOARCH=$(go env GOHOSTARCH) go build -trimpath -o "$work/tools/openapi-gen" ./vendor/k8s.io/kube-openapi/cmd/openapi-gen >&2
 dirs=$(find -H . \( -path './_*' -o -path './.*' -o -path ./vendor \) -prune -o -type f -name '*.go' -print |
   sed 's|^\./staging/src|vendor|; s|^\./||; s|/[^/]*$||' | LC_ALL=C sort -u |
   grep -v -e '^vendor/k8s.io/code-generator/' -e '^vendor/k8s.io/sample-apiserver/' |
@@ -123,8 +133,14 @@ for c in "${components[@]}"; do
   log "compiled $c in $((SECONDS - start)) s"
 done
 # 5. The pod sandbox ("pause") from the same tree: a static C program, no Go.
-gcc -Os -static -Wall -DVERSION="${kube_version}-sprout" -o "$out/pause" build/pause/linux/pause.c >&2
-strip --strip-all "$out/pause"
+#    For arm64 Debian's cross compiler (gcc-aarch64-linux-gnu) builds it.
+cc=gcc strip=strip
+if [ "$goarch" != "$(dpkg --print-architecture)" ]; then
+  cc=aarch64-linux-gnu-gcc strip=aarch64-linux-gnu-strip
+  command -v "$cc" >/dev/null || { log "$cc is missing: apt-get install gcc-aarch64-linux-gnu"; exit 1; }
+fi
+"$cc" -Os -static -Wall -DVERSION="${kube_version}-sprout" -o "$out/pause" build/pause/linux/pause.c >&2
+"$strip" --strip-all "$out/pause"
 chmod 0755 "$out"/*
 (cd "$out" && sha256sum -- * >SHA256SUMS)
 touch "$out/.complete"

@@ -60,6 +60,14 @@ std::optional<Arch> ElfArch(std::string_view head) {
   return std::nullopt;
 }
 
+std::optional<Arch> ElfArchOfFile(const std::filesystem::path& program) {
+  std::ifstream in(program, std::ios::binary);
+  std::string head(64, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<std::size_t>(in.gcount()));
+  return ElfArch(head);
+}
+
 std::string PartitionTypeName(std::string_view type) {
   std::string t(type);
   for (char& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -37,6 +38,9 @@ Arch HostArch();
 // ElfArch reads the architecture of an ELF program from its first bytes; nullopt when
 // they are not a 64-bit little-endian ELF header of a known machine.
 std::optional<Arch> ElfArch(std::string_view head);
+
+// ElfArchOfFile is ElfArch of a program's first bytes; nullopt when it cannot be read.
+std::optional<Arch> ElfArchOfFile(const std::filesystem::path& program);
 
 // PartitionTypeName names a partition type GUID of an image ("root arm64", "esp"); ""
 // for a type sprout does not use.

@@ -92,3 +92,8 @@ TEST_CASE("CheckFormats lets arm64 make raw and qcow2 only, and names the fix", 
         "an arm64 image cannot be made as iso, pxe yet (neither is boot-tested on arm64; docs/arm64.md); ask for raw "
         "or qcow2, such as --format raw,qcow2");
 }
+
+TEST_CASE("ElfArchOfFile reads a program's architecture from its file", "[arch]") {
+  CHECK(ElfArchOfFile("/proc/self/exe") == HostArch());
+  CHECK_FALSE(ElfArchOfFile("/nonexistent/program").has_value());
+}
