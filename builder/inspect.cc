@@ -29,7 +29,8 @@ enum class ImageKind { kRaw, kQcow2, kIso };
 void AddSlots(nlohmann::ordered_json& out, const std::vector<Partition>& partitions, const fs::path& esp_file) {
   GptLayout layout;
   layout.partitions = partitions;
-  const Guid root_type = *Guid::Parse(dps::kRootX86_64);
+  const auto types = update::DiskRootTypes(layout);  // x86-64 or 64-bit ARM
+  const Guid root_type = types ? types->root : Guid();
   out["slots"] = nlohmann::json::array();
   char letter = 'a';
   int number = 0;

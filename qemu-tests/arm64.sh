@@ -84,6 +84,8 @@ check "inspect: root partition type is the DPS arm64 root" \
 check "inspect: verity partition type is the DPS arm64 root verity" \
   "$(grep -a 'sprout-root-a-verity' <<<"$inspect" | grep -o 'type [0-9a-f-]* (root-verity arm64)')" \
   '^type df3300ce-d69f-4c92-978c-9bfb0f38d820 \(root-verity arm64\)$'
+check "inspect: the A/B update slots are found on the arm64 root type" "$(grep -a '^slots:' <<<"$inspect")" \
+  '^slots: +a = partition 2 \(sprout-root-a\) +b = partition 4 \(_empty\)$'
 check "inspect: the kernel is Debian's arm64 kernel" "$(grep -a '^kernel:' <<<"$inspect")" 'arm64$'
 check "the ESP boots systemd-bootaa64 as BOOTAA64.EFI" \
   "$(python3 - "$work/a/arm64.raw" <<'EOF'
