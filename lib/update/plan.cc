@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "image/arch.h"
 #include "image/plan.h"
 #include "update/gpt_patch.h"
 #include "util/text.h"
@@ -65,14 +66,12 @@ Result<std::string> EntryText(const std::string& build_entry, const std::string&
 }  // namespace
 
 std::optional<RootTypes> DiskRootTypes(const GptLayout& disk) {
-  const RootTypes known[] = {{*Guid::Parse(dps::kRootX86_64), *Guid::Parse(dps::kRootVerityX86_64), "amd64"},
-                             {*Guid::Parse(dps::kRootArm64), *Guid::Parse(dps::kRootVerityArm64), "arm64"}};
-  for (const auto& p : disk.partitions) {
-    for (const auto& k : known) {
-      if (p.spec.type == k.root) return k;
-    }
-  }
-  return std::nullopt;
+  std::vector<std::string> types;
+  for (const auto& p : disk.partitions) types.push_back(p.spec.type.ToString());
+  const auto arch = ImageArchOf(std::vector<std::string_view>(types.begin(), types.end()));
+  if (!arch) return std::nullopt;
+  const ArchTraits& t = TraitsOf(*arch);
+  return RootTypes{*Guid::Parse(t.root_type), *Guid::Parse(t.root_verity_type), *arch};
 }
 
 std::optional<char> SlotOfHash(const GptLayout& disk, const std::string& hash) {
@@ -200,7 +199,8 @@ Result<UpdatePlan> PlanUpdate(const UpdateInputs& in) {
   auto build_slots = FindSlots(in.build_disk, in.build.root_hash);
   if (!build_slots) return Fail("the build's raw image " + in.build.raw_file + ": " + build_slots.error());
   // FindSlots found both disks' root types, so DiskRootTypes has a value for each.
-  const auto node_arch = DiskRootTypes(in.disk)->arch, build_arch = DiskRootTypes(in.build_disk)->arch;
+  const std::string node_arch = ArchName(DiskRootTypes(in.disk)->arch);
+  const std::string build_arch = ArchName(DiskRootTypes(in.build_disk)->arch);
   if (node_arch != build_arch) {
     return Fail("the build is an " + build_arch + " image and this node runs " + node_arch +
                 "; update it with a build of the same profile for " + node_arch + " (sprout build --arch " + node_arch +

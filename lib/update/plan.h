@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "image/gpt.h"
+#include "profile/profile.h"
 #include "update/build.h"
 #include "update/entries.h"
 #include "update/gpt_patch.h"
@@ -27,11 +28,11 @@ struct DiskSlots {
   Slot running, inactive;
 };
 
-// RootTypes are the DPS root and root-verity partition types of one architecture, and
-// its Debian name.
+// RootTypes are the DPS root and root-verity partition types of one architecture
+// (image/arch.h's table), and the architecture.
 struct RootTypes {
   Guid root, verity;
-  std::string arch;
+  Arch arch = Arch::kAmd64;
 };
 
 // DiskRootTypes are the root types a disk's root partitions carry (x86-64 or 64-bit

@@ -154,8 +154,8 @@ TEST_CASE("slots: the running one from the root hash, the other is written", "[u
 TEST_CASE("slots: an arm64 disk has its slots too; a build of the other architecture is refused", "[update][arch]") {
   auto arm = Disk(kHashA, kHashB, 64 << 20, true);
   REQUIRE(DiskRootTypes(arm));
-  CHECK(DiskRootTypes(arm)->arch == "arm64");
-  CHECK(DiskRootTypes(Disk(kHashA, ""))->arch == "amd64");
+  CHECK(DiskRootTypes(arm)->arch == Arch::kArm64);
+  CHECK(DiskRootTypes(Disk(kHashA, ""))->arch == Arch::kAmd64);
   auto s = FindSlots(arm, kHashB);
   REQUIRE(s);
   CHECK(s->running.letter == 'b');
