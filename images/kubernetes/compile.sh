@@ -4,7 +4,8 @@
 #
 # The binaries are cached under CACHE-DIR/kubernetes/bin/KEY, where KEY is the sha256
 # of the source package's .dsc (which names the sha256 of every tarball in it) and of
-# this recipe's `source` and `compile.sh`; a second build finds them and compiles
+# this recipe's `source` and `compile.sh` (and of the target architecture when it is
+# not amd64); a second build finds them and compiles
 # nothing. The source itself is kept under CACHE-DIR/kubernetes/source/VERSION, so a
 # rebuild after a cleaned bin folder needs no network either.
 #
@@ -53,8 +54,8 @@ if [ ! -f "$dsc" ]; then
 fi
 
 # The target architecture (Debian's name): SPROUT_ARCH (sprout sets it for the kubelet),
-# else SPROUT_IMAGE_ARCH (for an image), else the build host's. amd64
-# keeps the key it always had; another architecture is part of the key.
+# else SPROUT_IMAGE_ARCH (for an image), else the build host's. A target other than
+# amd64 adds its name to the key; for amd64 the key's inputs are as before this option.
 goarch=${SPROUT_ARCH:-${SPROUT_IMAGE_ARCH:-$(dpkg --print-architecture)}}
 case $goarch in
   amd64 | arm64) ;;
