@@ -6,6 +6,7 @@
 #include <regex>
 #include <set>
 
+#include "dns/zone.h"
 #include "fetch/fetch.h"
 #include "image/arch.h"
 #include "staticpod/kubelet.h"
@@ -138,6 +139,29 @@ StaticPodInput SampleInput(const Profile& p) {
   return in;
 }
 
+// AddDns bakes the node's cluster DNS: knotd's configuration for the Shoot's networks,
+// the controller's settings and both units (docs/dns.md).
+Status AddDns(const Shoot& shoot, std::vector<RootEntry>& add) {
+  auto config = dns::MakeDnsConfig("cluster.local", {shoot.services_cidr, shoot.pods_cidr});
+  if (!config) return Fail("the Shoot's networks give no DNS zones: " + config.error());
+  add.push_back({RootEntry::Kind::kFile, dns::kDnsConfigPath, dns::DnsConfigJson(*config), {}, 0644});
+  add.push_back({RootEntry::Kind::kFile,
+                 dns::kKnotConfigPath,
+                 dns::KnotConfig(*config, "/var/lib/sprout/dns/zones", "/var/lib/sprout-dns", "/run/sprout-dns"),
+                 {},
+                 0644});
+  for (const auto& [unit, text] : {std::pair<std::string, std::string>{"sprout-dns.service", dns::KnotUnit(*config)},
+                                   {"sprout-dns-controller.service", dns::ControllerUnit()}}) {
+    add.push_back({RootEntry::Kind::kFile, "usr/lib/systemd/system/" + unit, text, {}, 0644});
+    add.push_back({RootEntry::Kind::kSymlink,
+                   "etc/systemd/system/multi-user.target.wants/" + unit,
+                   "/usr/lib/systemd/system/" + unit,
+                   {},
+                   0777});
+  }
+  return Ok{};
+}
+
 }  // namespace
 
 Status FetchProfileFiles(Profile& p, const fs::path& cache_dir) {
@@ -202,7 +226,13 @@ Status AddClusterFiles(const Profile& p, const fs::path& data_dir, std::vector<R
   // the state partition.
   add.push_back({RootEntry::Kind::kSymlink, "etc/kubernetes", "/var/lib/kubernetes", {}, 0777});
   if (p.pod_host == PodHost::kKubelet) {
-    auto config = KubeletConfigYaml(p.kubelet.config_yaml);
+    // A node of a cluster answers the cluster's names itself (docs/dns.md).
+    std::string cluster_dns;
+    if (p.shoot) {
+      if (auto s = AddDns(*p.shoot, add); !s) return s;
+      cluster_dns = dns::kNodeLocalAddress;
+    }
+    auto config = KubeletConfigYaml(p.kubelet.config_yaml, cluster_dns);
     if (!config) return Fail(Where(p.kubelet.binary.where) + ": " + config.error());
     add.push_back({RootEntry::Kind::kFile, "usr/bin/kubelet", "", p.kubelet.binary.source, 0755});
     add.push_back({RootEntry::Kind::kFile, "usr/lib/sprout/kubelet/config.yaml", *config, {}, 0644});

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "firstboot/dns.h"
 #include "firstboot/run.h"
 #include "firstboot/update.h"
 #include "formation/node_state.h"
@@ -55,6 +56,11 @@ int Status(const std::filesystem::path& state_dir, bool json) {
   if (kube_text) kube = nlohmann::ordered_json::parse(*kube_text, nullptr, false);
   if (json) {
     auto j = nlohmann::ordered_json::parse(sprout::NodeStateJson(*state), nullptr, false);
+    auto dns_text = sprout::ReadFile(state_dir / "dns.json");
+    if (dns_text && j.is_object()) {
+      auto d = nlohmann::ordered_json::parse(*dns_text, nullptr, false);
+      if (!d.is_discarded()) j["dns"] = d;
+    }
     if (!kube.is_discarded() && kube.is_object() && j.is_object()) {
       j["kubernetes"] = kube;
       std::cout << j.dump(2) << "\n";
@@ -80,6 +86,7 @@ int Status(const std::filesystem::path& state_dir, bool json) {
   }
   std::cout << sprout::firstboot::BackupStatusLines(state_dir);
   std::cout << sprout::firstboot::SlotStatusText(state_dir);
+  std::cout << sprout::firstboot::DnsStatusLines(state_dir);
   if (!kube.is_discarded() && kube.is_object()) {
     std::cout << "kubernetes:\n  apiserver: " << kube.value("apiserver", "?")
               << "\n  node: " << kube.value("node", "?");
@@ -120,11 +127,13 @@ namespace {
 int Main(int argc, char** argv) {
   // `update` has its own flags (firstboot/update.h).
   if (argc > 1 && std::string(argv[1]) == "update") return sprout::firstboot::UpdateMain(argc - 1, argv + 1);
+  // So has `dns`, the node's cluster DNS controller (firstboot/dns.h).
+  if (argc > 1 && std::string(argv[1]) == "dns") return sprout::firstboot::DnsMain(argc - 1, argv + 1);
   cxxopts::Options options("sprout-firstboot",
                            "Runs on every sprout node at boot: discovers peers and forms or joins the cluster.\n");
   options.add_options()("state-dir", "where the node keeps its state",
                         cxxopts::value<std::string>()->default_value("/var/lib/sprout"))(
-      "command", "run | status | config | backup | update", cxxopts::value<std::string>()->default_value("run"))(
+      "command", "run | status | config | backup | update | dns", cxxopts::value<std::string>()->default_value("run"))(
       "subcommand", "backup: now | list", cxxopts::value<std::string>()->default_value(""))(
       "name", "node name (default: configured hostname, else the host name)", cxxopts::value<std::string>())(
       "listen", "this node's IPv4 address (default: sprout.address)", cxxopts::value<std::string>())(
@@ -182,7 +191,7 @@ int Main(int argc, char** argv) {
                                      cxxopts::value<std::string>()->default_value("etcdctl"))(
       "json", "status: print JSON")("h,help", "show this help");
   options.parse_positional({"command", "subcommand"});
-  options.positional_help("[run|status|config|backup now|backup list|update ...]");
+  options.positional_help("[run|status|config|backup now|backup list|update ...|dns ...]");
   cxxopts::ParseResult args;
   try {
     args = options.parse(argc, argv);

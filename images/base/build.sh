@@ -64,5 +64,6 @@ exec mmdebstrap \
   --customize-hook='chroot "$1" update-initramfs -c -k all' \
   --customize-hook='rm -f "$1/etc/machine-id" && touch "$1/etc/machine-id"' \
   --customize-hook='rm -f "$1"/etc/ssh/ssh_host_*' \
+  --customize-hook='rm -f "$1/etc/systemd/system/multi-user.target.wants/knot.service"' \
   --customize-hook='rm -rf "$1/var/cache/apt/"*.bin "$1/var/lib/apt/lists/"*' \
   bookworm "$out" "$sources"

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <functional>
 #include <memory>
 
 #include "util/fs.h"
@@ -177,8 +178,24 @@ curl_blob Blob(const std::string& pem) {
 
 }  // namespace
 
-Result<ApiResponse> ApiRequest(const Kubeconfig& k, const std::string& method, const std::string& path,
-                               const std::string& body, const std::string& content_type, int timeout_seconds) {
+namespace {
+
+// Transfer is what one call hands libcurl besides the request: where the body goes and
+// a check, called about once a second, that may end the transfer.
+struct Transfer {
+  curl_write_callback write = nullptr;
+  void* write_data = nullptr;
+  const std::function<bool()>* keep_going = nullptr;
+};
+
+int Progress(void* data, curl_off_t /*dltotal*/, curl_off_t /*dlnow*/, curl_off_t /*ultotal*/, curl_off_t /*ulnow*/) {
+  const auto* keep_going = static_cast<const std::function<bool()>*>(data);
+  return (*keep_going)() ? 0 : 1;
+}
+
+// Call sends method k.server+path with k's credentials and returns the HTTP status.
+Result<long> Call(const Kubeconfig& k, const std::string& method, const std::string& path, const std::string& body,
+                  const std::string& content_type, int timeout_seconds, const Transfer& t) {
   std::string url = k.server;
   while (url.ends_with('/')) url.pop_back();
   url += path;
@@ -190,12 +207,16 @@ Result<ApiResponse> ApiRequest(const Kubeconfig& k, const std::string& method, c
   if (!curl) return Fail("libcurl failed to start");
   CURL* c = curl.get();
   char err[CURL_ERROR_SIZE] = {};
-  ApiResponse response;
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
   curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https");
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, err);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, Append);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &response.body);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, t.write);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, t.write_data);
+  if (t.keep_going != nullptr) {
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, Progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, t.keep_going);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+  }
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);  // timeouts without SIGALRM, safe in threads
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
   // 0 would mean no limit at all to libcurl; a caller on a boot path never wants that.
@@ -245,8 +266,56 @@ Result<ApiResponse> ApiRequest(const Kubeconfig& k, const std::string& method, c
   if (code != CURLE_OK) {
     return Fail(method + " " + url + " failed: " + (err[0] != 0 ? std::string(err) : curl_easy_strerror(code)));
   }
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &response.status);
+  long status = 0;
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  return status;
+}
+
+// Lines hands each complete line of a stream to its callback; a false answer (or a
+// line past the limit) ends the transfer.
+struct Lines {
+  const std::function<bool(const std::string&)>* on_line;
+  std::string pending;
+  bool stopped = false;
+};
+
+std::size_t SplitLines(char* data, std::size_t size, std::size_t count, void* user) {
+  auto* l = static_cast<Lines*>(user);
+  l->pending.append(data, size * count);
+  std::size_t start = 0;
+  for (std::size_t nl; (nl = l->pending.find('\n', start)) != std::string::npos; start = nl + 1) {
+    if (!(*l->on_line)(l->pending.substr(start, nl - start))) {
+      l->stopped = true;
+      return 0;  // ends the transfer
+    }
+  }
+  l->pending.erase(0, start);
+  // One watch event is one object; 64 MiB without a newline is no event.
+  if (l->pending.size() > (64U << 20)) {
+    l->stopped = true;
+    return 0;
+  }
+  return size * count;
+}
+
+}  // namespace
+
+Result<ApiResponse> ApiRequest(const Kubeconfig& k, const std::string& method, const std::string& path,
+                               const std::string& body, const std::string& content_type, int timeout_seconds) {
+  ApiResponse response;
+  auto status = Call(k, method, path, body, content_type, timeout_seconds, {Append, &response.body, nullptr});
+  if (!status) return Fail(status.error());
+  response.status = *status;
   return response;
+}
+
+Result<long> ApiStream(const Kubeconfig& k, const std::string& path,
+                       const std::function<bool(const std::string& line)>& on_line,
+                       const std::function<bool()>& keep_going, int timeout_seconds) {
+  Lines lines{&on_line, {}, false};
+  auto status = Call(k, "GET", path, "", "application/json", timeout_seconds, {SplitLines, &lines, &keep_going});
+  if (lines.stopped || !keep_going()) return 0L;  // ended by the caller: not a failure
+  return status;
 }
 
 }  // namespace sprout::kube

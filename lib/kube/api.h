@@ -3,6 +3,7 @@
 // for the pure code to judge.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "kube/certs.h"
@@ -30,5 +31,14 @@ struct ApiResponse {
 Result<ApiResponse> ApiRequest(const Kubeconfig& k, const std::string& method, const std::string& path,
                                const std::string& body = "", const std::string& content_type = "application/json",
                                int timeout_seconds = 10);
+
+// ApiStream sends GET k.server+path (a watch: "...?watch=1&resourceVersion=…") and hands
+// on_line each line of the answer as it arrives. It ends when the server ends the
+// answer, when on_line returns false, when keep_going (asked about once a second)
+// returns false, or after timeout_seconds. It returns the HTTP status, 0 when the
+// caller ended it, and an error when no answer came (connection, TLS).
+Result<long> ApiStream(const Kubeconfig& k, const std::string& path,
+                       const std::function<bool(const std::string& line)>& on_line,
+                       const std::function<bool()>& keep_going, int timeout_seconds);
 
 }  // namespace sprout::kube

@@ -4,7 +4,7 @@
 
 namespace sprout {
 
-Result<std::string> KubeletConfigYaml(const std::string& overrides_yaml) {
+Result<std::string> KubeletConfigYaml(const std::string& overrides_yaml, const std::string& cluster_dns) {
   YAML::Node config = YAML::Load(R"(apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 staticPodPath: /etc/kubernetes/manifests
@@ -27,6 +27,7 @@ evictionHard:
   nodefs.available: 5%
   imagefs.available: 5%
 )");
+  if (!cluster_dns.empty()) config["clusterDNS"].push_back(cluster_dns);
   if (!overrides_yaml.empty()) {
     YAML::Node extra;
     try {

@@ -11,7 +11,7 @@ namespace sprout {
 // staticPodPath /etc/kubernetes/manifests, containerd's CRI socket, the systemd cgroup
 // driver, webhook authn/authz with the cluster CA. overrides_yaml (the profile's
 // kubelet.config mapping) replaces top-level fields; an invalid mapping is an error.
-Result<std::string> KubeletConfigYaml(const std::string& overrides_yaml);
+Result<std::string> KubeletConfigYaml(const std::string& overrides_yaml, const std::string& cluster_dns = "");
 
 // KubeletUnit is the systemd unit that runs /usr/bin/kubelet with that configuration and
 // containerd's CRI socket; per-node flags come from /etc/kubernetes/kubelet.env.

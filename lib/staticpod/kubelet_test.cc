@@ -25,6 +25,15 @@ TEST_CASE("The kubelet configuration points at the static pod folder and contain
   CHECK(t["cgroupDriver"].Scalar() == "cgroupfs");
   CHECK(t["staticPodPath"].Scalar() == "/etc/kubernetes/manifests");
 
+  // Without DNS no clusterDNS; with it, the node-local server, in the cluster domain.
+  CHECK_FALSE(y["clusterDNS"]);
+  auto with_dns = KubeletConfigYaml("", "169.254.20.10");
+  REQUIRE(with_dns.ok());
+  auto dns = YAML::Load(*with_dns);
+  REQUIRE(dns["clusterDNS"].IsSequence());
+  CHECK(dns["clusterDNS"][0].Scalar() == "169.254.20.10");
+  CHECK(dns["clusterDomain"].Scalar() == "cluster.local");
+
   auto bad = KubeletConfigYaml("kind: Other\n");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().find("must not set 'kind'") != std::string::npos);

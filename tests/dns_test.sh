@@ -1,0 +1,279 @@
+#!/bin/bash
+# Cluster DNS with real parts (docs/dns.md): sprout-firstboot founds etcd in a network
+# namespace and renders the control plane; the rendered kube-apiserver runs with the
+# binary compiled from Debian's source; Debian's knotd runs with the configuration
+# `sprout-firstboot dns --print-knot-config` gives (the text the build bakes), and
+# `sprout-firstboot dns` feeds it from the API with the node's kubelet credentials.
+# dig (Debian's dnsutils) checks every record kind of the Kubernetes DNS
+# specification, times a deleted Service's way out, and checks that DNS still answers
+# with the apiserver stopped and after knotd restarts (a power loss). Traffic stays
+# inside the namespace (198.18.0.32 on a veth pair whose both ends are inside it, and lo).
+set -u
+name=dns_test
+if [ "$(id -u)" -ne 0 ]; then
+  echo "$name: skipped: needs root to create a network namespace"
+  exit 0
+fi
+for tool in ip etcd /usr/bin/python3 go knotd knotc dig curl; do
+  if ! command -v "$tool" >/dev/null; then
+    echo "$name: skipped: '$tool' not found (scripts/install-deps installs iproute2, etcd-server, python3, golang-go, knot, dnsutils, curl)"
+    exit 0
+  fi
+done
+FIRSTBOOT=$(readlink -f "${SPROUT_FIRSTBOOT:?set SPROUT_FIRSTBOOT to the sprout-firstboot binary}")
+SRC=$(readlink -f "${SPROUT_SOURCE_DIR:-$(dirname "$0")/..}")
+CACHE=${SPROUT_CACHE:-/var/cache/sprout}
+BIN=$(bash "$SRC/images/kubernetes/compile.sh" "$CACHE" 2>"$CACHE/kubernetes-compile-dns.log") || {
+  echo "$name: FAIL: compiling Kubernetes failed; see $CACHE/kubernetes-compile-dns.log"
+  tail -n 20 "$CACHE/kubernetes-compile-dns.log"
+  exit 1
+}
+NS=sprt-dns
+IP=198.18.0.32
+WORK=$(mktemp -d /tmp/sprt-dns.XXXXXX)
+K8S=$WORK/kubernetes
+PIDS=()
+passed=0 failed=0
+ok() { echo "ok: $*"; passed=$((passed + 1)); }
+bad() { echo "FAIL: $*"; failed=$((failed + 1)); }
+
+cleanup() {
+  local pid
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null; done
+  sleep 1
+  for pid in $(ip netns pids "$NS" 2>/dev/null); do kill -9 "$pid" 2>/dev/null; done
+  wait 2>/dev/null
+  ip netns del "$NS" 2>/dev/null
+  if [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]; then
+    rm -rf "$WORK"
+  else
+    echo "$name: logs kept in $WORK"
+    for f in "$WORK"/*.log; do [ -f "$f" ] && { echo "--- $f (tail)"; tail -n 12 "$f"; }; done
+  fi
+  echo "$passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+ip netns del "$NS" 2>/dev/null
+ip netns add "$NS"
+ip -n "$NS" link set lo up
+ip -n "$NS" link add eth0 type veth peer name eth1  # both ends inside: a link with no way out
+ip -n "$NS" link set eth1 up
+ip -n "$NS" addr add "$IP/24" dev eth0
+ip -n "$NS" link set eth0 up
+in_ns() { ip netns exec "$NS" "$@"; }
+kc() { in_ns "$BIN/kubectl" --kubeconfig "$K8S/admin.conf" --request-timeout=10s "$@"; }
+wait_for() {  # wait_for SECONDS COMMAND...: until COMMAND succeeds (bounded)
+  local deadline=$(($(date +%s) + $1))
+  shift
+  while [ "$(date +%s)" -lt "$deadline" ]; do
+    "$@" >/dev/null 2>&1 && return 0
+    sleep 0.2
+  done
+  return 1
+}
+
+head -c 32 /dev/urandom | base64 >"$WORK/secret"
+cat >"$WORK/cluster.json" <<EOF
+{"name": "sprt-dns-test", "kubernetesVersion": "1.20.2",
+ "networking": {"pods": "10.244.0.0/16", "services": "10.96.0.0/12", "nodes": "198.18.0.0/24"},
+ "controlPlane": {"pool": "control-plane", "minimum": 1, "maximum": 1},
+ "images": {"kube-apiserver": "localhost/sprout/kube-apiserver@sha256:$(printf 'a%.0s' {1..64})",
+            "kube-controller-manager": "localhost/sprout/kube-controller-manager@sha256:$(printf 'b%.0s' {1..64})",
+            "kube-scheduler": "localhost/sprout/kube-scheduler@sha256:$(printf 'c%.0s' {1..64})"}}
+EOF
+ip netns exec "$NS" "$FIRSTBOOT" run --state-dir "$WORK/state" --name cp-1 --listen "$IP" --expected 1 --group "" \
+  --secret-file "$WORK/secret" --cluster-file "$WORK/cluster.json" --etcd-launch process \
+  --etcd-data-dir "$WORK/etcd" --pki-dir "$K8S/pki" --templates "$SRC/staticpods" \
+  --manifests-dir "$K8S/manifests" >>"$WORK/firstboot.log" 2>&1 &
+PIDS+=($!)
+wait_for 60 test -f "$K8S/manifests/kube-apiserver.yaml" || {
+  bad "no kube-apiserver manifest after 60 s"
+  exit 1
+}
+start_apiserver() {
+  mapfile -t cmd < <(/usr/bin/python3 -c '
+import sys, yaml
+c = yaml.safe_load(open(sys.argv[1]))["spec"]["containers"][0]
+for a in c.get("command", []) + c.get("args", []): print(a)' "$K8S/manifests/kube-apiserver.yaml")
+  cmd[0]="$BIN/${cmd[0]}"
+  ip netns exec "$NS" "${cmd[@]}" >>"$WORK/kube-apiserver.log" 2>&1 &
+  API=$!
+  PIDS+=("$API")
+}
+start_apiserver
+wait_for 180 kc get --raw /readyz || {
+  bad "kube-apiserver is not ready after 180 s"
+  exit 1
+}
+# What the node agent does on a control-plane node: kube-proxy's reading rights (which
+# include EndpointSlices) for every node's credentials.
+kc create clusterrolebinding sprout:node-proxier --clusterrole=system:node-proxier --group=system:nodes >/dev/null
+
+# The DNS server and its controller, as the image runs them (on 127.0.0.1:5353 here).
+mkdir -p "$WORK/zones" "$WORK/run" "$WORK/db"
+cat >"$WORK/dns.json" <<'EOF'
+{"domain": "cluster.local", "listen": "127.0.0.1", "port": 5353,
+ "zones": ["cluster.local", "96.10.in-addr.arpa", "244.10.in-addr.arpa"]}
+EOF
+"$FIRSTBOOT" dns --config "$WORK/dns.json" --zones-dir "$WORK/zones" --run-dir "$WORK/run" \
+  --print-knot-config "$WORK/db" >"$WORK/knot.conf"
+start_knot() {
+  ip netns exec "$NS" knotd -c "$WORK/knot.conf" >>"$WORK/knotd.log" 2>&1 &
+  KNOT=$!
+  PIDS+=("$KNOT")
+}
+start_knot
+ip netns exec "$NS" "$FIRSTBOOT" dns --config "$WORK/dns.json" --kubeconfig "$K8S/kubelet.conf" \
+  --zones-dir "$WORK/zones" --run-dir "$WORK/run" --state-dir "$WORK/state" >>"$WORK/dns.log" 2>&1 &
+PIDS+=($!)
+q() { in_ns dig @127.0.0.1 -p 5353 +short +time=1 +tries=1 "$@" 2>/dev/null; }
+status_of() { in_ns dig @127.0.0.1 -p 5353 +time=1 +tries=1 "$@" 2>/dev/null | sed -n 's/.*status: \([A-Z]*\).*/\1/p'; }
+answers() {  # answers EXPECTED DIG-ARGS...: dig's short answer contains EXPECTED
+  local want=$1
+  shift
+  q "$@" | grep -qxF -- "$want"
+}
+
+# 1. Every record kind.
+if wait_for 30 answers 10.96.0.1 kubernetes.default.svc.cluster.local A; then
+  ok "A: kubernetes.default.svc.cluster.local -> $(q kubernetes.default.svc.cluster.local A)"
+else
+  bad "kubernetes.default.svc.cluster.local has no A record 10.96.0.1 after 30 s"
+fi
+srv=$(q _https._tcp.kubernetes.default.svc.cluster.local SRV)
+[ "$srv" = "0 100 443 kubernetes.default.svc.cluster.local." ] && ok "SRV for the named port https: $srv" ||
+  bad "SRV _https._tcp.kubernetes.default: '$srv'"
+ptr=$(q -x 10.96.0.1)
+[ "$ptr" = "kubernetes.default.svc.cluster.local." ] && ok "PTR 10.96.0.1 -> $ptr" || bad "PTR of 10.96.0.1: '$ptr'"
+v=$(q dns-version.cluster.local TXT)
+[ "$v" = '"1.1.0"' ] && ok "dns-version.cluster.local TXT $v" || bad "dns-version: '$v'"
+
+kc create namespace shop >/dev/null
+kc apply -f - >/dev/null <<'EOF'
+apiVersion: v1
+kind: Service
+metadata: {name: db, namespace: shop}
+spec:
+  clusterIP: None
+  ports: [{name: pg, port: 5432, protocol: TCP}]
+---
+apiVersion: discovery.k8s.io/v1beta1
+kind: EndpointSlice
+metadata:
+  name: db-1
+  namespace: shop
+  labels: {kubernetes.io/service-name: db}
+addressType: IPv4
+ports: [{name: pg, port: 5432, protocol: TCP}]
+endpoints:
+- addresses: [10.244.1.5]
+  hostname: db-0
+  conditions: {ready: true}
+- addresses: [10.244.2.7]
+  conditions: {ready: true}
+- addresses: [10.244.2.9]
+  conditions: {ready: false}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: mail, namespace: shop}
+spec:
+  type: ExternalName
+  externalName: smtp.example.org
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web-1, namespace: shop}
+spec:
+  containers: [{name: c, image: localhost/sprout/busybox:1.35}]
+EOF
+# The pod has no kubelet here: its address is what a kubelet would report.
+admin_curl() {
+  python3 - "$K8S/admin.conf" "$WORK" <<'PY'
+import base64, sys, yaml
+c = yaml.safe_load(open(sys.argv[1]))
+u = c["users"][0]["user"]; cl = c["clusters"][0]["cluster"]
+for f, k in (("ca.pem", cl["certificate-authority-data"]), ("cert.pem", u["client-certificate-data"]), ("key.pem", u["client-key-data"])):
+    open(sys.argv[2] + "/" + f, "wb").write(base64.b64decode(k))
+PY
+}
+admin_curl
+in_ns curl -sS --cacert "$WORK/ca.pem" --cert "$WORK/cert.pem" --key "$WORK/key.pem" -X PATCH \
+  -H 'Content-Type: application/merge-patch+json' \
+  --data '{"status":{"podIP":"10.244.1.9","podIPs":[{"ip":"10.244.1.9"}]}}' \
+  "https://$IP:6443/api/v1/namespaces/shop/pods/web-1/status" >/dev/null
+if wait_for 20 answers 10.244.1.5 db-0.db.shop.svc.cluster.local A; then
+  ok "headless pod record: db-0.db.shop.svc.cluster.local -> $(q db-0.db.shop.svc.cluster.local A)"
+else
+  bad "no A record for db-0.db.shop.svc.cluster.local"
+fi
+all=$(q db.shop.svc.cluster.local A | sort | tr '\n' ' ')
+[ "$all" = "10.244.1.5 10.244.2.7 " ] && ok "headless Service: its ready endpoints only: $all" ||
+  bad "headless Service db answers '$all', not the two ready endpoints"
+srv=$(q _pg._tcp.db.shop.svc.cluster.local SRV | sort | tr '\n' ' ')
+[ "$srv" = "0 100 5432 10-244-2-7.db.shop.svc.cluster.local. 0 100 5432 db-0.db.shop.svc.cluster.local. " ] &&
+  ok "SRV of a headless Service: one per endpoint: $srv" || bad "SRV _pg._tcp.db: '$srv'"
+ptr=$(q -x 10.244.1.5)
+[ "$ptr" = "db-0.db.shop.svc.cluster.local." ] && ok "PTR 10.244.1.5 -> $ptr" || bad "PTR of 10.244.1.5: '$ptr'"
+cname=$(q mail.shop.svc.cluster.local CNAME)
+[ "$cname" = "smtp.example.org." ] && ok "ExternalName: mail.shop.svc.cluster.local CNAME $cname" ||
+  bad "ExternalName CNAME: '$cname'"
+wait_for 20 answers 10.244.1.9 10-244-1-9.shop.pod.cluster.local A &&
+  ok "pod record: 10-244-1-9.shop.pod.cluster.local -> 10.244.1.9" || bad "no pod record for web-1"
+s=$(status_of nothing.shop.svc.cluster.local A)
+[ "$s" = NXDOMAIN ] && ok "a name that does not exist is NXDOMAIN" || bad "a missing name answered '$s'"
+
+# 2. Churn: a deleted Service's records go, and how fast.
+kc create service clusterip gone -n shop --tcp=80:80 >/dev/null
+wait_for 20 sh -c "ip netns exec $NS dig @127.0.0.1 -p 5353 +short gone.shop.svc.cluster.local A | grep -q ." ||
+  bad "a new Service got no A record"
+t0=$(date +%s%N)
+kc delete service gone -n shop >/dev/null
+if wait_for 20 sh -c "[ \"\$(ip netns exec $NS dig @127.0.0.1 -p 5353 +time=1 +tries=1 gone.shop.svc.cluster.local A | \
+   sed -n 's/.*status: \([A-Z]*\).*/\1/p')\" = NXDOMAIN ]"; then
+  ms=$((($(date +%s%N) - t0) / 1000000))
+  ok "a deleted Service is NXDOMAIN $ms ms after kubectl delete returned (figure: delete-to-NXDOMAIN ${ms} ms)"
+else
+  bad "a deleted Service still answers after 20 s"
+fi
+for i in $(seq 1 20); do kc create service clusterip "churn-$i" -n shop --tcp=80:80 >/dev/null; done
+for i in $(seq 1 20); do kc delete service "churn-$i" -n shop --wait=false >/dev/null; done
+wait_for 20 sh -c "[ -z \"\$(ip netns exec $NS dig @127.0.0.1 -p 5353 +short churn-20.shop.svc.cluster.local A)\" ]"
+left=0
+for i in $(seq 1 20); do [ -n "$(q "churn-$i.shop.svc.cluster.local" A)" ] && left=$((left + 1)); done
+[ "$left" -eq 0 ] && ok "20 Services made and deleted in a burst: none left in the zone" ||
+  bad "$left of 20 deleted Services still answer"
+
+# 3. The API down: DNS keeps answering, and status says so.
+in_ns "$FIRSTBOOT" status --state-dir "$WORK/state" | sed -n '/^dns:/,$p' >"$WORK/status-up.txt"
+grep -q "server: answering" "$WORK/status-up.txt" && ok "status: $(grep 'server:' "$WORK/status-up.txt" | xargs)" ||
+  bad "status shows no answering DNS server: $(cat "$WORK/status-up.txt")"
+kill "$API"
+wait "$API" 2>/dev/null
+sleep 3
+answers 10.96.0.1 kubernetes.default.svc.cluster.local A && answers 10.244.1.5 db-0.db.shop.svc.cluster.local A &&
+  ok "with the apiserver stopped, DNS still answers" || bad "DNS stopped answering with the apiserver"
+# 4. knotd restarts with the API still down (as after a power loss): the zone files
+#    on disk answer at once.
+kill "$KNOT"
+wait "$KNOT" 2>/dev/null
+start_knot
+wait_for 10 answers 10.96.0.1 kubernetes.default.svc.cluster.local A &&
+  answers smtp.example.org. mail.shop.svc.cluster.local CNAME &&
+  ok "a restarted knotd answers from the zone files with the API still down" ||
+  bad "a restarted knotd does not answer without the API"
+wait_for 15 grep -q "not answering\|no answer\|failed" "$WORK/state/dns.json"
+in_ns "$FIRSTBOOT" status --state-dir "$WORK/state" | sed -n '/^dns:/,$p' >"$WORK/status-down.txt"
+grep -qi "api: .*\(refused\|failed\|connect\)" "$WORK/status-down.txt" &&
+  ok "status names the API problem: $(grep 'api:' "$WORK/status-down.txt" | cut -c1-140)" ||
+  bad "status does not say the API is unreachable: $(cat "$WORK/status-down.txt")"
+# 5. The API back: the controller catches up by itself.
+start_apiserver
+wait_for 180 kc get --raw /readyz || bad "the apiserver did not come back"
+kc create service clusterip after -n shop --tcp=80:80 >/dev/null
+wait_for 60 sh -c "ip netns exec $NS dig @127.0.0.1 -p 5353 +short after.shop.svc.cluster.local A | grep -q ." &&
+  ok "after the API returned, a new Service answers with no restart of the controller" ||
+  bad "the controller did not catch up after the API came back"
