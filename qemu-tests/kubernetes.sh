@@ -111,7 +111,7 @@ kind: Service
 metadata: {name: hello, namespace: default}
 spec:
   selector: {app: hello}
-  ports: [{port: 80, targetPort: 8080}]
+  ports: [{name: http, port: 80, targetPort: 8080}]
 EOF
 } > "$CLUSTER_DIR/hello.yaml"
 check "the Deployment and its Service are created" \
@@ -145,6 +145,45 @@ check "the pod bridge has its pods' links (carrier)" "$(node_ssh 1 cat /sys/clas
 check "a pod reaches the Deployment through the Service's ClusterIP" \
   "$(cluster_kubectl get pod client -o jsonpath='{.status.phase}') $(cluster_kubectl logs client 2>&1 | tr '\n' ' ')" \
   '^Succeeded hello-from-hello-'
+# Cluster DNS (docs/dns.md): the node's knotd at 169.254.20.10, fed by sprout-firstboot dns;
+# a pod resolves through the search path the kubelet gives it, then fetches by name.
+check "the DNS server and its controller run" \
+  "$(node_ssh 1 systemctl is-active sprout-dns sprout-dns-controller | tr '\n' ' ')" '^active active $'
+{
+  cat <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: dns, namespace: default}
+spec:
+  restartPolicy: Never
+EOF
+  pod_spec dns 'cat /etc/resolv.conf; for n in kubernetes.default hello; do nslookup $n; done;
+    nslookup -type=SRV _http._tcp.hello.default.svc.cluster.local; nslookup 10.96.0.1;
+    for i in $(seq 1 10); do timeout 5 wget -q -O - http://hello/ && exit 0; sleep 3; done; exit 1'
+} >"$CLUSTER_DIR/dns.yaml"
+cluster_kubectl apply -f "$CLUSTER_DIR/dns.yaml" >/dev/null
+dns_done() { cluster_kubectl get pod dns -o jsonpath='{.status.phase}' | grep -Eq '^(Succeeded|Failed)$'; }
+wait_until 300 "the DNS pod done" dns_done
+dns_log=$(cluster_kubectl logs dns 2>&1)
+echo "$dns_log" | sed 's/^/     dns pod: /'
+check "the pod's resolv.conf names the node-local server and the cluster search path" \
+  "$(echo "$dns_log" | grep -E '^(nameserver|search)' | tr '\n' ' ')" \
+  '^nameserver 169\.254\.20\.10 search default\.svc\.cluster\.local svc\.cluster\.local cluster\.local'
+check "a pod resolves kubernetes.default (A record, through the search path)" \
+  "$(echo "$dns_log" | grep -A1 '^Name:.*kubernetes.default.svc.cluster.local' | tr '\n' ' ')" \
+  'kubernetes\.default\.svc\.cluster\.local.*Address: 10\.96\.0\.1'
+check "a pod resolves the Service hello to its ClusterIP" \
+  "$(echo "$dns_log" | grep -A1 '^Name:.*hello.default.svc.cluster.local' | tr '\n' ' ')" "Address: $service_ip"
+check "a pod gets the SRV record of the Service's named port" "$(echo "$dns_log" | grep -i 'service' | tr '\n' ' ')" \
+  '0 100 80 hello\.default\.svc\.cluster\.local'
+check "a pod gets the PTR record of the kubernetes ClusterIP" "$(echo "$dns_log" | grep -i 'name = ' | tr '\n' ' ')" \
+  'kubernetes\.default\.svc\.cluster\.local'
+check "a pod fetches the Deployment by the Service's name" \
+  "$(cluster_kubectl get pod dns -o jsonpath='{.status.phase}') $(echo "$dns_log" | tail -n 1)" '^Succeeded hello-from-hello-'
+knot_rss=$(node_ssh 1 ps -o rss= -C knotd | head -n 1 | tr -d ' ')
+check "sprout-firstboot status shows the DNS server answering" "$(node_ssh 1 sprout-firstboot status | grep -A1 '^dns:')" \
+  'server: answering'
+echo "figures: knotd on the node: ${knot_rss:-?} KiB resident"
 check "no image was pulled: containerd holds only the preloaded images" \
   "$(node_ssh 1 ctr -n k8s.io images ls -q | grep -v '^sha256:' | sed 's/[:@].*//' | sort -u | tr '\n' ' ')" \
   '^localhost/sprout/busybox localhost/sprout/etcd localhost/sprout/kube-apiserver localhost/sprout/kube-controller-manager localhost/sprout/kube-scheduler localhost/sprout/pause $'
