@@ -152,6 +152,9 @@ v=$(q dns-version.cluster.local TXT)
 [ "$v" = '"1.1.0"' ] && ok "dns-version.cluster.local TXT $v" || bad "dns-version: '$v'"
 
 kc create namespace shop >/dev/null
+# No controller-manager runs here to make the namespace's default ServiceAccount, which
+# admission wants for the pod below.
+kc create serviceaccount default -n shop >/dev/null 2>&1
 kc apply -f - >/dev/null <<'EOF'
 apiVersion: v1
 kind: Service
