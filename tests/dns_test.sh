@@ -254,7 +254,7 @@ for i in $(seq 1 20); do [ -n "$(q "churn-$i.shop.svc.cluster.local" A)" ] && le
 in_ns "$FIRSTBOOT" status --state-dir "$WORK/state" | sed -n '/^dns:/,$p' >"$WORK/status-up.txt"
 grep -q "server: answering" "$WORK/status-up.txt" && ok "status: $(grep 'server:' "$WORK/status-up.txt" | xargs)" ||
   bad "status shows no answering DNS server: $(cat "$WORK/status-up.txt")"
-kill "$API"
+kill -9 "$API"  # as a crash or a power cut would: no graceful end
 wait "$API" 2>/dev/null
 sleep 3
 answers 10.96.0.1 kubernetes.default.svc.cluster.local A && answers 10.244.1.5 db-0.db.shop.svc.cluster.local A &&
