@@ -191,6 +191,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: web-1, namespace: shop}
 spec:
+  automountServiceAccountToken: false  # no controller-manager here makes the token it would wait for
   containers: [{name: c, image: localhost/sprout/busybox:1.35}]
 EOF
 # The pod has no kubelet here: its address is what a kubelet would report.
