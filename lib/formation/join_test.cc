@@ -174,7 +174,7 @@ TEST_CASE("join endpoint: a control-plane joiner gets the cluster's encryption k
                             "127.0.0.1"};
   REQUIRE(InstallCredentials(files, *creds));
   const auto key_file = files.pki_dir / sprout::pki::kEncryptionKeyFile;
-  CHECK(sprout::ReadFile(key_file).value_or("") == cas->encryption_key + "\n");
+  CHECK(sprout::ReadFile(key_file).value() == cas->encryption_key + "\n");
   CHECK((std::filesystem::status(key_file).permissions() & std::filesystem::perms::all) ==
         std::filesystem::perms(0600));
   auto loaded = sprout::pki::LoadCAs(files.pki_dir);
@@ -192,7 +192,7 @@ TEST_CASE("join endpoint: a control-plane joiner gets the cluster's encryption k
   REQUIRE(SaveWorkerCredentials(wdir.path(), *worker));
   for (const auto& e : std::filesystem::recursive_directory_iterator(wdir.path())) {
     INFO(e.path());
-    CHECK(sprout::ReadFile(e.path()).value_or("").find(cas->encryption_key) == std::string::npos);
+    CHECK(sprout::ReadFile(e.path()).value().find(cas->encryption_key) == std::string::npos);
   }
   CHECK_FALSE(FetchJoin("127.0.0.1", server.port(), keys.worker, {kJoinVersion, true, "w1", "127.0.0.1"}));
 
