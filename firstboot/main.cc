@@ -171,6 +171,8 @@ int Main(int argc, char** argv) {
       cxxopts::value<std::string>()->default_value(sprout::node::kStaticPodTemplates.string()))(
       "manifests-dir", "where the control plane's static pods are written for the pod host",
       cxxopts::value<std::string>()->default_value("/etc/kubernetes/manifests"))(
+      "audit-log-dir", "where the control plane's kube-apiserver writes its audit log (rotated)",
+      cxxopts::value<std::string>()->default_value("/var/log/kubernetes/audit"))(
       "apply-system",
       "run: apply the node config to this host (hostname, static address, SSH key); the systemd unit "
       "passes it, tests leave the host alone")(
@@ -225,6 +227,7 @@ int Main(int argc, char** argv) {
   s.port = args["port"].as<int>();
   s.templates_dir = args["templates"].as<std::string>();
   s.manifests_dir = args["manifests-dir"].as<std::string>();
+  s.audit_log_dir = args["audit-log-dir"].as<std::string>();
   s.apply_system = args.count("apply-system") > 0;
   s.backup_dir = str("backup-dir");
   if (args.count("backup-interval")) s.backup_interval = args["backup-interval"].as<long>();

@@ -174,6 +174,7 @@ kube::ControlPlanePaths ControlPlanePathsFor(const node::RunFlags& flags, const 
   paths.kubernetes_dir = o.pki_dir.parent_path();
   paths.templates = flags.templates_dir;
   paths.manifests = flags.manifests_dir;
+  paths.audit_log_dir = flags.audit_log_dir;
   return paths;
 }
 
@@ -269,6 +270,7 @@ std::function<void(const formation::MemberInfo&)> ControlPlane(const node::RunFl
     pods.images = record.images;
     pods.pki_dir = paths.pki_dir.string();
     pods.kubernetes_dir = paths.kubernetes_dir.string();
+    pods.audit_log_dir = paths.audit_log_dir.string();
     auto write = [paths, node = ControlPlaneNodeFor(o, record), pods] {
       auto written = kube::WriteControlPlane(paths, node, pods);
       if (!written) {

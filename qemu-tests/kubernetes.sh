@@ -6,7 +6,9 @@
 # the node registered, labelled, tainted, given a pod subnet and Ready. etcd answers
 # over TLS only with a client certificate. Then a workload: a Deployment of the
 # preloaded toolbox image, its Service, and a pod that reaches it through the ClusterIP
-# (kube-proxy, iptables mode); still nothing pulled. One boot carries every check.
+# (kube-proxy, iptables mode); still nothing pulled. The controller-manager's and
+# scheduler's insecure ports refuse connections, and a Secret is encrypted in etcd. One
+# boot carries every check.
 # Usage: qemu-tests/kubernetes.sh IMAGE   (needs root; KEEP_LOGS=1 keeps logs)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -195,6 +197,22 @@ check "etcdctl endpoint health over TLS with the node's certificates" "$health" 
 insecure=$(ip netns exec "$CLUSTER_NS" env ETCDCTL_API=3 etcdctl --endpoints "https://$(node_ip 1):2379" \
   --cacert "$CLUSTER_DIR/pki/ca.crt" --command-timeout=5s endpoint health 2>&1)
 check "without a client certificate etcd refuses" "$insecure" 'unhealthy|bad certificate|certificate required|failed'
+# No plain-HTTP ports (issue 34): 1.20's insecure ports of the scheduler (10251) and the
+# controller-manager (10252) are closed; their secure ports listen on 127.0.0.1 only.
+listening=$(node_ssh 1 ss -Hltn | awk '{print $4}' | sort -u | tr '\n' ' ')
+check "the controller-manager and the scheduler listen on 127.0.0.1:10257 and :10259 (ss)" "$listening" \
+  '127\.0\.0\.1:10257 .*127\.0\.0\.1:10259 '
+check "nothing listens on 10251 or 10252 (ss)" "$(echo "$listening" | tr ' ' '\n' | grep -cE ':1025[12]$')" '^0$'
+for port in 10251 10252; do
+  reach=$(ip netns exec "$CLUSTER_NS" timeout 5 bash -c "exec 3<>/dev/tcp/$(node_ip 1)/$port" 2>&1 && echo open)
+  check "port $port refuses connections from the node network" "$reach" 'refused'
+done
+# Secrets at rest: a Secret's value, read raw from etcd, is encrypted with the cluster's key.
+plain="sprout-qemu-plaintext-$RANDOM$RANDOM"
+cluster_kubectl create secret generic sprout-known --from-literal=value="$plain" >/dev/null 2>&1
+raw=$(cluster_etcdctl 1 get /registry/secrets/default/sprout-known --print-value-only 2>&1 | tr -c '[:print:]' '.')
+check "a Secret's value is not in etcd in plaintext, but encrypted (aescbc)" \
+  "$([[ "$raw" == *"$plain"* ]] && echo "plaintext: ${raw:0:60}" || echo "${raw:0:27}")" '^k8s:enc:aescbc:v1:sprout-1:$'
 timeline=$(node_timeline 1)
 up=$(echo "$timeline" | sed -n 's/^up=\([0-9.]*\) .*/\1/p')
 echo "figures: power-on to Ready ${ready} s; the same boot reached multi-user.target ${up:-?} s after its kernel" \

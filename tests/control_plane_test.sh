@@ -8,16 +8,20 @@
 # checks through kubectl 1.20 with the rendered kubeconfigs: /readyz, a write that
 # reaches etcd, leader election of the controller-manager and the scheduler, the
 # service-account controller, each component's identity, and that a restart re-issues
-# nothing. Traffic stays inside the namespace (198.18.0.31 on a veth pair whose both ends are inside it, and lo).
+# nothing. Hardening (issue 34): the controller-manager's and scheduler's insecure ports
+# 10252 and 10251 refuse connections while their secure ports 10257 and 10259 answer over
+# HTTPS; a Secret's value is stored in etcd encrypted (read raw with etcdctl: no
+# plaintext, the k8s:enc:aescbc prefix); the audit log is written, without that value.
+# Traffic stays inside the namespace (198.18.0.31 on a veth pair whose both ends are inside it, and lo).
 set -u
 name=control_plane_test
 if [ "$(id -u)" -ne 0 ]; then
   echo "$name: skipped: needs root to create a network namespace"
   exit 0
 fi
-for tool in ip etcd /usr/bin/python3 go; do
+for tool in ip etcd etcdctl /usr/bin/python3 go; do
   if ! command -v "$tool" >/dev/null; then
-    echo "$name: skipped: '$tool' not found (scripts/install-deps installs iproute2, etcd-server, python3, golang-go)"
+    echo "$name: skipped: '$tool' not found (scripts/install-deps installs iproute2, etcd-server, etcd-client, python3, golang-go)"
     exit 0
   fi
 done
@@ -53,7 +57,9 @@ cleanup() {
     for f in "$WORK"/*.log; do [ -f "$f" ] && { echo "--- $f (tail)"; tail -n 12 "$f"; }; done
   fi
   echo "$passed passed, $failed failed"
-  [ "$failed" -eq 0 ]
+  # An EXIT trap's last status is not the script's: without this exit, a run with
+  # failures ended 0 and ctest counted it passed.
+  [ "$failed" -eq 0 ] || exit 1
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
@@ -91,7 +97,7 @@ start_firstboot() {
   ip netns exec "$NS" "$FIRSTBOOT" run --state-dir "$WORK/state" --name cp-1 --listen "$IP" --expected 1 --group "" \
     --secret-file "$WORK/secret" --cluster-file "$WORK/cluster.json" --etcd-launch process \
     --etcd-data-dir "$WORK/etcd" --pki-dir "$K8S/pki" --templates "$SRC/staticpods" \
-    --manifests-dir "$K8S/manifests" >>"$WORK/firstboot.log" 2>&1 &
+    --manifests-dir "$K8S/manifests" --audit-log-dir "$WORK/audit" >>"$WORK/firstboot.log" 2>&1 &
   FB=$!
   PIDS+=("$FB")
 }
@@ -169,7 +175,82 @@ for c in kube-controller-manager kube-scheduler; do
     -o jsonpath='{.spec.holderIdentity}'))" || bad "no $c lease held by this host"
 done
 
-# 5. Each kubeconfig is its component's identity, and RBAC sees it so.
+# 5. No plain-HTTP ports: 1.20's insecure ports of the controller-manager (10252) and
+#    the scheduler (10251) refuse connections on every address; their secure ports
+#    answer /healthz over HTTPS on 127.0.0.1, where the kubelet's probes go.
+port_state() {  # port_state HOST PORT: "refused", "open" or another error, from inside the namespace
+  in_ns /usr/bin/python3 - "$1" "$2" <<'PY'
+import socket, sys
+s = socket.socket()
+s.settimeout(3)
+try:
+    s.connect((sys.argv[1], int(sys.argv[2])))
+    print("open")
+except ConnectionRefusedError:
+    print("refused")
+except OSError as e:
+    print("error: %s" % e)
+PY
+}
+https_healthz() {  # https_healthz PORT: the body of GET https://127.0.0.1:PORT/healthz (no client certificate)
+  in_ns /usr/bin/python3 - "$1" <<'PY'
+import ssl, sys, urllib.request
+ctx = ssl.create_default_context()
+ctx.check_hostname = False
+ctx.verify_mode = ssl.CERT_NONE
+print(urllib.request.urlopen("https://127.0.0.1:%s/healthz" % sys.argv[1], context=ctx, timeout=5).read().decode())
+PY
+}
+for pair in kube-controller-manager:10252:10257 kube-scheduler:10251:10259; do
+  IFS=: read -r c insecure secure <<<"$pair"
+  wait_for 120 https_healthz "$secure" && ok "$c answers /healthz over HTTPS on $secure: $(https_healthz "$secure")" ||
+    bad "$c does not answer https://127.0.0.1:$secure/healthz"
+  for host in 127.0.0.1 "$IP"; do
+    state=$(port_state "$host" "$insecure")
+    [ "$state" = refused ] && ok "$c's insecure port $host:$insecure refuses connections" ||
+      bad "$c's insecure port $host:$insecure is '$state', not refused"
+  done
+done
+
+# 6. Secrets at rest: a Secret's value is encrypted in etcd with the cluster's key
+#    (aescbc), read back raw with etcdctl; a ConfigMap beside it is stored as it is (so
+#    the raw read does see values). The audit log is written and holds no Secret value.
+etcd_raw() {  # etcd_raw KEY: the raw value under KEY, through the apiserver's etcd client certificate
+  in_ns env ETCDCTL_API=3 etcdctl --endpoints "https://$IP:2379" --cacert "$K8S/pki/etcd/ca.crt" \
+    --cert "$K8S/pki/apiserver-etcd-client.crt" --key "$K8S/pki/apiserver-etcd-client.key" \
+    get "$1" --print-value-only
+}
+plain="sprout-plaintext-$$-$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+kubectl_as admin.conf create secret generic known -n sprout-check --from-literal=value="$plain" >/dev/null 2>&1
+got=$(kubectl_as admin.conf get secret known -n sprout-check -o jsonpath='{.data.value}' 2>/dev/null | base64 -d)
+[ "$got" = "$plain" ] && ok "the Secret reads back through the apiserver" || bad "the Secret read back '$got'"
+etcd_raw /registry/secrets/sprout-check/known >"$WORK/secret-raw" 2>>"$WORK/etcdctl.log"
+if [ ! -s "$WORK/secret-raw" ]; then
+  bad "etcdctl read nothing under /registry/secrets/sprout-check/known (see etcdctl.log)"
+elif grep -qaF "$plain" "$WORK/secret-raw"; then
+  bad "the Secret's value is in etcd in plaintext"
+else
+  ok "the Secret's value is not in etcd in plaintext ($(wc -c <"$WORK/secret-raw") bytes stored)"
+fi
+prefix=$(head -c 40 "$WORK/secret-raw" | tr -c '[:print:]' '.')
+case "$prefix" in
+  k8s:enc:aescbc:v1:sprout-1:*) ok "etcd holds it encrypted: it begins '${prefix:0:27}'" ;;
+  *) bad "the stored Secret does not begin with k8s:enc:aescbc:v1:sprout-1: ('$prefix')" ;;
+esac
+etcd_raw /registry/configmaps/sprout-check/marker 2>>"$WORK/etcdctl.log" | grep -qaF "written-$$" &&
+  ok "a ConfigMap's value is readable raw in etcd (the raw read works; only Secrets are encrypted)" ||
+  bad "the raw read of the ConfigMap did not show its value"
+audit="$WORK/audit/audit.log"
+if wait_for 30 grep -q '"resource":"secrets"' "$audit"; then
+  ok "the audit log $audit records Secret requests ($(wc -l <"$audit") events)"
+else
+  bad "no Secret request in the audit log $audit"
+fi
+grep -qaF "$plain" "$audit" && bad "the audit log holds the Secret's value" || ok "the audit log does not hold the Secret's value"
+grep -q '"level":"Request' "$audit" && bad "the audit log holds request or response bodies" ||
+  ok "every audit event is at Metadata level (no bodies)"
+
+# 7. Each kubeconfig is its component's identity, and RBAC sees it so.
 who() { kubectl_as "$1" auth can-i "${@:2}" 2>/dev/null | head -n 1; }
 [ "$(who kubelet.conf get nodes)" = yes ] && ok "kubelet.conf is a node (system:nodes may get nodes)" ||
   bad "kubelet.conf may not get nodes"
@@ -182,7 +263,7 @@ answer=$(who kubelet.conf list secrets -n kube-system)
   ok "controller-manager.conf is system:kube-controller-manager" || bad "controller-manager.conf lacks its rights"
 [ "$(who admin.conf '*' '*')" = yes ] && ok "admin.conf is cluster admin" || bad "admin.conf is not cluster admin"
 
-# 6. A restart of sprout-firstboot keeps every certificate and kubeconfig.
+# 8. A restart of sprout-firstboot keeps every certificate and kubeconfig.
 sum_before=$(cd "$K8S" && sha256sum admin.conf kubelet.conf pki/apiserver.crt pki/front-proxy-client.crt)
 kill "$FB"
 wait "$FB" 2>/dev/null

@@ -9,6 +9,7 @@
 #include "backup/catalog.h"
 #include "backup/sink.h"
 #include "backup/snapshot.h"
+#include "pki/pki.h"
 #include "util/fs.h"
 #include "util/sha256.h"
 
@@ -37,6 +38,12 @@ Result<std::map<std::string, std::string>> ReadPkiFiles(const std::filesystem::p
     auto text = ReadFile(path);
     if (!text) return Fail("cannot read " + path.string() + " for the bundle: " + text.error());
     files[f] = *text;
+  }
+  std::error_code ec;
+  if (std::filesystem::exists(pki_dir / pki::kEncryptionKeyFile, ec)) {
+    auto text = ReadFile(pki_dir / pki::kEncryptionKeyFile);
+    if (!text) return Fail("cannot read " + (pki_dir / pki::kEncryptionKeyFile).string() + " for the bundle: " + text.error());
+    files[pki::kEncryptionKeyFile] = *text;
   }
   return files;
 }

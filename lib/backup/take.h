@@ -54,7 +54,9 @@ struct BackupResult {
 // passed etcd's hash check and the test restore.
 Result<BackupResult> TakeBackup(const BackupOptions& o);
 
-// ReadPkiFiles reads the files a bundle carries from pki_dir and the bootstrap token.
+// ReadPkiFiles reads the files a bundle carries from pki_dir and the bootstrap token:
+// kRequiredFiles, and the cluster's encryption key (pki/encryption.key) when the node
+// has one, without which a restored etcd's Secrets could not be read.
 Result<std::map<std::string, std::string>> ReadPkiFiles(const std::filesystem::path& pki_dir,
                                                         const std::filesystem::path& bootstrap_token);
 

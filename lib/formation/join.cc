@@ -198,6 +198,14 @@ Result<Credentials> CredentialsFrom(const JoinResponse& r) {
   c.cas.etcd_ca = {r.ca.at("etcd/ca.crt"), r.ca.at("etcd/ca.key")};
   c.cas.front_proxy_ca = {r.ca.at("front-proxy-ca.crt"), r.ca.at("front-proxy-ca.key")};
   c.cas.service_account = {r.ca.at("sa.key"), r.ca.at("sa.pub")};
+  // The encryption key comes with the CAs, from a founder that made one; a cluster
+  // founded before sprout made one has none (docs/control-plane.md).
+  if (auto key = r.ca.find(pki::kEncryptionKeyFile); key != r.ca.end()) {
+    std::string k = key->second;
+    while (!k.empty() && (k.back() == '\n' || k.back() == '\r')) k.pop_back();
+    if (!pki::ValidEncryptionKey(k)) return Fail("the encryption key in the join response is not base64 of 32 bytes");
+    c.cas.encryption_key = k;
+  }
   for (const auto* ck : {&c.cas.kubernetes_ca, &c.cas.etcd_ca, &c.cas.front_proxy_ca}) {
     if (!pki::KeyMatches(ck->cert_pem, ck->key_pem)) return Fail("a CA key in the join response does not match");
   }

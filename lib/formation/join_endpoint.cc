@@ -30,6 +30,7 @@ std::vector<std::string> TracesOfEarlierFounding(const NodeCredentialFiles& file
   std::vector<std::filesystem::path> candidates{files.founded};
   if (!etcd_data_dir.empty()) candidates.push_back(etcd_data_dir / "member");
   for (const auto& f : pki::CAFiles(pki::ClusterCAs{})) candidates.push_back(files.pki_dir / f.path);
+  candidates.push_back(files.pki_dir / pki::kEncryptionKeyFile);  // CAFiles lists it only when there is one
   std::vector<std::string> found;
   for (const auto& c : candidates) {
     std::error_code ec;

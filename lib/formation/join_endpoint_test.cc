@@ -65,13 +65,18 @@ TEST_CASE("join endpoint: a founder's marker, etcd's member directory and any CA
   auto made = f::MakeFounderCredentials(TwoMembers());
   REQUIRE(made);
   REQUIRE(f::InstallCredentials(files, *made));
-  CHECK(f::TracesOfEarlierFounding(files, etcd).size() == 8);
+  CHECK(f::TracesOfEarlierFounding(files, etcd).size() == 9);  // eight CA files and the encryption key
   // One CA file alone (the rest lost) still counts.
-  for (const char* gone :
-       {"ca.crt", "ca.key", "etcd/ca.crt", "front-proxy-ca.crt", "front-proxy-ca.key", "sa.key", "sa.pub"}) {
+  for (const char* gone : {"ca.crt", "ca.key", "etcd/ca.crt", "front-proxy-ca.crt", "front-proxy-ca.key", "sa.key",
+                           "sa.pub", "encryption.key"}) {
     std::filesystem::remove(files.pki_dir / gone);
   }
   CHECK(f::TracesOfEarlierFounding(files, etcd) == std::vector<std::string>{(files.pki_dir / "etcd/ca.key").string()});
+  // So does the encryption key alone, which the founder writes first.
+  std::filesystem::remove(files.pki_dir / "etcd/ca.key");
+  REQUIRE(sprout::WriteFileAtomic(files.pki_dir / "encryption.key", made->cas.encryption_key + "\n"));
+  CHECK(f::TracesOfEarlierFounding(files, etcd) ==
+        std::vector<std::string>{(files.pki_dir / "encryption.key").string()});
 }
 
 TEST_CASE("join endpoint: a founder never makes a second PKI", "[formation]") {

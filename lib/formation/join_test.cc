@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "formation/daemon.h"
+#include "formation/join_endpoint.h"
 #include "util/fs.h"
 
 using namespace sprout::formation;
@@ -151,6 +152,62 @@ TEST_CASE("join endpoint: a node holding only worker material joins as a worker 
   auto creds = CredentialsFrom(*cp);
   REQUIRE(creds);
   CHECK(creds->cas.kubernetes_ca.key_pem == cas->kubernetes_ca.key_pem);
+  server.Stop();
+}
+
+TEST_CASE("join endpoint: a control-plane joiner gets the cluster's encryption key and installs it; a worker never") {
+  auto cas = sprout::pki::MakeClusterCAs();
+  REQUIRE(cas);
+  REQUIRE(sprout::pki::ValidEncryptionKey(cas->encryption_key));
+  auto keys = KeysFor("right secret 0123456789");
+  JoinServer server;
+  REQUIRE(server.Start("127.0.0.1", 0, keys.serve));
+  server.SetCredentials({*cas, "abcdef.0123456789abcdef", {"https://127.0.0.1:6443"}});
+
+  auto cp = FetchJoin("127.0.0.1", server.port(), keys.control_plane, {kJoinVersion, true, "c2", "127.0.0.1"});
+  REQUIRE(cp);
+  auto creds = CredentialsFrom(*cp);
+  REQUIRE(creds);
+  CHECK(creds->cas.encryption_key == cas->encryption_key);
+  sprout::TempDir dir(std::filesystem::temp_directory_path(), "join-test");
+  NodeCredentialFiles files{dir.path() / "pki", dir.path() / "bootstrap-token", dir.path() / "founded-pki", "c2",
+                            "127.0.0.1"};
+  REQUIRE(InstallCredentials(files, *creds));
+  const auto key_file = files.pki_dir / sprout::pki::kEncryptionKeyFile;
+  CHECK(sprout::ReadFile(key_file).value() == cas->encryption_key + "\n");
+  CHECK((std::filesystem::status(key_file).permissions() & std::filesystem::perms::all) ==
+        std::filesystem::perms(0600));
+  auto loaded = sprout::pki::LoadCAs(files.pki_dir);
+  REQUIRE(loaded);
+  CHECK(loaded->encryption_key == cas->encryption_key);
+
+  // A worker, over its own PSK, gets an answer with no trace of the key, as bytes on the
+  // wire and as files it saves; asking for more gets nothing at all.
+  auto worker = FetchJoin("127.0.0.1", server.port(), keys.worker, {kJoinVersion, false, "w1", "127.0.0.1"});
+  REQUIRE(worker);
+  const std::string wire = RenderJoinResponse(*worker);
+  CHECK(wire.find(cas->encryption_key) == std::string::npos);
+  CHECK(wire.find(sprout::pki::kEncryptionKeyFile) == std::string::npos);
+  sprout::TempDir wdir(std::filesystem::temp_directory_path(), "join-test-worker");
+  REQUIRE(SaveWorkerCredentials(wdir.path(), *worker));
+  for (const auto& e : std::filesystem::recursive_directory_iterator(wdir.path())) {
+    INFO(e.path());
+    CHECK(sprout::ReadFile(e.path()).value().find(cas->encryption_key) == std::string::npos);
+  }
+  CHECK_FALSE(FetchJoin("127.0.0.1", server.port(), keys.worker, {kJoinVersion, true, "w1", "127.0.0.1"}));
+
+  // A response with a malformed key is refused, not installed.
+  auto bad = *cp;
+  bad.ca[sprout::pki::kEncryptionKeyFile] = "c2hvcnQ=\n";
+  auto refused = CredentialsFrom(bad);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().find("encryption key") != std::string::npos);
+  // A cluster founded before the key existed hands over none, and that still joins.
+  auto old = *cp;
+  old.ca.erase(sprout::pki::kEncryptionKeyFile);
+  auto without = CredentialsFrom(old);
+  REQUIRE(without);
+  CHECK(without->cas.encryption_key.empty());
   server.Stop();
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <tuple>
 
+#include "kube/apiserver_config.h"
 #include "util/text.h"
 
 namespace sprout::kube {
@@ -211,6 +212,13 @@ Result<std::vector<pki::PkiFile>> UpdateControlPlaneFiles(const pki::ClusterCAs&
       AddPair(out, w.path, *ck);
     }
   }
+  // The apiserver's encryption configuration (from the cluster's key) and audit
+  // policy: rewritten only when their text changes, so a reboot writes nothing.
+  const pki::PkiFile configs[] = {{kEncryptionConfigPath, EncryptionConfigYaml(cas.encryption_key), kKeyMode},
+                                  {kAuditPolicyPath, AuditPolicyYaml(), kCertMode}};
+  for (const auto& f : configs) {
+    if (Get(existing, f.path) != f.content) out.push_back(f);
+  }
   return out;
 }
 
@@ -231,6 +239,8 @@ std::vector<std::string> ControlPlaneFilePaths() {
       out.push_back(w.path + ".key");
     }
   }
+  out.emplace_back(kEncryptionConfigPath);
+  out.emplace_back(kAuditPolicyPath);
   return out;
 }
 

@@ -56,16 +56,20 @@ std::string ApiServerURL(const std::string& ip);
 //   admin.conf, controller-manager.conf, scheduler.conf, kubelet.conf (each with a
 //   client certificate of its own: kubernetes-admin in system:masters,
 //   system:kube-controller-manager, system:kube-scheduler, system:node:NAME in
-//   system:nodes), all pointing at this node's apiserver.
-// Keys and kubeconfigs are 0600, certificates 0644.
+//   system:nodes), all pointing at this node's apiserver;
+//   pki/encryption-config.yaml (the apiserver's EncryptionConfiguration with the
+//   cluster's encryption key) and audit-policy.yaml (kube/apiserver_config.h).
+// Keys, kubeconfigs and the encryption configuration are 0600, certificates and the
+// audit policy 0644.
 Result<std::vector<pki::PkiFile>> ControlPlaneFiles(const pki::ClusterCAs& cas, const ControlPlaneNode& node);
 
 // UpdateControlPlaneFiles is ControlPlaneFiles for a node that may already hold some
 // of them: existing maps a path (as above) to the file's content. A certificate or
 // kubeconfig that is still good (issued by today's CA and valid now, its key its own,
 // the same subject and exactly the wanted names and server) is kept and not returned;
-// everything else is issued anew. So a reboot re-keys nothing, and a changed address
-// re-issues the apiserver certificate and the kubeconfigs only.
+// everything else is issued anew; the encryption configuration and audit policy are
+// returned only when their text differs. So a reboot re-keys nothing, and a changed
+// address re-issues the apiserver certificate and the kubeconfigs only.
 Result<std::vector<pki::PkiFile>> UpdateControlPlaneFiles(const pki::ClusterCAs& cas, const ControlPlaneNode& node,
                                                           const std::map<std::string, std::string>& existing);
 

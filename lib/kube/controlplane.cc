@@ -55,6 +55,12 @@ Result<ControlPlaneReport> WriteControlPlane(const ControlPlanePaths& paths, con
   if (!issued) return Fail(issued.error());
   ControlPlaneReport report;
   report.issued = std::move(*issued);
+  // The audit log holds who did what (never a body; kube/apiserver_config.h): root only.
+  std::error_code ec;
+  fs::create_directories(paths.audit_log_dir, ec);
+  if (ec) return Fail("cannot create the audit log folder " + paths.audit_log_dir.string() + ": " + ec.message());
+  fs::permissions(paths.audit_log_dir, fs::perms::owner_all, ec);
+  if (ec) return Fail("cannot make " + paths.audit_log_dir.string() + " private: " + ec.message());
   auto written = WriteNodeManifests(paths.templates, paths.manifests, pods, false, ControlPlaneComponentsAfterEtcd());
   if (!written) return Fail(written.error());
   if (!written->skipped.empty()) {

@@ -19,6 +19,7 @@ struct ControlPlanePaths {
   std::filesystem::path pki_dir = "/etc/kubernetes/pki";             // CAs (from formation) and pki/* files
   std::filesystem::path templates = "/usr/share/sprout/staticpods";  // the baked templates
   std::filesystem::path manifests = "/etc/kubernetes/manifests";     // the kubelet's staticPodPath
+  std::filesystem::path audit_log_dir = "/var/log/kubernetes/audit";  // the apiserver's audit log (state partition)
 };
 
 // ControlPlaneReport says what WriteControlPlane changed.
@@ -56,7 +57,8 @@ inline constexpr int kApiserverStaggerLimitSeconds = 600;
 
 // WriteControlPlane reads the cluster CAs from paths.pki_dir, keeps every certificate
 // and kubeconfig that is still good and issues the rest (UpdateControlPlaneFiles),
-// then renders the three control-plane static pods from pods. A component whose image
+// makes paths.audit_log_dir (0700), then renders the three control-plane static pods
+// from pods. A component whose image
 // is not preloaded is an error that names it, never a silent skip.
 Result<ControlPlaneReport> WriteControlPlane(const ControlPlanePaths& paths, const ControlPlaneNode& node,
                                              const StaticPodInput& pods);

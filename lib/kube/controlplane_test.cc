@@ -42,12 +42,14 @@ TEST_CASE("kube: the control-plane step writes certificates, kubeconfigs and thr
   paths.pki_dir = dir.path() / "pki";
   paths.manifests = dir.path() / "manifests";
   paths.templates = std::filesystem::path(SPROUT_SOURCE_DIR) / "staticpods";
+  paths.audit_log_dir = dir.path() / "log" / "audit";
   auto cas = pki::MakeClusterCAs();
   REQUIRE(cas);
   REQUIRE(pki::WritePkiFiles(paths.pki_dir, pki::CAFiles(*cas)));
   StaticPodInput pods = Pods();
   pods.pki_dir = paths.pki_dir.string();
   pods.kubernetes_dir = paths.kubernetes_dir.string();
+  pods.audit_log_dir = paths.audit_log_dir.string();
   ControlPlaneNode node{"node-1", {"198.18.0.11"}, "10.96.0.0/12", "sprout", "cluster.local"};
 
   auto first = WriteControlPlane(paths, node, pods);
@@ -63,6 +65,16 @@ TEST_CASE("kube: the control-plane step writes certificates, kubeconfigs and thr
   CHECK(apiserver->find("--tls-cert-file=" + (paths.pki_dir / "apiserver.crt").string()) != std::string::npos);
   CHECK(apiserver->find(std::string(64, 'a')) != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(paths.manifests / "etcd.yaml"));
+  // Secrets at rest: the apiserver reads the cluster's key from a file only root reads.
+  CHECK(apiserver->find("--encryption-provider-config=" + (paths.pki_dir / "encryption-config.yaml").string()) !=
+        std::string::npos);
+  CHECK(Mode(paths.pki_dir / "encryption-config.yaml") == 0600);
+  CHECK(ReadFile(paths.pki_dir / "encryption-config.yaml").value().find("secret: " + cas->encryption_key) !=
+        std::string::npos);
+  CHECK(apiserver->find("--audit-policy-file=" + (dir.path() / "audit-policy.yaml").string()) != std::string::npos);
+  CHECK(apiserver->find("--audit-log-path=" + (paths.audit_log_dir / "audit.log").string()) != std::string::npos);
+  CHECK(std::filesystem::exists(dir.path() / "audit-policy.yaml"));
+  CHECK(Mode(paths.audit_log_dir) == 0700);
 
   auto second = WriteControlPlane(paths, node, pods);
   REQUIRE(second);

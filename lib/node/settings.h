@@ -42,6 +42,7 @@ struct RunFlags {
   int port = formation::kDefaultPort;
   std::filesystem::path templates_dir = kStaticPodTemplates;          // the control plane's templates
   std::filesystem::path manifests_dir = "/etc/kubernetes/manifests";  // where the pod host reads them
+  std::filesystem::path audit_log_dir = "/var/log/kubernetes/audit";  // the apiserver's audit log
   bool apply_system = false;            // touch this host: hostname, address, SSH key (the unit says so)
   std::string backup_dir;               // --backup-dir: a folder or nfs://HOST/PATH
   std::optional<long> backup_interval;  // --backup-interval, seconds

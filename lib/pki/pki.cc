@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "util/fs.h"
+#include "util/text.h"
 
 namespace sprout::pki {
 
@@ -153,7 +154,26 @@ Result<ClusterCAs> MakeClusterCAs() {
   if (!proxy) return Fail(proxy.error());
   auto sa = MakeKeyPair();
   if (!sa) return Fail(sa.error());
-  return ClusterCAs{*etcd, *kube, *proxy, *sa};
+  auto key = MakeEncryptionKey();
+  if (!key) return Fail(key.error());
+  return ClusterCAs{*etcd, *kube, *proxy, *sa, *key};
+}
+
+Result<std::string> MakeEncryptionKey() {
+  std::string raw(32, '\0');
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(raw.data()), static_cast<int>(raw.size())) != 1) {
+    return Fail(OpenSslError("no randomness for the encryption key"));
+  }
+  std::string key = Base64Encode(raw);
+  OPENSSL_cleanse(raw.data(), raw.size());
+  return key;
+}
+
+bool ValidEncryptionKey(const std::string& key) {
+  auto raw = Base64Decode(key);
+  const bool ok = raw && raw->size() == 32;
+  if (raw) OPENSSL_cleanse(raw->data(), raw->size());
+  return ok;
 }
 
 Result<CertKey> Issue(const CertKey& ca, const CertRequest& r) {
@@ -223,6 +243,7 @@ void AddPair(std::vector<PkiFile>& out, const std::string& base, const CertKey& 
 
 std::vector<PkiFile> CAFiles(const ClusterCAs& cas) {
   std::vector<PkiFile> out;
+  if (!cas.encryption_key.empty()) out.push_back({kEncryptionKeyFile, cas.encryption_key + "\n", kKeyMode});
   AddPair(out, "ca", cas.kubernetes_ca);
   AddPair(out, "etcd/ca", cas.etcd_ca);
   AddPair(out, "front-proxy-ca", cas.front_proxy_ca);
@@ -259,6 +280,19 @@ Result<ClusterCAs> LoadCAs(const std::filesystem::path& dir) {
     auto text = ReadFile(dir / s.path);
     if (!text) return Fail(text.error());
     *s.into = *text;
+  }
+  std::error_code ec;
+  if (std::filesystem::exists(dir / kEncryptionKeyFile, ec)) {
+    auto text = ReadFile(dir / kEncryptionKeyFile);
+    if (!text) return Fail(text.error());
+    std::string key = *text;
+    while (!key.empty() && (key.back() == '\n' || key.back() == '\r')) key.pop_back();
+    if (!ValidEncryptionKey(key)) {
+      return Fail((dir / kEncryptionKeyFile).string() +
+                  " is not base64 of 32 bytes; restore it from a backup or another control-plane node (a new key "
+                  "cannot read the Secrets the old one wrote)");
+    }
+    out.encryption_key = key;
   }
   // Named, because the fix is to restore that file (from a backup or another
   // control-plane node), never to make a new CA: the cluster trusts the old one.

@@ -30,7 +30,19 @@ struct ClusterCAs {
   CertKey kubernetes_ca;    // signs the Kubernetes component certificates
   CertKey front_proxy_ca;   // signs the front-proxy client certificate
   KeyPair service_account;  // signs service-account tokens
+  // The key the apiservers encrypt Secrets in etcd with (aescbc): 32 random bytes,
+  // base64. Empty only in a cluster founded before sprout made one (its Secrets stay
+  // in the clear; docs/control-plane.md).
+  std::string encryption_key;
 };
+
+// kEncryptionKeyFile is the encryption key's file in the PKI layout (0600).
+inline constexpr const char* kEncryptionKeyFile = "encryption.key";
+
+// MakeEncryptionKey makes a fresh encryption key: 32 random bytes, base64.
+Result<std::string> MakeEncryptionKey();
+// ValidEncryptionKey is true when key is base64 of exactly 32 bytes.
+bool ValidEncryptionKey(const std::string& key);
 
 // CertRequest is one leaf certificate to issue.
 struct CertRequest {
@@ -54,7 +66,8 @@ struct PkiFile {
 Result<CertKey> MakeCA(const std::string& common_name, int days = 3650);
 // MakeKeyPair makes a fresh key pair.
 Result<KeyPair> MakeKeyPair();
-// MakeClusterCAs makes all CAs and the service-account key pair (the founder, once).
+// MakeClusterCAs makes all CAs, the service-account key pair and the encryption key
+// (the founder, once).
 Result<ClusterCAs> MakeClusterCAs();
 // Issue signs a fresh key for request with ca.
 Result<CertKey> Issue(const CertKey& ca, const CertRequest& request);
@@ -71,12 +84,14 @@ struct NodeIdentity {
 // apiserver-etcd-client (client auth only). Paths are without .crt/.key.
 std::vector<std::pair<std::string, CertRequest>> EtcdNodeRequests(const NodeIdentity& node);
 
-// CAFiles is the CA part of the layout (ca.crt/key, etcd/ca.crt/key,
-// front-proxy-ca.crt/key, sa.key/pub).
+// CAFiles is the CA part of the layout: encryption.key first when there is one (so a
+// founder stopped half-way leaves a trace of it; TracesOfEarlierFounding), then
+// ca.crt/key, etcd/ca.crt/key, front-proxy-ca.crt/key, sa.key/pub.
 std::vector<PkiFile> CAFiles(const ClusterCAs& cas);
 // NodeFiles issues the node's etcd certificates and returns their files.
 Result<std::vector<PkiFile>> NodeFiles(const ClusterCAs& cas, const NodeIdentity& node);
-// LoadCAs reads the CA part of the layout back from dir.
+// LoadCAs reads the CA part of the layout back from dir. encryption.key may be missing
+// (a cluster founded before it existed); one that is there must be valid.
 Result<ClusterCAs> LoadCAs(const std::filesystem::path& dir);
 // WritePkiFiles writes files under dir, each atomically with its mode.
 Status WritePkiFiles(const std::filesystem::path& dir, const std::vector<PkiFile>& files);

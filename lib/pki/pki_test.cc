@@ -7,6 +7,7 @@
 #include <map>
 
 #include "util/fs.h"
+#include "util/text.h"
 
 using namespace sprout::pki;
 
@@ -77,4 +78,40 @@ TEST_CASE("pki: LoadCAs names the missing file") {
   auto loaded = LoadCAs(dir.path());
   REQUIRE_FALSE(loaded);
   CHECK(loaded.error().find("ca.crt") != std::string::npos);
+}
+
+TEST_CASE("pki: the founder's encryption key is 32 random bytes, written first and 0600, and loads back") {
+  auto cas = MakeClusterCAs();
+  REQUIRE(cas);
+  CHECK(ValidEncryptionKey(cas->encryption_key));
+  CHECK(sprout::Base64Decode(cas->encryption_key).value().size() == 32);
+  auto other = MakeClusterCAs();
+  REQUIRE(other);
+  CHECK(other->encryption_key != cas->encryption_key);
+  auto files = CAFiles(*cas);
+  REQUIRE_FALSE(files.empty());
+  CHECK(files.front().path == kEncryptionKeyFile);
+  CHECK(files.front().mode == std::filesystem::perms(0600));
+  sprout::TempDir dir(std::filesystem::temp_directory_path(), "pki-test");
+  REQUIRE(WritePkiFiles(dir.path(), files));
+  auto loaded = LoadCAs(dir.path());
+  REQUIRE(loaded);
+  CHECK(loaded->encryption_key == cas->encryption_key);
+
+  // A cluster founded before the key existed: no file, no key, the CAs still load.
+  std::filesystem::remove(dir.path() / kEncryptionKeyFile);
+  auto old = LoadCAs(dir.path());
+  REQUIRE(old);
+  CHECK(old->encryption_key.empty());
+  bool listed = false;
+  for (const auto& f : CAFiles(*old)) listed = listed || f.path == kEncryptionKeyFile;
+  CHECK_FALSE(listed);
+
+  // A damaged key is named, never replaced by a new one.
+  REQUIRE(sprout::WriteFileAtomic(dir.path() / kEncryptionKeyFile, "c2hvcnQ=\n"));
+  auto bad = LoadCAs(dir.path());
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().find("encryption.key is not base64 of 32 bytes") != std::string::npos);
+  CHECK_FALSE(ValidEncryptionKey(""));
+  CHECK_FALSE(ValidEncryptionKey("not base64!"));
 }

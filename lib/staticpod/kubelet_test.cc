@@ -3,6 +3,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+
+#include "util/fs.h"
 
 namespace sprout {
 namespace {
@@ -71,6 +75,36 @@ TEST_CASE("containerd's sandbox is the preloaded pause image, with systemd cgrou
   CHECK(c.find("sandbox_image = \"localhost/sprout/pause@sha256:" + std::string(64, 'a') + "\"") != std::string::npos);
   CHECK(c.find("SystemdCgroup = true") != std::string::npos);
   CHECK(c.find("bin_dir = \"/usr/lib/cni\"") != std::string::npos);
+}
+
+// GoldenFile compares text with tests/golden/kubelet/NAME; SPROUT_UPDATE_GOLDEN=1
+// rewrites it. scripts/cis-report reads these files (docs/cis.md).
+void GoldenFile(const std::string& name, const std::string& text) {
+  const std::filesystem::path golden = std::string(SPROUT_SOURCE_DIR) + "/tests/golden/kubelet/" + name;
+  if (std::getenv("SPROUT_UPDATE_GOLDEN") != nullptr) {
+    std::filesystem::create_directories(golden.parent_path());
+    REQUIRE(WriteFileAtomic(golden, text).ok());
+  }
+  auto want = ReadFile(golden);
+  INFO("golden file " << golden << " (SPROUT_UPDATE_GOLDEN=1 rewrites it)");
+  REQUIRE(want.ok());
+  CHECK(text == *want);
+}
+
+TEST_CASE("Golden: the default image's kubelet configuration, unit and a worker's arguments") {
+  // The default profile's kubelet.config overrides, if it has any, as the build applies them.
+  auto profile = YAML::LoadFile(std::string(SPROUT_SOURCE_DIR) + "/profiles/default.yaml");
+  std::string overrides;
+  if (auto config = profile["kubelet"]["config"]) {
+    YAML::Emitter e;
+    e << config;
+    overrides = e.c_str();
+  }
+  auto config = KubeletConfigYaml(overrides);
+  REQUIRE(config.ok());
+  GoldenFile("config.yaml", *config);
+  GoldenFile("kubelet.service", KubeletUnit());
+  GoldenFile("kubelet.env", KubeletEnv("node-4", "198.18.0.14", false));
 }
 
 }  // namespace

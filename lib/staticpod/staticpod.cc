@@ -46,6 +46,7 @@ std::map<std::string, std::string> TemplateValues(const StaticPodInput& in) {
   v["pki_dir"] = in.pki_dir;
   v["kubernetes_dir"] = in.kubernetes_dir;
   v["etcd_data_dir"] = in.etcd_data_dir;
+  v["audit_log_dir"] = in.audit_log_dir;
   for (const auto& [component, image] : in.images) {
     std::string key = "image_" + component;
     for (char& c : key) {

@@ -36,6 +36,7 @@ struct StaticPodInput {
   std::string pki_dir = "/etc/kubernetes/pki";
   std::string kubernetes_dir = "/etc/kubernetes";
   std::string etcd_data_dir = "/var/lib/etcd";
+  std::string audit_log_dir = "/var/log/kubernetes/audit";  // the apiserver's audit log
 };
 
 // EtcdInitialCluster renders "name=https://ip:2380,..." in the given order.

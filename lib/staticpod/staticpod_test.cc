@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include <yaml-cpp/yaml.h>
+
 #include "shoot/shoot.h"
 #include "util/fs.h"
 
@@ -77,6 +79,46 @@ TEST_CASE("Golden: the four control-plane manifests of a one-node Shoot") {
 TEST_CASE("Golden: the four control-plane manifests of node-2 in a three-node Shoot") {
   auto in = InputFor("three-node.yaml", 3);
   RenderAll("three-node", in);
+}
+
+// Command is the rendered component's first container command, and Probes its probes.
+YAML::Node Container(const std::string& component) {
+  auto tmpl = ReadFile(kSource + "/staticpods/" + component + ".yaml");
+  REQUIRE(tmpl.ok());
+  auto pod = RenderStaticPod(*tmpl, InputFor("three-node.yaml", 3), component + ".yaml");
+  REQUIRE(pod.ok());
+  return YAML::Load(*pod)["spec"]["containers"][0];
+}
+
+bool HasArg(const YAML::Node& container, const std::string& arg) {
+  for (const auto& a : container["command"]) {
+    if (a.Scalar() == arg) return true;
+  }
+  return false;
+}
+
+TEST_CASE("No component serves plain HTTP: insecure ports off, profiling off, probes on the secure ports") {
+  // kube-controller-manager and kube-scheduler 1.20 serve /healthz, /metrics, /configz
+  // and pprof without authentication on 10252 and 10251 unless --port=0.
+  const std::pair<const char*, int> secure[] = {{"kube-controller-manager", 10257}, {"kube-scheduler", 10259}};
+  for (const auto& [component, port] : secure) {
+    INFO(component);
+    auto c = Container(component);
+    CHECK(HasArg(c, "--port=0"));
+    CHECK(HasArg(c, "--profiling=false"));
+    CHECK(HasArg(c, "--bind-address=127.0.0.1"));
+    for (const char* probe : {"livenessProbe", "startupProbe"}) {
+      INFO(probe);
+      CHECK(c[probe]["httpGet"]["port"].as<int>() == port);
+      CHECK(c[probe]["httpGet"]["scheme"].Scalar() == "HTTPS");
+    }
+  }
+  auto apiserver = Container("kube-apiserver");
+  CHECK(HasArg(apiserver, "--insecure-port=0"));
+  CHECK(HasArg(apiserver, "--profiling=false"));
+  CHECK(HasArg(apiserver, "--encryption-provider-config=/etc/kubernetes/pki/encryption-config.yaml"));
+  CHECK(HasArg(apiserver, "--audit-policy-file=/etc/kubernetes/audit-policy.yaml"));
+  CHECK(HasArg(apiserver, "--audit-log-path=/var/log/kubernetes/audit/audit.log"));
 }
 
 TEST_CASE("The etcd initial cluster and servers list every member with https URLs") {
