@@ -51,6 +51,9 @@ cleanup() {
     for f in "$WORK"/n*/firstboot.log; do [ -f "$f" ] && { echo "--- $f (tail)"; tail -n 15 "$f"; }; done
   fi
   echo "$passed passed, $failed failed"
+  # An EXIT trap's last status is not the script's: without this exit, a run with
+  # failures ended 0 and ctest counted it passed.
+  [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ] || exit 1
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM

@@ -51,7 +51,9 @@ cleanup() {
     for f in "$WORK"/*.log; do [ -f "$f" ] && { echo "--- $f (tail)"; tail -n 12 "$f"; }; done
   fi
   echo "$passed passed, $failed failed"
-  [ "$failed" -eq 0 ]
+  # An EXIT trap's last status is not the script's: without this exit, a run with
+  # failures would end 0 and ctest would count it passed.
+  [ "$failed" -eq 0 ] || exit 1
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM

@@ -30,7 +30,9 @@ bad() { echo "FAIL: $*"; failed=$((failed + 1)); }
 finish() {
   rm -rf "$WORK"
   echo "$passed passed, $failed failed"
-  [ "$failed" -eq 0 ]
+  # An EXIT trap's last status is not the script's: without this exit, a run with
+  # failures would end 0 and ctest would count it passed.
+  [ "$failed" -eq 0 ] || exit 1
 }
 trap finish EXIT
 
