@@ -21,8 +21,10 @@
 CLUSTER_NET=198.18.0
 CLUSTER_MEM=${CLUSTER_MEM:-2048}  # the control plane and containerd's images (in memory on an ISO node)
 CLUSTER_SMP=${CLUSTER_SMP:-1}
-# kvm (with --kvm: the host's CPU, /dev/kvm must work) or tcg (software emulation; the
-# default, as /dev/kvm can exist and still fail under nested virtualization).
+# What the nodes run on: tcg (software emulation; the default), auto (KVM when a guest
+# boots under it, else software emulation, saying why) or kvm (KVM, or an error naming the
+# fix); SPROUT_QEMU_ACCEL overrides it (choose_accel in lib.sh). cluster_init settles it
+# to kvm or tcg and says which, and why, in CLUSTER_ACCEL_WHY.
 CLUSTER_ACCEL=${CLUSTER_ACCEL:-tcg}
 CLUSTER_PXE_MEM=${CLUSTER_PXE_MEM:-2560}  # the root sits in memory on a PXE node
 # A disk node's disk is this much larger than the image, as a real node's disk is: the
@@ -41,6 +43,8 @@ cluster_init() {
   # An arm64 image's nodes run under qemu-system-aarch64 with AAVMF (qemu_for, lib.sh).
   CLUSTER_ARCH=$(image_arch "$CLUSTER_IMAGE")
   find_firmware "$CLUSTER_ARCH" || return 1
+  if ! choose_accel "$CLUSTER_ACCEL" "$CLUSTER_ARCH" "$CLUSTER_IMAGE"; then echo "cluster: $ACCEL_WHY" >&2; return 1; fi
+  CLUSTER_ACCEL=$ACCEL CLUSTER_ACCEL_WHY=$ACCEL_WHY
   qemu_for "$CLUSTER_ARCH" "$CLUSTER_ACCEL" || return 1
   [ -f "$CLUSTER_DIR/cluster.secret" ] || head -c 32 /dev/urandom > "$CLUSTER_DIR/cluster.secret"
   [ -f "$CLUSTER_DIR/id" ] || ssh-keygen -q -t ed25519 -N '' -C sprout-cluster -f "$CLUSTER_DIR/id" || return 1
@@ -49,6 +53,77 @@ cluster_init() {
   ip -n "$CLUSTER_NS" link add br0 type bridge
   ip -n "$CLUSTER_NS" addr add "$CLUSTER_NET.1/24" dev br0
   ip -n "$CLUSTER_NS" link set br0 up
+  trap cluster_watchdog_fired USR1
+  cluster_watchdog start
+}
+
+# cluster_watchdog start|stop: while running, reads every running node's QEMU every 2 s:
+# a KVM error in its log (node-I.log, since its last start) or a QEMU that sits still
+# (no serial output and no CPU time for QEMU_STALL_SECONDS) is a verdict, written to
+# DIR/watchdog.verdict with the node, QEMU's line and the fix; the harness gets SIGUSR1
+# and ends the run with it (cluster_watchdog_fired). A QEMU that ended is the harness's
+# to see (it restarts nodes that reboot). cluster_init starts it; teardown stops it.
+cluster_watchdog() {
+  local what=$1
+  if [ "$what" = stop ]; then
+    [ -f "$CLUSTER_DIR/watchdog.pid" ] && kill "$(cat "$CLUSTER_DIR/watchdog.pid")" 2>/dev/null
+    rm -f "$CLUSTER_DIR/watchdog.pid"
+    return 0
+  fi
+  [ -f "$CLUSTER_DIR/watchdog.pid" ] && return 0
+  local harness=$$
+  (
+    declare -A seen=() since=()
+    while :; do
+      for f in "$CLUSTER_DIR"/node-*.pid; do
+        [ -f "$f" ] || continue
+        i=${f##*/node-} i=${i%.pid}
+        pid=$(cat "$f" 2>/dev/null) && kill -0 "$pid" 2>/dev/null || continue
+        verdict=""
+        line=$(qemu_kvm_error "$CLUSTER_DIR/node-$i.log")
+        if [ -n "$line" ]; then
+          verdict="node-$i: KVM cannot run this guest; its QEMU log ($CLUSTER_DIR/node-$i.log) says: \"$line\"; fix: run with SPROUT_QEMU_ACCEL=tcg (software emulation)"
+        elif now=$(qemu_progress "$pid" "$CLUSTER_DIR/node-$i.serial"); then
+          if [ "${seen[$i]:-}" != "$pid $now" ]; then
+            seen[$i]="$pid $now" since[$i]=$SECONDS
+          elif [ $((SECONDS - since[$i])) -ge "$QEMU_STALL_SECONDS" ]; then
+            verdict="node-$i: its QEMU (pid $pid, $(cluster_accel_name)) sat still for $QEMU_STALL_SECONDS s: no serial output, no CPU time; last console line: \"$(grep -av '^\s*$' "$CLUSTER_DIR/node-$i.serial" | tail -n 1 | tr -d '\r' | cut -c1-160)\"; last line of its QEMU log: \"$(grep -av '^\s*$' "$CLUSTER_DIR/node-$i.log" | tail -n 1)\""
+            [ "$CLUSTER_ACCEL" != kvm ] || verdict+="; fix: run with SPROUT_QEMU_ACCEL=tcg (software emulation)"
+          fi
+        fi
+        [ -n "$verdict" ] || continue
+        echo "$verdict" > "$CLUSTER_DIR/watchdog.verdict"
+        kill -USR1 "$harness" 2>/dev/null
+        exit 0
+      done
+      sleep 2
+    done
+  ) </dev/null >/dev/null 2>&1 &
+  echo $! > "$CLUSTER_DIR/watchdog.pid"
+  disown $! 2>/dev/null
+}
+
+# cluster_watchdog_fired: SIGUSR1 from the watchdog: prints its verdict and ends the run
+# as failed (the EXIT trap tears down, keeping the logs).
+cluster_watchdog_fired() {
+  echo >&2
+  echo "cluster: stopped: $(cat "$CLUSTER_DIR/watchdog.verdict" 2>/dev/null)" >&2
+  failed=$((${failed:-0} + 1)) status=1
+  exit 1
+}
+
+# cluster_accel_name prints the accelerator the nodes run on, in words.
+cluster_accel_name() {
+  if [ "$CLUSTER_ACCEL" = kvm ]; then echo KVM; else echo "software emulation (TCG)"; fi
+}
+
+# node_stopped_why I: one line on why node I's QEMU ended: the last lines of its QEMU log
+# and of its console.
+node_stopped_why() {
+  local q c
+  q=$(awk '/^=== boot/ { q = "" } !/^=== boot/ && NF { q = $0 } END { print q }' "$CLUSTER_DIR/node-$1.log" 2>/dev/null)
+  c=$(grep -av '^\s*$' "$CLUSTER_DIR/node-$1.serial" 2>/dev/null | tail -n 1 | tr -d '\r' | cut -c1-160)
+  echo "QEMU said: \"${q:-nothing}\"; last console line: \"${c:-none}\""
 }
 
 # node_ip I prints node I's address.
@@ -527,6 +602,7 @@ readyz() { KUBE_SERVER="https://$(node_ip "$1"):6443" cluster_kubectl get --raw 
 cluster_teardown() {
   local keep=${1:-}
   local f
+  cluster_watchdog stop
   for f in "$CLUSTER_DIR"/ssh-*; do [ -S "$f" ] && node_ssh_close "${f##*/ssh-}"; done
   cluster_health_sampler stop
   for f in "$CLUSTER_DIR"/node-*.pid "$CLUSTER_DIR"/server-*.pid; do
