@@ -19,6 +19,7 @@
 # address; the DHCP lease is only for the firmware.
 
 CLUSTER_NET=198.18.0
+CLUSTER_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CLUSTER_MEM=${CLUSTER_MEM:-2048}  # the control plane and containerd's images (in memory on an ISO node)
 CLUSTER_SMP=${CLUSTER_SMP:-1}
 # What the nodes run on: tcg (software emulation; the default), auto (KVM when a guest
@@ -237,6 +238,44 @@ cluster_pxe_server() {
   disown $! 2>/dev/null
   sleep 1
   kill -0 "$(cat "$CLUSTER_DIR/server-dhcp.pid")" 2>/dev/null || { echo "dnsmasq did not start; see $CLUSTER_DIR/dnsmasq.log" >&2; return 1; }
+}
+
+# cluster_api_forward NODE...: once per cluster, puts the apiservers of control-plane
+# nodes NODE... on the host's loopback (qemu-tests/api-forward.py): a forwarder listens on
+# 127.0.0.1:6443 (or on a free port when 6443 is taken) on the host, outside the
+# namespace, and sends each connection into the namespace to the first of the nodes'
+# apiservers (198.18.0.(10+I):6443) that accepts one, moving on when that one dies.
+# Nothing but the host's loopback and the namespace carries its traffic. Sets
+# CLUSTER_API_PORT; stopped by cluster_teardown. Every apiserver's certificate names
+# 127.0.0.1 (docs/control-plane.md), so a kubeconfig with server https://127.0.0.1:PORT
+# verifies.
+cluster_api_forward() {
+  local backends=() i _
+  if [ ! -f "$CLUSTER_DIR/server-api.pid" ]; then
+    for i in "$@"; do backends+=("$(node_ip "$i"):6443"); done
+    rm -f "$CLUSTER_DIR/api.port"
+    python3 "$CLUSTER_LIB_DIR/api-forward.py" "$CLUSTER_NS" "$CLUSTER_DIR/api.port" "${backends[@]}" \
+      </dev/null >>"$CLUSTER_DIR/api-forward.log" 2>&1 &
+    echo $! > "$CLUSTER_DIR/server-api.pid"
+    disown $! 2>/dev/null
+  fi
+  for _ in $(seq 50); do
+    CLUSTER_API_PORT=$(cat "$CLUSTER_DIR/api.port" 2>/dev/null)
+    [ -n "$CLUSTER_API_PORT" ] && return 0
+    sleep 0.1
+  done
+  echo "the API forwarder did not start; see $CLUSTER_DIR/api-forward.log" >&2
+  return 1
+}
+
+# cluster_host_kubeconfig OUT: writes the admin kubeconfig (cluster_kubectl's) to OUT,
+# mode 0600, with its server on the forwarded loopback port (cluster_api_forward), and
+# gives it to the user who ran the harness through sudo.
+cluster_host_kubeconfig() {
+  local out=$1
+  sed "s|^\( *server: \).*\$|\1https://127.0.0.1:$CLUSTER_API_PORT|" "$CLUSTER_DIR/admin.conf" > "$out.tmp" &&
+    chmod 0600 "$out.tmp" && mv "$out.tmp" "$out" || return 1
+  [ -z "${SUDO_UID:-}" ] || chown "$SUDO_UID:${SUDO_GID:-$SUDO_UID}" "$out"
 }
 
 # cluster_nfs_server: once per cluster, serves a folder on the bridge as a site's file
@@ -566,14 +605,19 @@ cluster_id() {
 # (fetched once over SSH; it names node 1's apiserver, KUBE_SERVER overrides that).
 cluster_kubectl() {
   local conf=$CLUSTER_DIR/admin.conf
-  if [ -z "${CLUSTER_KUBECTL:-}" ]; then
-    CLUSTER_KUBECTL=$(bash "$here/../images/kubernetes/compile.sh" "${SPROUT_CACHE:-/var/cache/sprout}" 2>/dev/null)/kubectl
-  fi
+  cluster_find_kubectl
   if [ ! -s "$conf" ]; then
     node_ssh 1 cat /etc/kubernetes/admin.conf > "$conf.tmp" && mv "$conf.tmp" "$conf" || return 1
   fi
   ip netns exec "$CLUSTER_NS" "$CLUSTER_KUBECTL" --kubeconfig "$conf" --request-timeout=20s \
     ${KUBE_SERVER:+--server "$KUBE_SERVER"} "$@"
+}
+
+# cluster_find_kubectl sets CLUSTER_KUBECTL to kubectl 1.20, compiled by the kubernetes
+# recipe (a warm cache answers at once).
+cluster_find_kubectl() {
+  [ -z "${CLUSTER_KUBECTL:-}" ] || return 0
+  CLUSTER_KUBECTL=$(bash "$CLUSTER_LIB_DIR/../images/kubernetes/compile.sh" "${SPROUT_CACHE:-/var/cache/sprout}" 2>/dev/null)/kubectl
 }
 
 # nodes_ready N: true when the cluster lists N nodes and every one is Ready.
