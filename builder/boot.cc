@@ -68,7 +68,7 @@ struct Accel {
 Result<Accel> ChooseAccel(bool kvm_flag, const fs::path& image, Arch arch) {
   const char* env = std::getenv("SPROUT_QEMU_ACCEL");
   if (!kvm_flag && (env == nullptr || *env == '\0')) {
-    return Accel{false, "software emulation (TCG); --kvm tries KVM"};
+    return Accel{false, "software emulation (TCG; --kvm tries KVM)"};
   }
   const fs::path script = DataDir() / "qemu-tests" / "accel";
   std::error_code ec;
@@ -155,8 +155,8 @@ int Boot(const BootOptions& o) {
   if (o.snapshot) argv.emplace_back("-snapshot");
   argv.insert(argv.end(), o.extra.begin(), o.extra.end());
   std::cerr << "sprout: booting " << o.image.string() << " (" << ArchName(arch) << ")"
-            << " on " << accel->why
-            << (o.snapshot ? ", writes discarded at exit" : ", writes kept in the image") << "\n"
+            << " on " << accel->why << (o.snapshot ? ", writes discarded at exit" : ", writes kept in the image")
+            << "\n"
             << "sprout: quit with Ctrl-A then X; the serial console follows\n";
   std::vector<char*> args;
   args.reserve(argv.size() + 1);
