@@ -144,6 +144,7 @@ Result<CompileLog> CompileKubelet(KubeletSettings& k, Arch arch, const fs::path&
   // Its progress (stderr) goes to a log read while it runs; the log is kept only when
   // the recipe fails, beside the cache's binaries when that folder is writable.
   fs::path logs = cache_dir / "kubernetes";
+  fs::create_directories(logs, ec);
   if (!fs::is_directory(logs, ec) || ::access(logs.c_str(), W_OK) != 0) logs = fs::temp_directory_path(ec);
   const fs::path log = logs / ("compile-" + std::to_string(::getpid()) + ".log");
   Command cmd{{"bash", script.string(), cache_dir.string()}, {{"SPROUT_ARCH", ArchName(arch)}}};

@@ -62,10 +62,15 @@ cluster_init() {
 # a KVM error in its log (node-I.log, since its last start) or a QEMU that sits still
 # (no serial output and no CPU time for QEMU_STALL_SECONDS) is a verdict, written to
 # DIR/watchdog.verdict with the node, QEMU's line and the fix; the harness gets SIGUSR1
-# and ends the run with it (cluster_watchdog_fired). A QEMU that ended is the harness's
-# to see (it restarts nodes that reboot). cluster_init starts it; teardown stops it.
+# and ends the run with it (cluster_watchdog_fired). A QEMU that ended is a verdict only
+# after `cluster_watchdog exits on` (scenarios that reboot or kill nodes leave it off, or
+# turn it off with `cluster_watchdog exits off`). cluster_init starts it; teardown stops it.
 cluster_watchdog() {
   local what=$1
+  if [ "$what" = exits ]; then
+    if [ "$2" = on ]; then touch "$CLUSTER_DIR/watchdog.exits"; else rm -f "$CLUSTER_DIR/watchdog.exits"; fi
+    return 0
+  fi
   if [ "$what" = stop ]; then
     [ -f "$CLUSTER_DIR/watchdog.pid" ] && kill "$(cat "$CLUSTER_DIR/watchdog.pid")" 2>/dev/null
     rm -f "$CLUSTER_DIR/watchdog.pid"
@@ -79,10 +84,14 @@ cluster_watchdog() {
       for f in "$CLUSTER_DIR"/node-*.pid; do
         [ -f "$f" ] || continue
         i=${f##*/node-} i=${i%.pid}
-        pid=$(cat "$f" 2>/dev/null) && kill -0 "$pid" 2>/dev/null || continue
+        pid=$(cat "$f" 2>/dev/null) || continue
         verdict=""
         line=$(qemu_kvm_error "$CLUSTER_DIR/node-$i.log")
-        if [ -n "$line" ]; then
+        if ! kill -0 "$pid" 2>/dev/null; then
+          [ -f "$CLUSTER_DIR/watchdog.exits" ] && [ -f "$f" ] || continue
+          verdict="node-$i: its QEMU ($(cluster_accel_name)) ended; $(node_stopped_why "$i"); see $CLUSTER_DIR/node-$i.log and node-$i.serial"
+          [ -z "$line" ] || verdict+="; fix: run with SPROUT_QEMU_ACCEL=tcg (software emulation)"
+        elif [ -n "$line" ]; then
           verdict="node-$i: KVM cannot run this guest; its QEMU log ($CLUSTER_DIR/node-$i.log) says: \"$line\"; fix: run with SPROUT_QEMU_ACCEL=tcg (software emulation)"
         elif now=$(qemu_progress "$pid" "$CLUSTER_DIR/node-$i.serial"); then
           if [ "${seen[$i]:-}" != "$pid $now" ]; then

@@ -77,8 +77,9 @@ fi
 if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null || ! command -v ssh-keygen >/dev/null; then
   echo "$name: the cluster watchdog checks skipped: they need root, ip and ssh-keygen"
 else
-  # harness ACCEL EXTRA: one node of cluster-lib.sh on the blank disk, under ACCEL, its
-  # QEMU given EXTRA arguments; prints what the harness printed, and its status.
+  # harness ACCEL EXTRA [exits]: one node of cluster-lib.sh on the blank disk, under
+  # ACCEL, its QEMU given EXTRA arguments (and a QEMU that ends made news, as
+  # qemu-tests/cluster does); prints what the harness printed, and its status.
   harness() {
     bash -c '
       . "$1/qemu-tests/lib.sh"; . "$1/qemu-tests/cluster-lib.sh"
@@ -87,9 +88,10 @@ else
       # The accelerator is set after cluster_init, which would probe it: this drives
       # the watchdog, not the probe.
       CLUSTER_ACCEL=$3; qemu_for amd64 "$3"; QEMU_CMD+=($4)
+      [ -z "$5" ] || cluster_watchdog exits on
       CLUSTER_MEDIUM[1]=disk; node_config 1 control-plane 198.18.0.11; vm_start 1 || exit 3
       for _ in $(seq 60); do sleep 1; done
-      echo "no verdict in 60 s"; exit 4' harness "$src" "$work/blank.raw" "$1" "${2:-}" 2>&1
+      echo "no verdict in 60 s"; exit 4' harness "$src" "$work/blank.raw" "$1" "${2:-}" "${3:-}" 2>&1
     echo "status $?"
   }
   if [ -z "$kvm_works" ] && [ -e /dev/kvm ]; then
@@ -112,6 +114,15 @@ else
   check "... after the stall time, not the run's timeout" "$took" '^([0-9]|[1-2][0-9])$'
   check "... naming the node and the accelerator" "$out" \
     'cluster: stopped: node-1: its QEMU \(pid [0-9]+, software emulation \(TCG\)\) sat still for 6 s: no serial output, no CPU time'
+  # 8. A node whose QEMU ends, where the harness says that is news, ends the run.
+  t=$SECONDS
+  out=$(harness tcg -no-such-option exits)
+  took=$((SECONDS - t))
+  echo "$out" | sed 's/^/     | /'
+  check "a node whose QEMU ends ends the cluster run" "$out" 'status 1$'
+  check "... within seconds" "$took" '^([0-9]|1[0-9])$'
+  check "... with QEMU's last line" "$out" \
+    'cluster: stopped: node-1: its QEMU \(software emulation \(TCG\)\) ended; QEMU said: ".*-no-such-option: invalid option"'
 fi
 echo "$name: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
