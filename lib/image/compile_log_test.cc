@@ -49,8 +49,9 @@ TEST_CASE("a cold compile counts its components and ends with its folder", "[com
   CHECK(log.compiled == std::vector<std::pair<std::string, int>>{{"kube-apiserver", 191}});
   CHECK(CompilePhase(log) == "compiling kube-controller-manager: cache miss, 1 compiled");
 
-  text += "kubernetes: compiled kube-controller-manager in 150 s\n"
-          "kubernetes: compiled into /var/cache/sprout/kubernetes/bin/0123abcd\n";
+  text +=
+      "kubernetes: compiled kube-controller-manager in 150 s\n"
+      "kubernetes: compiled into /var/cache/sprout/kubernetes/bin/0123abcd\n";
   log = ParseCompileLog(text, "kubernetes");
   CHECK(log.building.empty());
   CHECK(log.folder == "/var/cache/sprout/kubernetes/bin/0123abcd");
