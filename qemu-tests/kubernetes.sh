@@ -159,6 +159,6 @@ check "without a client certificate etcd refuses" "$insecure" 'unhealthy|bad cer
 timeline=$(node_timeline 1)
 up=$(echo "$timeline" | sed -n 's/^up=\([0-9.]*\) .*/\1/p')
 echo "figures: power-on to Ready ${ready} s; the same boot reached multi-user.target ${up:-?} s after its kernel" \
-  "started; ratio $( [ -n "$up" ] && echo "scale=1; $ready / $up" | bc || echo '?') (one node, software emulation)"
+  "started; ratio $( [ -n "$up" ] && echo "scale=1; $ready / $up" | bc || echo '?') (one node, $(cluster_accel_name))"
 echo "kubernetes: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
