@@ -4,7 +4,8 @@
 # in a network namespace this test makes (no uplink). The forwarder must listen on the
 # host's loopback only, write its port, send a request from the host to the first live
 # server, switch to the other when that one dies, close a client's connection when none
-# is live, and come back to a server that returns.
+# is live, and come back to a server that returns; TLS through it verifies against a
+# certificate that names 127.0.0.1, as each apiserver's does.
 set -u
 name=api_forward_test
 if [ "$(id -u)" -ne 0 ]; then
@@ -74,5 +75,26 @@ check "... within seconds" "$((SECONDS - t))" '^[0-9]$'
 server 1 || exit 1
 check "a server that comes back is found again" "$(get)" '^node-1$'
 check "the forwarder logs where it forwards" "$(cat "$work/forward.log")" 'now forwarding to 198\.18\.3\.12:6443'
+
+# TLS through the forwarder, as kubectl talks to an apiserver: a server in the namespace
+# whose certificate names 127.0.0.1 (as every apiserver's does, docs/control-plane.md)
+# verifies for a client that dials https://127.0.0.1:PORT on the host.
+if command -v openssl >/dev/null; then
+  ip -n "$ns" addr add 198.18.3.13/32 dev lo
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=kube-apiserver \
+    -addext "subjectAltName=DNS:localhost,IP:198.18.3.13,IP:127.0.0.1" \
+    -keyout "$work/tls.key" -out "$work/tls.crt" 2>/dev/null
+  ip netns exec "$ns" openssl s_server -accept 198.18.3.13:6443 -cert "$work/tls.crt" -key "$work/tls.key" \
+    -www -quiet </dev/null >/dev/null 2>&1 &
+  pids+=($!)
+  python3 "$src/qemu-tests/api-forward.py" "$ns" "$work/tls.port" 198.18.3.13:6443 --port 0 >/dev/null 2>&1 &
+  pids+=($!)
+  for _ in $(seq 50); do
+    [ -s "$work/tls.port" ] && curl -s -o /dev/null --cacert "$work/tls.crt" "https://127.0.0.1:$(cat "$work/tls.port")/" && break
+    sleep 0.1
+  done
+  check "TLS through the forwarder verifies a certificate that names 127.0.0.1" \
+    "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$work/tls.crt" "https://127.0.0.1:$(cat "$work/tls.port")/")" '^200$'
+fi
 echo "$name: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
