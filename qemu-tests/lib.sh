@@ -160,7 +160,7 @@ guest_probe() {
 #   kvm   KVM, when accel_probe passes; else an error that names the fix.
 # Sets ACCEL (kvm or tcg) and ACCEL_WHY (one line naming the accelerator in use and why,
 # or the error). A verdict is kept for the rest of the process, per ARCH and WANT.
-declare -A ACCEL_SETTLED=()
+declare -gA ACCEL_SETTLED=()
 choose_accel() {
   local want=${SPROUT_QEMU_ACCEL:-$1} arch=$2 image=${3:-} by=""
   [ -z "${SPROUT_QEMU_ACCEL:-}" ] || by=" by SPROUT_QEMU_ACCEL=$SPROUT_QEMU_ACCEL"
