@@ -52,7 +52,8 @@ else
 fi
 
 # 4. The probe sees a guest that boots: OVMF in emulation reaches its boot manager.
-guest_probe tcg amd64
+# Emulation on a loaded CI machine can take a while to get there; KVM would take a second.
+SPROUT_ACCEL_PROBE_SECONDS=120 guest_probe tcg amd64
 rc=$?
 echo "     probe in emulation: $ACCEL_PROBE_WHY"
 check "the probe sees OVMF reach its boot manager in software emulation" "$rc" '^0$'
@@ -101,7 +102,7 @@ else
     took=$((SECONDS - t))
     echo "$out" | sed 's/^/     | /'
     check "a node that KVM stops ends the cluster run" "$out" 'status 1$'
-    check "... within seconds" "$took" '^([0-9]|[1-2][0-9])$'
+    check "... within 60 s" "$took" '^([0-9]|[1-5][0-9])$'
     check "... naming the node, QEMU's line and the fix" "$out" \
       'cluster: stopped: node-1: KVM cannot run this guest; its QEMU log \(.*node-1\.log\) says: "(KVM internal error|emulation failure).*"; fix: run with SPROUT_QEMU_ACCEL=tcg'
   fi
@@ -111,7 +112,7 @@ else
   took=$((SECONDS - t))
   echo "$out" | sed 's/^/     | /'
   check "a node that sits still ends the cluster run" "$out" 'status 1$'
-  check "... after the stall time, not the run's timeout" "$took" '^([0-9]|[1-2][0-9])$'
+  check "... after the stall time, not the run's timeout (60 s)" "$took" '^([0-9]|[1-5][0-9])$'
   check "... naming the node and the accelerator" "$out" \
     'cluster: stopped: node-1: its QEMU \(pid [0-9]+, software emulation \(TCG\)\) sat still for 6 s: no serial output, no CPU time'
   # 8. A node whose QEMU ends, where the harness says that is news, ends the run.
@@ -120,7 +121,7 @@ else
   took=$((SECONDS - t))
   echo "$out" | sed 's/^/     | /'
   check "a node whose QEMU ends ends the cluster run" "$out" 'status 1$'
-  check "... within seconds" "$took" '^([0-9]|1[0-9])$'
+  check "... within 60 s" "$took" '^([0-9]|[1-5][0-9])$'
   check "... with QEMU's last line" "$out" \
     'cluster: stopped: node-1: its QEMU \(software emulation \(TCG\)\) ended; QEMU said: ".*-no-such-option: invalid option"'
 fi
