@@ -2,6 +2,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "image/gpt.h"
 #include "util/fs.h"
 #include "util/process.h"
+#include "util/text.h"
 
 namespace sprout::cli {
 
@@ -51,6 +53,44 @@ Arch DiskArch(const fs::path& image) {
   return ImageArchOf(views).value_or(Arch::kAmd64);
 }
 
+// Accel is the accelerator a boot runs on, and the probe's sentence on why.
+struct Accel {
+  bool kvm = false;
+  std::string why;
+};
+
+// ChooseAccel settles the accelerator the way every QEMU of sprout's does: through
+// qemu-tests/accel (lib.sh's choose_accel), which boots the image's kernel under KVM for
+// a few seconds, because /dev/kvm can exist and still fail to run a guest (nested
+// virtualization). --kvm asks for KVM when that boot works, else software emulation;
+// without it, software emulation with no probe; SPROUT_QEMU_ACCEL (kvm, tcg or auto)
+// overrides both, and kvm makes a failed probe an error.
+Result<Accel> ChooseAccel(bool kvm_flag, const fs::path& image, Arch arch) {
+  const char* env = std::getenv("SPROUT_QEMU_ACCEL");
+  if (!kvm_flag && (env == nullptr || *env == '\0')) {
+    return Accel{false, "software emulation (TCG; --kvm tries KVM)"};
+  }
+  const fs::path script = DataDir() / "qemu-tests" / "accel";
+  std::error_code ec;
+  if (!fs::is_regular_file(script, ec)) {
+    return Fail("cannot find the accelerator probe " + script.string() +
+                "; is SPROUT_DATA_DIR right? (or leave out --kvm and SPROUT_QEMU_ACCEL)");
+  }
+  TempDir tmp(fs::temp_directory_path(ec), "sprout-accel");
+  const fs::path verdict = tmp.path() / "verdict";
+  Command probe{{"bash", script.string(), "--want", kvm_flag ? "auto" : "tcg", "--arch", ArchName(arch),
+                 fs::absolute(image, ec).string()},
+                {}};
+  probe.stdout_file = verdict.string();
+  auto run = Run(probe);  // its output is its stderr: the line saying which and why
+  if (!run) return Fail(run.error());
+  std::string why(Trim(run->output));
+  if (why.starts_with("accel: ")) why = why.substr(7);
+  if (run->exit_code != 0) return Fail(why.empty() ? "the accelerator probe " + script.string() + " failed" : why);
+  auto chosen = ReadFile(verdict);
+  return Accel{chosen && Trim(*chosen) == "kvm", why};
+}
+
 }  // namespace
 
 int Boot(const BootOptions& o) {
@@ -82,12 +122,14 @@ int Boot(const BootOptions& o) {
     std::cerr << "sprout: cannot copy the UEFI variable store: " << ec.message() << "\n";
     return 2;
   }
-  // /dev/kvm can exist and still fail (nested virtualization), so KVM is opt-in.
-  bool kvm = o.kvm;
-  if (kvm && ::access("/dev/kvm", R_OK | W_OK) != 0) {
-    std::cerr << "sprout: --kvm given but /dev/kvm is not usable; leave it out to use software emulation\n";
+  // /dev/kvm can exist and still fail (nested virtualization), so KVM is opt-in, and
+  // probed with a real boot.
+  auto accel = ChooseAccel(o.kvm, o.image, arch);
+  if (!accel) {
+    std::cerr << "sprout: " << accel.error() << "\n";
     return 2;
   }
+  const bool kvm = accel->kvm;
   // arm64: QEMU's virt machine; in emulation a Cortex-A72 (ARMv8.0), because the "max"
   // CPU's pointer authentication is slow to emulate.
   std::vector<std::string> argv{qemu,
@@ -113,8 +155,8 @@ int Boot(const BootOptions& o) {
   if (o.snapshot) argv.emplace_back("-snapshot");
   argv.insert(argv.end(), o.extra.begin(), o.extra.end());
   std::cerr << "sprout: booting " << o.image.string() << " (" << ArchName(arch) << ")"
-            << (kvm ? " with KVM" : " in software emulation (no KVM)")
-            << (o.snapshot ? ", writes discarded at exit" : ", writes kept in the image") << "\n"
+            << " on " << accel->why << (o.snapshot ? ", writes discarded at exit" : ", writes kept in the image")
+            << "\n"
             << "sprout: quit with Ctrl-A then X; the serial console follows\n";
   std::vector<char*> args;
   args.reserve(argv.size() + 1);

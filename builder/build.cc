@@ -41,12 +41,14 @@ void ReportBuilt(const fs::path& out_dir, const BuildPlan& plan, const RawDisk& 
   std::fprintf(stderr, "boot it: sprout boot %s --snapshot\n", raw_out.c_str());
 }
 
-// BasePhases shows a base build's phases with the time since it began: on a terminal one
-// line redrawn twice a second; otherwise a line per phase, and one every 30 s within a
-// long phase, so a CI log shows it is alive. It keeps each phase's time for a table.
-class BasePhases {
+// Phases shows a long step's phases (a base build's, the Kubernetes compile's) with the
+// time since the step began: on a terminal one line redrawn twice a second; otherwise a
+// line per phase, and one every 30 s within a long phase, so a CI log shows it is alive.
+// The text after ": " is detail (a package, a cache miss); the table keeps each phase's
+// time by the text before it.
+class Phases {
  public:
-  BasePhases(Progress& progress, bool tty) : progress_(progress), tty_(tty) {}
+  Phases(Progress& progress, bool tty) : progress_(progress), tty_(tty) {}
 
   void Heard(const std::string& phase) {
     const double now = progress_.Seconds();
@@ -140,7 +142,7 @@ int Base(const fs::path& what, const fs::path& cache_dir, bool force, std::optio
   progress.Begin(std::string("build base OS (") + ArchName(arch) + ")");
   progress.Note("mmdebstrap takes minutes (70 s on a quiet 2-core machine, more under load); its log: " +
                 (cache_dir / "base" / (*key + ".log")).string());
-  BasePhases phases(progress, tty);
+  Phases phases(progress, tty);
   auto built = BuildBase(recipe, cache_dir, *key, arch, [&phases](const std::string& phase) { phases.Heard(phase); });
   phases.Heard("");  // closes the last phase's time
   if (!built) {
@@ -160,13 +162,24 @@ int Build(const BuildOptions& options) {
   auto profile = LoadAndReport(options.profile);
   if (!profile) return 1;
   if (options.arch) profile->arch = *options.arch;
-  StepProgress steps(::isatty(2) != 0, BuildSteps(options.formats.empty() ? profile->formats : options.formats));
+  const bool tty = ::isatty(2) != 0;
+  const bool compiles = CompilesKubelet(*profile);
+  StepProgress steps(tty, BuildSteps(options.formats.empty() ? profile->formats : options.formats, compiles));
   auto fail = [&](const std::string& why) {
     steps.Note("sprout: " + why);
     return 1;
   };
   auto in = steps.Run(kResolveProfile, ResolveProfile, std::move(*profile), options);
   if (!in) return fail(in.error());
+  if (compiles) {
+    // Minutes on a cold cache (Debian's Kubernetes source, six components), so its phases show.
+    Phases phases(steps.progress(), tty);
+    auto compiled =
+        steps.Run(kCompileHost, CompileHost, *in, options, [&phases](const std::string& p) { phases.Heard(p); });
+    phases.Heard("");
+    if (!compiled) return fail(compiled.error());
+    if (auto times = CompileTimes(*compiled); !times.empty()) steps.Note("  compiled: " + times);
+  }
   auto base = steps.Run(kPrepareBase, ResolveBase, in->profile.base, in->profile.arch, options.cache_dir,
                         options.build_base, SharedCaches(options.cache_dir));
   if (!base) return fail(base.error());

@@ -1,5 +1,7 @@
 #include "builder/cluster.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -9,9 +11,11 @@
 #include "dns/zone.h"
 #include "fetch/fetch.h"
 #include "image/arch.h"
+#include "image/base.h"
 #include "staticpod/kubelet.h"
 #include "staticpod/staticpod.h"
 #include "util/fs.h"
+#include "util/log_watch.h"
 #include "util/process.h"
 #include "util/text.h"
 
@@ -34,38 +38,13 @@ Status FetchOne(ProfileFile& f, const fs::path& cache_dir) {
   return Ok{};
 }
 
-// BuildKubelet runs the kubelet's recipe for the image's architecture (RECIPE/host.sh
-// CACHE, with SPROUT_ARCH, prints the folder of the host binaries; a warm cache answers
-// at once) and points the binary at its kubelet, which must be a program of that arch.
-Status BuildKubelet(KubeletSettings& k, Arch arch, const fs::path& cache_dir) {
-  const fs::path script = k.recipe / "host.sh";
-  std::error_code ec;
-  // The recipe's answer goes to a scratch file outside the cache: a build by a user who
-  // may read the cache but not write it (the binaries already compiled) must work.
-  TempDir work(fs::temp_directory_path(ec), "sprout-kubelet");
-  const fs::path printed = work.path() / "folder";
-  // stderr (the recipe's progress on a cold cache) goes to ours.
-  auto run = Run(
-      {{"bash", script.string(), cache_dir.string()}, {{"SPROUT_ARCH", ArchName(arch)}}, {}, printed.string(), false});
-  if (!run || run->exit_code != 0) {
-    return Fail(Where(k.binary.where) + ": the kubelet recipe " + script.string() + " failed" +
-                (run ? "" : ": " + run.error()));
-  }
-  auto folder = ReadFile(printed);
-  const fs::path bin = fs::path(std::string(Trim(folder ? *folder : ""))) / "kubelet";
-  if (!fs::is_regular_file(bin, ec)) {
-    return Fail(Where(k.binary.where) + ": the kubelet recipe " + script.string() +
-                " printed no folder with a kubelet");
-  }
-  if (auto elf = ElfArchOfFile(bin); elf && *elf != arch) {
-    return Fail(Where(k.binary.where) + ": the kubelet recipe " + script.string() + " gave an " + ArchName(*elf) +
-                " kubelet (" + bin.string() + ") for an " + ArchName(arch) +
-                " image; its host.sh must honour SPROUT_ARCH");
-  }
-  k.binary.source = bin;
-  // The recipe's kube-proxy (Service ClusterIPs) goes in beside the kubelet.
-  if (const fs::path proxy = bin.parent_path() / "kube-proxy"; fs::is_regular_file(proxy, ec)) k.proxy = proxy;
-  return Ok{};
+// LastLines quotes the end of a log for an error message, one "  | " line each.
+std::string LastLines(const fs::path& log, std::size_t n) {
+  auto text = ReadFile(log);
+  std::string out;
+  if (!text) return out;
+  for (const auto& line : Split(LogTail(*text, n), '\n')) out += "  | " + line + "\n";
+  return out;
 }
 
 // ComponentOf is the component an image reference is for: the last path element of
@@ -169,13 +148,63 @@ Status FetchProfileFiles(Profile& p, const fs::path& cache_dir) {
   for (auto& f : p.files) {
     if (auto s = FetchOne(f, cache_dir); !s) errors.push_back(s.error());
   }
-  if (p.kubelet.present && !p.kubelet.recipe.empty()) {
-    if (auto s = BuildKubelet(p.kubelet, p.arch, cache_dir); !s) errors.push_back(s.error());
-  } else if (p.kubelet.present) {
+  // A kubelet recipe is compiled in a step of its own (CompileKubelet).
+  if (p.kubelet.present && p.kubelet.recipe.empty()) {
     if (auto s = FetchOne(p.kubelet.binary, cache_dir); !s) errors.push_back(s.error());
   }
   if (!errors.empty()) return Fail(Join(errors, "\n"));
   return Ok{};
+}
+
+Result<CompileLog> CompileKubelet(KubeletSettings& k, Arch arch, const fs::path& cache_dir, const PhaseFn& watch) {
+  const fs::path script = k.recipe / "host.sh";
+  const std::string name =
+      k.recipe.filename().empty() ? k.recipe.parent_path().filename().string() : k.recipe.filename().string();
+  std::error_code ec;
+  // The recipe's answer goes to a scratch file outside the cache: a build by a user who
+  // may read the cache but not write it (the binaries already compiled) must work.
+  TempDir work(fs::temp_directory_path(ec), "sprout-kubelet");
+  const fs::path printed = work.path() / "folder";
+  // Its progress (stderr) goes to a log read while it runs; the log is kept only when
+  // the recipe fails, beside the cache's binaries when that folder is writable.
+  fs::path logs = cache_dir / "kubernetes";
+  fs::create_directories(logs, ec);
+  if (!fs::is_directory(logs, ec) || ::access(logs.c_str(), W_OK) != 0) logs = fs::temp_directory_path(ec);
+  const fs::path log = logs / ("compile-" + std::to_string(::getpid()) + ".log");
+  Command cmd{{"bash", script.string(), cache_dir.string()}, {{"SPROUT_ARCH", ArchName(arch)}}};
+  cmd.stdout_file = printed.string();
+  cmd.stderr_file = log.string();
+  Result<RunResult> run = Fail("");
+  {
+    LogWatcher watcher(log, watch ? [&](const std::string& text) { watch(CompilePhase(ParseCompileLog(text, name))); }
+                                  : std::function<void(const std::string&)>());
+    run = Run(cmd);
+  }
+  auto text = ReadFile(log);
+  CompileLog said = ParseCompileLog(text ? *text : "", name);
+  if (!run || run->exit_code != 0) {
+    return Fail(Where(k.binary.where) + ": the kubelet recipe " + script.string() + " failed" +
+                (run ? " (exit " + std::to_string(run->exit_code) + ")" : ": " + run.error()) +
+                (said.phase.empty() ? "" : " while: " + said.phase) + "; the last lines of its log, " + log.string() +
+                ":\n" + LastLines(log, 25));
+  }
+  fs::remove(log, ec);
+  auto folder = ReadFile(printed);
+  const fs::path bin = fs::path(std::string(Trim(folder ? *folder : ""))) / "kubelet";
+  if (!fs::is_regular_file(bin, ec)) {
+    return Fail(Where(k.binary.where) + ": the kubelet recipe " + script.string() +
+                " printed no folder with a kubelet");
+  }
+  if (auto elf = ElfArchOfFile(bin); elf && *elf != arch) {
+    return Fail(Where(k.binary.where) + ": the kubelet recipe " + script.string() + " gave an " + ArchName(*elf) +
+                " kubelet (" + bin.string() + ") for an " + ArchName(arch) +
+                " image; its host.sh must honour SPROUT_ARCH");
+  }
+  k.binary.source = bin;
+  // The recipe's kube-proxy (Service ClusterIPs) goes in beside the kubelet.
+  if (const fs::path proxy = bin.parent_path() / "kube-proxy"; fs::is_regular_file(proxy, ec)) k.proxy = proxy;
+  if (said.folder.empty()) said.folder = bin.parent_path().string();
+  return said;
 }
 
 Status AddClusterFiles(const Profile& p, const fs::path& data_dir, std::vector<RootEntry>& add) {

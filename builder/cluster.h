@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "image/arch.h"
+#include "image/base.h"
+#include "image/compile_log.h"
 #include "image/rootfs.h"
 #include "oci/pull.h"
 #include "profile/profile.h"
@@ -13,10 +16,19 @@
 
 namespace sprout {
 
-// FetchProfileFiles fetches every `url` file of the profile (and the kubelet binary) into
-// the cache, checks every sha256 (also of `source` files that give one), and points the
-// entries at the verified copies.
+// FetchProfileFiles fetches every `url` file of the profile (and the kubelet binary, when
+// it is not compiled by a recipe) into the cache, checks every sha256 (also of `source`
+// files that give one), and points the entries at the verified copies.
 Status FetchProfileFiles(Profile& p, const std::filesystem::path& cache_dir);
+
+// CompileKubelet runs the kubelet's recipe for the image's arch (RECIPE/host.sh CACHE,
+// with SPROUT_ARCH; it prints the folder of the host binaries, and a warm cache answers
+// at once) and points k at its kubelet (which must be a program of arch) and kube-proxy.
+// The recipe's stderr goes to a log that watch hears as progress (CompilePhase) about
+// twice a second; a failure quotes the log's last lines and keeps it. Returns what the
+// log said: a cache hit or miss, the components compiled and their times.
+Result<CompileLog> CompileKubelet(KubeletSettings& k, Arch arch, const std::filesystem::path& cache_dir,
+                                  const PhaseFn& watch);
 
 // AddClusterFiles adds the static-pod templates (sprout's, then the profile's overrides
 // and additions, each checked by rendering it with sample values), the Shoot's

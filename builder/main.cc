@@ -303,8 +303,10 @@ int Main(int argc, char** argv) {
                          "Boot an image in QEMU: UEFI firmware (OVMF), serial console on this terminal.\n"
                          "Quit with Ctrl-A then X. Extra QEMU arguments go after --.");
       o.add_options()("snapshot", "discard every write when QEMU exits")(
-          "kvm", "use KVM (default: software emulation)")("m,memory", "memory in MiB",
-                                                          cxxopts::value<std::string>()->default_value("2048"))(
+          "kvm",
+          "use KVM when a probe boot under it works, else software emulation, saying why "
+          "(SPROUT_QEMU_ACCEL=kvm|tcg|auto overrides)")("m,memory", "memory in MiB",
+                                                        cxxopts::value<std::string>()->default_value("2048"))(
           "smp", "virtual CPUs", cxxopts::value<int>()->default_value("2"));
       std::vector<std::string> extra;
       for (int i = 0; i < sub_argc; ++i) {

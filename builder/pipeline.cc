@@ -117,6 +117,12 @@ Result<BuildInputs> ResolveProfile(Profile profile, const BuildOptions& options)
   return BuildInputs{std::move(profile), std::move(formats), *firstboot};
 }
 
+bool CompilesKubelet(const Profile& p) { return p.kubelet.present && !p.kubelet.recipe.empty(); }
+
+Result<CompileLog> CompileHost(BuildInputs& in, const BuildOptions& options, const PhaseFn& watch) {
+  return CompileKubelet(in.profile.kubelet, in.profile.arch, options.cache_dir, watch);
+}
+
 Result<BuildPlan> PlanBuild(BuildInputs in, BaseRef base) {
   BuildPlan plan;
   plan.epoch = SourceDateEpoch(in.profile);
@@ -402,6 +408,8 @@ std::string Summary(const Manifest& manifest) { return std::to_string(manifest.p
 namespace sprout {
 
 std::string Summary(const BaseRef& base) { return base.id; }
+
+std::string Summary(const CompileLog& log) { return CompileSummary(log); }
 
 std::string Summary(const BootFiles& boot) {
   return "kernel " + boot.kernel_version + ", " + HumanSize(boot.initrd.size());

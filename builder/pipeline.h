@@ -14,6 +14,7 @@
 #include "builder/live_media.h"
 #include "image/base.h"
 #include "image/boot_files.h"
+#include "image/compile_log.h"
 #include "image/plan.h"
 #include "image/rootfs.h"
 #include "image/step_list.h"
@@ -101,6 +102,15 @@ std::optional<Profile> LoadAndReport(const std::filesystem::path& path);
 // ResolveProfile fetches the profile's files and finds sprout-firstboot.
 Result<BuildInputs> ResolveProfile(Profile profile, const BuildOptions& options);
 
+// CompilesKubelet says whether a build of profile p has the compile step: its kubelet
+// comes from a recipe (images/kubernetes, compiled from Debian's source package).
+bool CompilesKubelet(const Profile& p);
+
+// CompileHost runs the kubelet's recipe (CompileKubelet, builder/cluster.h), with its
+// phases to watch, and points the profile at the kubelet and kube-proxy it made. The
+// same cached binaries serve the recipe's images in the preload step.
+Result<CompileLog> CompileHost(BuildInputs& in, const BuildOptions& options, const PhaseFn& watch);
+
 // PlanBuild fixes the epoch, the recorded profile, the inputs by content, the seed and
 // the disk plan. It reads every input the profile names, to digest it.
 Result<BuildPlan> PlanBuild(BuildInputs in, BaseRef base);
@@ -163,8 +173,9 @@ std::string Summary(const Manifest& manifest);
 
 namespace sprout {
 
-// Summary of the base and the boot files, found by the steps' argument lookup.
+// Summary of the base, the compile and the boot files, found by the steps' argument lookup.
 std::string Summary(const BaseRef& base);
+std::string Summary(const CompileLog& log);
 std::string Summary(const BootFiles& boot);
 
 }  // namespace sprout

@@ -19,10 +19,13 @@
 # address; the DHCP lease is only for the firmware.
 
 CLUSTER_NET=198.18.0
+CLUSTER_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CLUSTER_MEM=${CLUSTER_MEM:-2048}  # the control plane and containerd's images (in memory on an ISO node)
 CLUSTER_SMP=${CLUSTER_SMP:-1}
-# kvm (with --kvm: the host's CPU, /dev/kvm must work) or tcg (software emulation; the
-# default, as /dev/kvm can exist and still fail under nested virtualization).
+# What the nodes run on: tcg (software emulation; the default), auto (KVM when a guest
+# boots under it, else software emulation, saying why) or kvm (KVM, or an error naming the
+# fix); SPROUT_QEMU_ACCEL overrides it (choose_accel in lib.sh). cluster_init settles it
+# to kvm or tcg and says which, and why, in CLUSTER_ACCEL_WHY.
 CLUSTER_ACCEL=${CLUSTER_ACCEL:-tcg}
 CLUSTER_PXE_MEM=${CLUSTER_PXE_MEM:-2560}  # the root sits in memory on a PXE node
 # A disk node's disk is this much larger than the image, as a real node's disk is: the
@@ -41,6 +44,8 @@ cluster_init() {
   # An arm64 image's nodes run under qemu-system-aarch64 with AAVMF (qemu_for, lib.sh).
   CLUSTER_ARCH=$(image_arch "$CLUSTER_IMAGE")
   find_firmware "$CLUSTER_ARCH" || return 1
+  if ! choose_accel "$CLUSTER_ACCEL" "$CLUSTER_ARCH" "$CLUSTER_IMAGE"; then echo "cluster: $ACCEL_WHY" >&2; return 1; fi
+  CLUSTER_ACCEL=$ACCEL CLUSTER_ACCEL_WHY=$ACCEL_WHY
   qemu_for "$CLUSTER_ARCH" "$CLUSTER_ACCEL" || return 1
   [ -f "$CLUSTER_DIR/cluster.secret" ] || head -c 32 /dev/urandom > "$CLUSTER_DIR/cluster.secret"
   [ -f "$CLUSTER_DIR/id" ] || ssh-keygen -q -t ed25519 -N '' -C sprout-cluster -f "$CLUSTER_DIR/id" || return 1
@@ -49,6 +54,86 @@ cluster_init() {
   ip -n "$CLUSTER_NS" link add br0 type bridge
   ip -n "$CLUSTER_NS" addr add "$CLUSTER_NET.1/24" dev br0
   ip -n "$CLUSTER_NS" link set br0 up
+  trap cluster_watchdog_fired USR1
+  cluster_watchdog start
+}
+
+# cluster_watchdog start|stop: while running, reads every running node's QEMU every 2 s:
+# a KVM error in its log (node-I.log, since its last start) or a QEMU that sits still
+# (no serial output and no CPU time for QEMU_STALL_SECONDS) is a verdict, written to
+# DIR/watchdog.verdict with the node, QEMU's line and the fix; the harness gets SIGUSR1
+# and ends the run with it (cluster_watchdog_fired). A QEMU that ended is a verdict only
+# after `cluster_watchdog exits on` (scenarios that reboot or kill nodes leave it off, or
+# turn it off with `cluster_watchdog exits off`). cluster_init starts it; teardown stops it.
+cluster_watchdog() {
+  local what=$1
+  if [ "$what" = exits ]; then
+    if [ "$2" = on ]; then touch "$CLUSTER_DIR/watchdog.exits"; else rm -f "$CLUSTER_DIR/watchdog.exits"; fi
+    return 0
+  fi
+  if [ "$what" = stop ]; then
+    [ -f "$CLUSTER_DIR/watchdog.pid" ] && kill "$(cat "$CLUSTER_DIR/watchdog.pid")" 2>/dev/null
+    rm -f "$CLUSTER_DIR/watchdog.pid"
+    return 0
+  fi
+  [ -f "$CLUSTER_DIR/watchdog.pid" ] && return 0
+  local harness=$$
+  (
+    declare -A seen=() since=()
+    while :; do
+      for f in "$CLUSTER_DIR"/node-*.pid; do
+        [ -f "$f" ] || continue
+        i=${f##*/node-} i=${i%.pid}
+        pid=$(cat "$f" 2>/dev/null) || continue
+        verdict=""
+        line=$(qemu_kvm_error "$CLUSTER_DIR/node-$i.log")
+        if ! kill -0 "$pid" 2>/dev/null; then
+          [ -f "$CLUSTER_DIR/watchdog.exits" ] && [ -f "$f" ] || continue
+          verdict="node-$i: its QEMU ($(cluster_accel_name)) ended; $(node_stopped_why "$i"); see $CLUSTER_DIR/node-$i.log and node-$i.serial"
+          [ -z "$line" ] || verdict+="; fix: run with SPROUT_QEMU_ACCEL=tcg (software emulation)"
+        elif [ -n "$line" ]; then
+          verdict="node-$i: KVM cannot run this guest; its QEMU log ($CLUSTER_DIR/node-$i.log) says: \"$line\"; fix: run with SPROUT_QEMU_ACCEL=tcg (software emulation)"
+        elif now=$(qemu_progress "$pid" "$CLUSTER_DIR/node-$i.serial"); then
+          if [ "${seen[$i]:-}" != "$pid $now" ]; then
+            seen[$i]="$pid $now" since[$i]=$SECONDS
+          elif [ $((SECONDS - since[$i])) -ge "$QEMU_STALL_SECONDS" ]; then
+            verdict="node-$i: its QEMU (pid $pid, $(cluster_accel_name)) sat still for $QEMU_STALL_SECONDS s: no serial output, no CPU time; last console line: \"$(grep -av '^\s*$' "$CLUSTER_DIR/node-$i.serial" | tail -n 1 | tr -d '\r' | cut -c1-160)\"; last line of its QEMU log: \"$(grep -av '^\s*$' "$CLUSTER_DIR/node-$i.log" | tail -n 1)\""
+            [ "$CLUSTER_ACCEL" != kvm ] || verdict+="; fix: run with SPROUT_QEMU_ACCEL=tcg (software emulation)"
+          fi
+        fi
+        [ -n "$verdict" ] || continue
+        echo "$verdict" > "$CLUSTER_DIR/watchdog.verdict"
+        kill -USR1 "$harness" 2>/dev/null
+        exit 0
+      done
+      sleep 2
+    done
+  ) </dev/null >/dev/null 2>&1 &
+  echo $! > "$CLUSTER_DIR/watchdog.pid"
+  disown $! 2>/dev/null
+}
+
+# cluster_watchdog_fired: SIGUSR1 from the watchdog: prints its verdict and ends the run
+# as failed (the EXIT trap tears down, keeping the logs).
+cluster_watchdog_fired() {
+  echo >&2
+  echo "cluster: stopped: $(cat "$CLUSTER_DIR/watchdog.verdict" 2>/dev/null)" >&2
+  failed=$((${failed:-0} + 1)) status=1
+  exit 1
+}
+
+# cluster_accel_name prints the accelerator the nodes run on, in words.
+cluster_accel_name() {
+  if [ "$CLUSTER_ACCEL" = kvm ]; then echo KVM; else echo "software emulation (TCG)"; fi
+}
+
+# node_stopped_why I: one line on why node I's QEMU ended: the last lines of its QEMU log
+# and of its console.
+node_stopped_why() {
+  local q c
+  q=$(awk '/^=== boot/ { q = "" } !/^=== boot/ && NF { q = $0 } END { print q }' "$CLUSTER_DIR/node-$1.log" 2>/dev/null)
+  c=$(grep -av '^\s*$' "$CLUSTER_DIR/node-$1.serial" 2>/dev/null | tail -n 1 | tr -d '\r' | cut -c1-160)
+  echo "QEMU said: \"${q:-nothing}\"; last console line: \"${c:-none}\""
 }
 
 # node_ip I prints node I's address.
@@ -162,6 +247,44 @@ cluster_pxe_server() {
   disown $! 2>/dev/null
   sleep 1
   kill -0 "$(cat "$CLUSTER_DIR/server-dhcp.pid")" 2>/dev/null || { echo "dnsmasq did not start; see $CLUSTER_DIR/dnsmasq.log" >&2; return 1; }
+}
+
+# cluster_api_forward NODE...: once per cluster, puts the apiservers of control-plane
+# nodes NODE... on the host's loopback (qemu-tests/api-forward.py): a forwarder listens on
+# 127.0.0.1:6443 (or on a free port when 6443 is taken) on the host, outside the
+# namespace, and sends each connection into the namespace to the first of the nodes'
+# apiservers (198.18.0.(10+I):6443) that accepts one, moving on when that one dies.
+# Nothing but the host's loopback and the namespace carries its traffic. Sets
+# CLUSTER_API_PORT; stopped by cluster_teardown. Every apiserver's certificate names
+# 127.0.0.1 (docs/control-plane.md), so a kubeconfig with server https://127.0.0.1:PORT
+# verifies.
+cluster_api_forward() {
+  local backends=() i _
+  if [ ! -f "$CLUSTER_DIR/server-api.pid" ]; then
+    for i in "$@"; do backends+=("$(node_ip "$i"):6443"); done
+    rm -f "$CLUSTER_DIR/api.port"
+    python3 "$CLUSTER_LIB_DIR/api-forward.py" "$CLUSTER_NS" "$CLUSTER_DIR/api.port" "${backends[@]}" \
+      </dev/null >>"$CLUSTER_DIR/api-forward.log" 2>&1 &
+    echo $! > "$CLUSTER_DIR/server-api.pid"
+    disown $! 2>/dev/null
+  fi
+  for _ in $(seq 50); do
+    CLUSTER_API_PORT=$(cat "$CLUSTER_DIR/api.port" 2>/dev/null)
+    [ -n "$CLUSTER_API_PORT" ] && return 0
+    sleep 0.1
+  done
+  echo "the API forwarder did not start; see $CLUSTER_DIR/api-forward.log" >&2
+  return 1
+}
+
+# cluster_host_kubeconfig OUT: writes the admin kubeconfig (cluster_kubectl's) to OUT,
+# mode 0600, with its server on the forwarded loopback port (cluster_api_forward), and
+# gives it to the user who ran the harness through sudo.
+cluster_host_kubeconfig() {
+  local out=$1
+  sed "s|^\( *server: \).*\$|\1https://127.0.0.1:$CLUSTER_API_PORT|" "$CLUSTER_DIR/admin.conf" > "$out.tmp" &&
+    chmod 0600 "$out.tmp" && mv "$out.tmp" "$out" || return 1
+  [ -z "${SUDO_UID:-}" ] || chown "$SUDO_UID:${SUDO_GID:-$SUDO_UID}" "$out"
 }
 
 # cluster_nfs_server: once per cluster, serves a folder on the bridge as a site's file
@@ -491,14 +614,19 @@ cluster_id() {
 # (fetched once over SSH; it names node 1's apiserver, KUBE_SERVER overrides that).
 cluster_kubectl() {
   local conf=$CLUSTER_DIR/admin.conf
-  if [ -z "${CLUSTER_KUBECTL:-}" ]; then
-    CLUSTER_KUBECTL=$(bash "$here/../images/kubernetes/compile.sh" "${SPROUT_CACHE:-/var/cache/sprout}" 2>/dev/null)/kubectl
-  fi
+  cluster_find_kubectl
   if [ ! -s "$conf" ]; then
     node_ssh 1 cat /etc/kubernetes/admin.conf > "$conf.tmp" && mv "$conf.tmp" "$conf" || return 1
   fi
   ip netns exec "$CLUSTER_NS" "$CLUSTER_KUBECTL" --kubeconfig "$conf" --request-timeout=20s \
     ${KUBE_SERVER:+--server "$KUBE_SERVER"} "$@"
+}
+
+# cluster_find_kubectl sets CLUSTER_KUBECTL to kubectl 1.20, compiled by the kubernetes
+# recipe (a warm cache answers at once).
+cluster_find_kubectl() {
+  [ -z "${CLUSTER_KUBECTL:-}" ] || return 0
+  CLUSTER_KUBECTL=$(bash "$CLUSTER_LIB_DIR/../images/kubernetes/compile.sh" "${SPROUT_CACHE:-/var/cache/sprout}" 2>/dev/null)/kubectl
 }
 
 # nodes_ready N: true when the cluster lists N nodes and every one is Ready.
@@ -527,6 +655,7 @@ readyz() { KUBE_SERVER="https://$(node_ip "$1"):6443" cluster_kubectl get --raw 
 cluster_teardown() {
   local keep=${1:-}
   local f
+  cluster_watchdog stop
   for f in "$CLUSTER_DIR"/ssh-*; do [ -S "$f" ] && node_ssh_close "${f##*/ssh-}"; done
   cluster_health_sampler stop
   for f in "$CLUSTER_DIR"/node-*.pid "$CLUSTER_DIR"/server-*.pid; do

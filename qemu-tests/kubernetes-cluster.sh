@@ -223,6 +223,6 @@ kube get pods -A -o wide | sed 's/^/     /'
 echo
 echo "figures: plain boot to login ${plain} s; power-on to three control-plane nodes Ready ${ready3} s" \
   "(ratio $(echo "scale=1; $ready3 / $plain" | bc)), the worker too ${ready4} s; after power loss all four" \
-  "Ready ${back} s (ratio $(echo "scale=1; $back / $plain" | bc)); $(nproc) host cores, software emulation"
+  "Ready ${back} s (ratio $(echo "scale=1; $back / $plain" | bc)); $(nproc) host cores, $(cluster_accel_name)"
 echo "kubernetes-cluster: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -216,6 +216,6 @@ check "a Secret's value is not in etcd in plaintext, but encrypted (aescbc)" \
 timeline=$(node_timeline 1)
 up=$(echo "$timeline" | sed -n 's/^up=\([0-9.]*\) .*/\1/p')
 echo "figures: power-on to Ready ${ready} s; the same boot reached multi-user.target ${up:-?} s after its kernel" \
-  "started; ratio $( [ -n "$up" ] && echo "scale=1; $ready / $up" | bc || echo '?') (one node, software emulation)"
+  "started; ratio $( [ -n "$up" ] && echo "scale=1; $ready / $up" | bc || echo '?') (one node, $(cluster_accel_name))"
 echo "kubernetes: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

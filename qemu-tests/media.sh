@@ -52,8 +52,11 @@ boot_media() {
     cp "$OVMF_VARS" "$work/$name.vars"
     fw=(-drive "if=pflash,format=raw,unit=0,readonly=on,file=$OVMF_CODE" -drive "if=pflash,format=raw,unit=1,file=$work/$name.vars")
   fi
+  # Software emulation unless SPROUT_QEMU_ACCEL asks for kvm or auto (lib.sh: choose_accel).
+  choose_accel tcg amd64 || { echo "$name: $ACCEL_WHY" >&2; return 1; }
+  qemu_for amd64 "$ACCEL" || return 1
   local start; start=$(date +%s.%N)
-  qemu-system-x86_64 -machine "q35,accel=${SPROUT_QEMU_ACCEL:-tcg}" -cpu max -m 2048 -smp 2 "${fw[@]}" \
+  "${QEMU_CMD[@]}" -m 2048 -smp 2 "${fw[@]}" \
     -display none -serial "file:$log" -monitor none -no-reboot "$@" &
   local pid=$! deadline=$(( $(date +%s) + limit ))
   BOOT_LOGIN_SECONDS=""

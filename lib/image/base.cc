@@ -3,14 +3,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
-#include <condition_variable>
-#include <mutex>
-#include <thread>
+#include <functional>
 #include <vector>
 
 #include "image/arch.h"
 #include "util/fs.h"
+#include "util/log_watch.h"
 #include "util/process.h"
 #include "util/sha256.h"
 #include "util/text.h"
@@ -101,45 +99,6 @@ std::string LogTail(std::string_view log, std::size_t lines) {
   return std::string(log.substr(pos + 1));
 }
 
-namespace {
-
-// PhaseWatcher reads a log twice a second on its own thread and tells watch its phase,
-// until it is destroyed.
-class PhaseWatcher {
- public:
-  PhaseWatcher(fs::path log, PhaseFn watch) : log_(std::move(log)), watch_(std::move(watch)) {
-    if (watch_) thread_ = std::thread([this] { Loop(); });
-  }
-  ~PhaseWatcher() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      done_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
-  }
-  PhaseWatcher(const PhaseWatcher&) = delete;
-  PhaseWatcher& operator=(const PhaseWatcher&) = delete;
-
- private:
-  void Loop() {
-    std::unique_lock<std::mutex> lock(mu_);
-    while (!cv_.wait_for(lock, std::chrono::milliseconds(500), [this] { return done_; })) {
-      auto text = ReadFile(log_);
-      watch_(text ? BasePhase(*text) : "");
-    }
-  }
-
-  fs::path log_;
-  PhaseFn watch_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  std::thread thread_;
-};
-
-}  // namespace
-
 Result<fs::path> BuildBase(const fs::path& recipe, const fs::path& cache_dir, const std::string& key, Arch arch,
                            const PhaseFn& watch) {
   BinfmtCheck binfmt = CheckBinfmt(arch, HostArch(), ReadBinfmt(arch));
@@ -163,7 +122,8 @@ Result<fs::path> BuildBase(const fs::path& recipe, const fs::path& cache_dir, co
   cmd.stderr_to_stdout_file = true;
   Result<RunResult> r = Fail("");
   {
-    PhaseWatcher watcher(log, watch);
+    LogWatcher watcher(log, watch ? [&watch](const std::string& text) { watch(BasePhase(text)); }
+                                  : std::function<void(const std::string&)>());
     r = Run(cmd);
   }
   std::error_code ec;

@@ -9,6 +9,8 @@ std::string_view StepName(BuildStep step) {
   switch (step) {
     case BuildStep::kResolveProfile:
       return "resolve profile";
+    case BuildStep::kCompileHost:
+      return "compile Kubernetes (kubelet recipe)";
     case BuildStep::kPrepareBase:
       return "prepare base OS";
     case BuildStep::kPreloadImages:
@@ -46,11 +48,12 @@ std::vector<BuildStep> MediaSteps(const std::vector<Format>& formats) {
   return steps;
 }
 
-std::vector<BuildStep> BuildSteps(const std::vector<Format>& formats) {
-  std::vector<BuildStep> steps{
-      BuildStep::kResolveProfile, BuildStep::kPrepareBase, BuildStep::kPreloadImages, BuildStep::kPackRoot,
-      BuildStep::kVerity,         BuildStep::kInitrd,      BuildStep::kEsp,           BuildStep::kState,
-      BuildStep::kRawDisk};
+std::vector<BuildStep> BuildSteps(const std::vector<Format>& formats, bool compiles) {
+  std::vector<BuildStep> steps{BuildStep::kResolveProfile};
+  if (compiles) steps.push_back(BuildStep::kCompileHost);
+  steps.insert(steps.end(),
+               {BuildStep::kPrepareBase, BuildStep::kPreloadImages, BuildStep::kPackRoot, BuildStep::kVerity,
+                BuildStep::kInitrd, BuildStep::kEsp, BuildStep::kState, BuildStep::kRawDisk});
   auto media = MediaSteps(formats);
   steps.insert(steps.end(), media.begin(), media.end());
   steps.push_back(BuildStep::kManifest);

@@ -18,6 +18,7 @@ namespace sprout {
 // BuildStep is one timed step of a build, listed in the order a build runs them.
 enum class BuildStep {
   kResolveProfile,
+  kCompileHost,
   kPrepareBase,
   kPreloadImages,
   kPackRoot,
@@ -36,9 +37,11 @@ enum class BuildStep {
 std::string_view StepName(BuildStep step);
 
 // BuildSteps lists the steps a build of formats runs: ten always (the raw disk is made
-// even when it is not kept, because every other medium is made from it), plus one per
-// other medium, in the order ISO, PXE, qcow2.
-std::vector<BuildStep> BuildSteps(const std::vector<Format>& formats);
+// even when it is not kept, because every other medium is made from it), plus the
+// compile of host binaries after the profile when compiles is true (a recipe with a
+// host.sh: the kubelet's, images/kubernetes), plus one per other medium, in the order
+// ISO, PXE, qcow2.
+std::vector<BuildStep> BuildSteps(const std::vector<Format>& formats, bool compiles = false);
 
 // MediaSteps is the part of BuildSteps that makes media from the raw disk.
 std::vector<BuildStep> MediaSteps(const std::vector<Format>& formats);
@@ -62,6 +65,8 @@ class StepProgress {
   void End(const std::string& detail) { progress_.End(detail); }
   // Note prints a line without disturbing the bar.
   void Note(const std::string& line) { progress_.Note(line); }
+  // progress is the display itself, for a step that shows its phases (Progress::Status).
+  Progress& progress() { return progress_; }
   // Table renders the finished steps' times, aligned, with a total.
   std::string Table() const { return progress_.Table(); }
 

@@ -29,6 +29,15 @@ TEST_CASE("a raw-only build runs ten steps, the manifest last", "[steps]") {
                                  "make state partition", "write raw disk", "write manifest, SBOM and checksums"});
 }
 
+TEST_CASE("a profile whose kubelet comes from a recipe compiles it in a step of its own, second", "[steps]") {
+  auto steps = BuildSteps({Format::kRaw}, true);
+  REQUIRE(steps.size() == 11);
+  CHECK(Names({steps.begin(), steps.begin() + 3}) ==
+        std::vector<std::string>{"resolve profile", "compile Kubernetes (kubelet recipe)", "prepare base OS"});
+  CHECK(BuildSteps({Format::kRaw}, false).size() == 10);
+  CHECK(BuildSteps({Format::kRaw, Format::kIso}, true).size() == 12);
+}
+
 TEST_CASE("each medium beyond the raw disk adds its step, in a fixed order", "[steps]") {
   auto all = BuildSteps({Format::kQcow2, Format::kPxe, Format::kRaw, Format::kIso});
   REQUIRE(all.size() == 13);

@@ -52,8 +52,8 @@ int WaitFor(int pid) {
 }
 
 // Spawn forks and execs cmd; stdin comes from in_fd, stdout+stderr go to out_fd
-// (stdout to stdout_fd when that is >= 0).
-Result<int> Spawn(const Command& cmd, int in_fd, int out_fd, int stdout_fd) {
+// (stdout to stdout_fd, stderr to stderr_fd, when they are >= 0).
+Result<int> Spawn(const Command& cmd, int in_fd, int out_fd, int stdout_fd, int stderr_fd = -1) {
   if (cmd.argv.empty()) return Fail("internal error: empty command");
   std::string path = FindProgram(cmd.argv[0]);
   if (path.empty()) {
@@ -79,7 +79,7 @@ Result<int> Spawn(const Command& cmd, int in_fd, int out_fd, int stdout_fd) {
     ::signal(SIGPIPE, SIG_DFL);
     ::dup2(in_fd, 0);
     ::dup2(stdout_fd >= 0 ? stdout_fd : out_fd, 1);
-    ::dup2(out_fd, 2);
+    ::dup2(stderr_fd >= 0 ? stderr_fd : out_fd, 2);
     ::execve(path.c_str(), argv.data(), envp.data());
     ::_exit(127);
   }
@@ -111,12 +111,22 @@ Result<RunResult> Run(const Command& cmd) {
       return Fail("cannot write " + cmd.stdout_file + ": " + std::strerror(errno));
     }
   }
+  int stderr_fd = -1;
+  if (!cmd.stderr_file.empty()) {
+    stderr_fd = ::open(cmd.stderr_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (stderr_fd < 0) {
+      ::close(in_fd);
+      if (stdout_fd >= 0) ::close(stdout_fd);
+      return Fail("cannot write " + cmd.stderr_file + ": " + std::strerror(errno));
+    }
+  }
   int p[2];
   if (::pipe2(p, O_CLOEXEC) != 0) return Fail(std::string("pipe failed: ") + std::strerror(errno));
-  auto pid = Spawn(cmd, in_fd, cmd.stderr_to_stdout_file && stdout_fd >= 0 ? stdout_fd : p[1], stdout_fd);
+  auto pid = Spawn(cmd, in_fd, cmd.stderr_to_stdout_file && stdout_fd >= 0 ? stdout_fd : p[1], stdout_fd, stderr_fd);
   ::close(p[1]);
   ::close(in_fd);
   if (stdout_fd >= 0) ::close(stdout_fd);
+  if (stderr_fd >= 0) ::close(stderr_fd);
   if (!pid) {
     ::close(p[0]);
     return Fail(pid.error());

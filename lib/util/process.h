@@ -20,12 +20,15 @@ struct Command {
   std::string stdout_file;
   // With stdout_file set, send stderr there too (for logs of long runs).
   bool stderr_to_stdout_file = false;
+  // If set, the child's stderr goes to this file (truncated), and not into the output;
+  // a log that can be read while the program runs.
+  std::string stderr_file;
 };
 
 // RunResult is what a finished program left behind.
 struct RunResult {
   int exit_code = 0;
-  std::string output;  // stdout and stderr combined, unless stdout_file was set
+  std::string output;  // stdout and stderr combined, less what went to stdout_file or stderr_file
 };
 
 // Run starts cmd, waits for it and captures its output. A program that cannot be found
