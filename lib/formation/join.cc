@@ -238,6 +238,18 @@ Key JoinPsk(const Key& formation_key) {
 
 namespace {
 
+// StoreCopy runs the backup-copy store on a connection's thread, where an exception
+// would end the daemon (std::terminate): one becomes the refusal the sender is told.
+Status StoreCopy(const BackupCopyStore& store, const BackupCopy& copy) {
+  try {
+    return store(copy);
+  } catch (const std::exception& e) {
+    return Fail(std::string("the store failed: ") + e.what());
+  } catch (...) {
+    return Fail("the store failed");
+  }
+}
+
 std::string SslErrors() {
   std::string out;
   unsigned long e = 0;
@@ -569,7 +581,8 @@ void JoinServer::Handle(Connection& conn) {
       if (bytes.size() > request->copy->size || !ReadExactly(ssl.get(), bytes, request->copy->size)) {
         response.error =
             "the backup copy's bytes did not arrive as offered (" + std::to_string(request->copy->size) + " bytes)";
-      } else if (auto stored = (*store)(BackupCopy{request->name, request->copy->bundle, std::move(bytes)}); !stored) {
+      } else if (auto stored = StoreCopy(*store, BackupCopy{request->name, request->copy->bundle, std::move(bytes)});
+                 !stored) {
         response.error = "backup copy " + request->copy->bundle + " not kept: " + stored.error();
       } else {
         response.ok = true;
