@@ -19,6 +19,7 @@
 #include <optional>
 
 #include "formation/daemon.h"
+#include "kube/bootstrap.h"
 #include "util/fs.h"
 
 namespace sprout::formation {
@@ -127,7 +128,8 @@ Result<JoinRequest> ParseJoinRequest(std::string_view text) {
   return r;
 }
 
-JoinResponse AnswerJoin(const JoinRequest& request, JoinAuthority authority, const Credentials& served) {
+JoinResponse AnswerJoin(const JoinRequest& request, JoinAuthority authority, const Credentials& served,
+                        std::int64_t now) {
   JoinResponse out;
   if (request.control_plane && authority != JoinAuthority::kControlPlane) {
     out.error =
@@ -135,9 +137,20 @@ JoinResponse AnswerJoin(const JoinRequest& request, JoinAuthority authority, con
         "joins with role worker";
     return out;
   }
+  // A control-plane joiner gets the base token (it makes the worker tokens' Secrets
+  // itself); a worker only the worker token of this window, which expires.
+  std::string token = served.bootstrap_token;
+  if (!request.control_plane) {
+    auto worker = kube::WorkerToken(served.bootstrap_token, kube::WorkerTokenWindow(now));
+    if (!worker) {
+      out.error = "this node cannot derive the worker token: " + worker.error();
+      return out;
+    }
+    token = *worker;
+  }
   out.ok = true;
   out.control_plane = request.control_plane;
-  out.bootstrap_token = served.bootstrap_token;
+  out.bootstrap_token = token;
   out.api_endpoints = served.api_endpoints;
   if (request.control_plane) {
     for (const auto& f : pki::CAFiles(served.cas)) out.ca[f.path] = f.content;
@@ -619,7 +632,9 @@ void JoinServer::Handle(Connection& conn) {
     if (!served) {
       response.error = "this node has no cluster credentials yet; try another member or later";
     } else {
-      response = AnswerJoin(*request, proved, *served);
+      const auto now =
+          std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+      response = AnswerJoin(*request, proved, *served, now);
       if (response.ok) {
         Journal(LOG_INFO,
                 "join: gave " + std::string(request->control_plane ? "control-plane" : "worker") + " credentials to " +

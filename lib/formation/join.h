@@ -108,9 +108,13 @@ std::string RenderJoinRequest(const JoinRequest& request);
 // out-of-range input with a reason (it is a fuzzing entry point).
 Result<JoinRequest> ParseJoinRequest(std::string_view text);
 // AnswerJoin decides the response to request from a client that proved authority, from
-// what this node serves. A request for control-plane credentials over the worker PSK is
-// refused: the answer carries an error and no credentials at all.
-JoinResponse AnswerJoin(const JoinRequest& request, JoinAuthority authority, const Credentials& served);
+// what this node serves, at Unix time now. A request for control-plane credentials over
+// the worker PSK is refused: the answer carries an error and no credentials at all. A
+// control-plane joiner gets the base bootstrap token; a worker gets only the worker
+// token of now's window (kube::WorkerToken), which the API server accepts until
+// kube::WorkerTokenExpiry of that window.
+JoinResponse AnswerJoin(const JoinRequest& request, JoinAuthority authority, const Credentials& served,
+                        std::int64_t now);
 // RenderJoinResponse and ParseJoinResponse are the response's JSON form.
 std::string RenderJoinResponse(const JoinResponse& response);
 Result<JoinResponse> ParseJoinResponse(std::string_view text);

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "formation/daemon.h"
+#include "kube/bootstrap.h"
 #include "util/fs.h"
 
 using namespace sprout::formation;
@@ -73,7 +74,7 @@ TEST_CASE("join request: round trip and refusals name the field") {
   CHECK(bad(std::string(kMaxJoinRequest + 1, ' ')).find("limit") != std::string::npos);
 }
 
-TEST_CASE("join answer: workers get the CA certificate and token but no key; control planes get the CAs") {
+TEST_CASE("join answer: workers get the CA certificate and a worker token but no key; control planes get the CAs") {
   auto cas = sprout::pki::MakeClusterCAs();
   REQUIRE(cas);
   auto token = MakeBootstrapToken();
@@ -81,17 +82,21 @@ TEST_CASE("join answer: workers get the CA certificate and token but no key; con
   CHECK(ValidBootstrapToken(*token));
   CHECK_FALSE(ValidBootstrapToken("ABCDEF.0123456789abcdef"));
   Credentials served{*cas, *token, {"https://198.18.0.11:6443"}};
+  const std::int64_t now = 1'800'000'000;
   auto worker = ParseJoinResponse(
-      RenderJoinResponse(AnswerJoin({kJoinVersion, false, "w", "198.18.0.21"}, JoinAuthority::kWorker, served)));
+      RenderJoinResponse(AnswerJoin({kJoinVersion, false, "w", "198.18.0.21"}, JoinAuthority::kWorker, served, now)));
   REQUIRE(worker);
   CHECK(worker->ca_bundle == cas->kubernetes_ca.cert_pem);
   CHECK(worker->ca.empty());
-  CHECK(worker->bootstrap_token == *token);
+  // Never the base token: the worker token of this window, which expires.
+  CHECK(worker->bootstrap_token != *token);
+  CHECK(worker->bootstrap_token == sprout::kube::WorkerToken(*token, sprout::kube::WorkerTokenWindow(now)).value());
   CHECK(RenderJoinResponse(*worker).find("PRIVATE KEY") == std::string::npos);
   CHECK_FALSE(CredentialsFrom(*worker));
-  auto cp = ParseJoinResponse(
-      RenderJoinResponse(AnswerJoin({kJoinVersion, true, "c", "198.18.0.12"}, JoinAuthority::kControlPlane, served)));
+  auto cp = ParseJoinResponse(RenderJoinResponse(
+      AnswerJoin({kJoinVersion, true, "c", "198.18.0.12"}, JoinAuthority::kControlPlane, served, now)));
   REQUIRE(cp);
+  CHECK(cp->bootstrap_token == *token);
   auto creds = CredentialsFrom(*cp);
   REQUIRE(creds);
   CHECK(creds->cas.etcd_ca.key_pem == cas->etcd_ca.key_pem);
@@ -102,7 +107,7 @@ TEST_CASE("join answer: a request for control-plane credentials that proved only
   auto cas = sprout::pki::MakeClusterCAs();
   REQUIRE(cas);
   Credentials served{*cas, "abcdef.0123456789abcdef", {"https://198.18.0.11:6443"}};
-  JoinResponse r = AnswerJoin({kJoinVersion, true, "w", "198.18.0.21"}, JoinAuthority::kWorker, served);
+  JoinResponse r = AnswerJoin({kJoinVersion, true, "w", "198.18.0.21"}, JoinAuthority::kWorker, served, 0);
   CHECK_FALSE(r.ok);
   CHECK(r.error.find("proved only the worker secret") != std::string::npos);
   CHECK(r.ca.empty());
@@ -112,7 +117,7 @@ TEST_CASE("join answer: a request for control-plane credentials that proved only
   CHECK(wire.find("PRIVATE KEY") == std::string::npos);
   CHECK(wire.find(cas->kubernetes_ca.cert_pem.substr(30, 40)) == std::string::npos);
   // A control-plane node may ask for less: the worker's answer.
-  JoinResponse less = AnswerJoin({kJoinVersion, false, "c", "198.18.0.12"}, JoinAuthority::kControlPlane, served);
+  JoinResponse less = AnswerJoin({kJoinVersion, false, "c", "198.18.0.12"}, JoinAuthority::kControlPlane, served, 0);
   CHECK(less.ok);
   CHECK(less.ca.empty());
 }
@@ -181,7 +186,8 @@ TEST_CASE("join endpoint: TLS-PSK over loopback serves the right secret and refu
   REQUIRE(SaveWorkerCredentials(dir.path(), *got));
   auto token = sprout::ReadFile(dir.path() / "bootstrap-token");
   REQUIRE(token);
-  CHECK(*token == "abcdef.0123456789abcdef\n");
+  CHECK(*token == got->bootstrap_token + "\n");  // the worker token the endpoint handed out
+  CHECK(got->bootstrap_token != "abcdef.0123456789abcdef");
   CHECK((std::filesystem::status(dir.path() / "bootstrap-token").permissions() & std::filesystem::perms::all) ==
         std::filesystem::perms(0600));
   server.Stop();
@@ -256,7 +262,8 @@ TEST_CASE("join endpoint: clients that stall or dribble do not keep a joiner wai
   JoinRequest request{kJoinVersion, false, "w1", "127.0.0.1"};
   auto got = FetchJoin("127.0.0.1", server.port(), f.keys.worker, request);
   REQUIRE(got);
-  CHECK(got->bootstrap_token == "abcdef.0123456789abcdef");
+  CHECK(ValidBootstrapToken(got->bootstrap_token));
+  CHECK(got->bootstrap_token != "abcdef.0123456789abcdef");  // a worker token, never the base
   // Past the 2 s deadline all four are cut off, the dribbler included.
   CHECK(WaitFor([&] { return server.cut_off() == 4; }, 20));
   dribble.join();

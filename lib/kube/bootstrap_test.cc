@@ -6,8 +6,8 @@
 namespace sprout::kube {
 namespace {
 
-TEST_CASE("The bootstrap token becomes kubeadm's bootstrap-token Secret") {
-  auto s = BootstrapTokenSecret("abcdef.0123456789abcdef");
+TEST_CASE("A bootstrap-token Secret authenticates only, in the node-bootstrapper group, and expires") {
+  auto s = BootstrapTokenSecret("abcdef.0123456789abcdef", 1'800'000'000, "test");
   REQUIRE(s.ok());
   CHECK(s->path == "/api/v1/namespaces/kube-system/secrets");
   auto j = nlohmann::json::parse(s->json);
@@ -17,13 +17,54 @@ TEST_CASE("The bootstrap token becomes kubeadm's bootstrap-token Secret") {
   CHECK(j["stringData"]["token-id"] == "abcdef");
   CHECK(j["stringData"]["token-secret"] == "0123456789abcdef");
   CHECK(j["stringData"]["usage-bootstrap-authentication"] == "true");
+  CHECK_FALSE(j["stringData"].contains("usage-bootstrap-signing"));  // it signs no cluster-info
   CHECK(j["stringData"]["auth-extra-groups"] == kBootstrapGroup);
-  CHECK_FALSE(j["stringData"].contains("expiration"));
+  CHECK(j["stringData"]["expiration"] == "2027-01-15T08:00:00Z");
   for (const char* bad : {"", "abcdef", "abcdef.short", "ABCDEF.0123456789abcdef", "abcde.0123456789abcdefg",
                           "abcdef.0123456789abcde!"}) {
     INFO(bad);
-    CHECK_FALSE(BootstrapTokenSecret(bad).ok());
+    CHECK_FALSE(BootstrapTokenSecret(bad, 0, "").ok());
   }
+}
+
+TEST_CASE("Worker tokens: one per 12-hour window, derived from the base token, expiring after the next window") {
+  const std::string base = "abcdef.0123456789abcdef";
+  const std::int64_t now = 1'800'000'000;  // 2027-01-15T08:00:00Z
+  const std::int64_t w = WorkerTokenWindow(now);
+  CHECK(w == now / (12 * 3600));
+  CHECK(WorkerTokenWindow(w * kWorkerTokenWindowSeconds) == w);
+  CHECK(WorkerTokenWindow(w * kWorkerTokenWindowSeconds - 1) == w - 1);
+  CHECK(WorkerTokenWindow(-1) == -1);
+  // Handed out anywhere in window w, a token lives 12 to 24 hours more.
+  CHECK(WorkerTokenExpiry(w) - (w + 1) * kWorkerTokenWindowSeconds == kWorkerTokenWindowSeconds);
+
+  auto t = WorkerToken(base, w);
+  REQUIRE(t.ok());
+  CHECK(t->size() == 23);
+  CHECK((*t)[6] == '.');
+  CHECK(*t != base);
+  CHECK(WorkerToken(base, w).value() == *t);  // every control-plane node derives the same
+  CHECK(WorkerToken(base, w + 1).value() != *t);
+  CHECK(WorkerToken("zzzzzz.0123456789abcdef", w).value() != *t);
+  CHECK(t->find(base.substr(7)) == std::string::npos);
+  CHECK_FALSE(WorkerToken("not a token", w).ok());
+
+  auto secrets = WorkerTokenSecrets(base, now);
+  REQUIRE(secrets.ok());
+  REQUIRE(secrets->size() == 2);
+  auto first = nlohmann::json::parse((*secrets)[0].json);
+  auto second = nlohmann::json::parse((*secrets)[1].json);
+  CHECK(first["stringData"]["token-id"].get<std::string>() + "." +
+            first["stringData"]["token-secret"].get<std::string>() ==
+        *t);
+  CHECK(second["stringData"]["token-id"].get<std::string>() + "." +
+            second["stringData"]["token-secret"].get<std::string>() ==
+        WorkerToken(base, w + 1).value());
+  CHECK(first["stringData"]["expiration"] == "2027-01-16T00:00:00Z");  // the end of window w + 1
+  CHECK(second["stringData"]["expiration"] == "2027-01-16T12:00:00Z");
+  // The base token itself gets no Secret; the one earlier versions made is deleted.
+  for (const auto& o : *secrets) CHECK(o.name != "kube-system/bootstrap-token-abcdef");
+  CHECK(BaseTokenSecretPath(base).value() == "/api/v1/namespaces/kube-system/secrets/bootstrap-token-abcdef");
 }
 
 TEST_CASE("The bootstrap bindings let token holders ask for node certificates and have them approved") {
