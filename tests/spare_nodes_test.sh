@@ -140,7 +140,7 @@ no_electorate() {
     "$FIRSTBOOT" status --state-dir "$WORK/n$i/state" | grep -q '^warning: not founding: neither a static peer list' &&
       grep -q 'not founding: neither a static peer list' "$WORK/n$i/firstboot.log" && warned=$((warned + 1))
   done
-  echo "  3 nodes (N=3, no M, no static list), 15 s: cluster IDs $(printf '%s\n' "${ids[@]}" | grep -vc '^$'), nodes saying why in status and the log: $warned"
+  echo "  3 nodes (N=3, no M, no static list), 15 s: nodes running etcd $(printf '%s\n' "${ids[@]}" | grep -vc '^$'), nodes saying why in status and the log: $warned"
   "$FIRSTBOOT" status --state-dir "$WORK/n1/state" | grep '^warning:' | sed 's/^/  node1: /'
   for i in 1 2 3; do nb_kill "$i"; done
   [ "$(printf '%s\n' "${ids[@]}" | grep -vc '^$')" -eq 0 ] && [ "$warned" -eq 3 ] || return 1
