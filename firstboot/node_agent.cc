@@ -9,6 +9,7 @@
 #include <thread>
 #include <tuple>
 
+#include "formation/join.h"
 #include "kube/api.h"
 #include "kube/bootstrap.h"
 #include "kube/certs.h"
@@ -152,7 +153,7 @@ class Agent {
     const std::string base(Trim(*token));
     const std::int64_t now =
         std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-    const std::int64_t window = kube::WorkerTokenWindow(now);
+    const std::int64_t window = formation::WorkerTokenWindow(now);
     if (bootstrap_done_ && window == secrets_window_) return "";
     std::vector<kube::ApiObject> objects;
     if (!bootstrap_done_) objects = kube::BootstrapBindings();

@@ -3,7 +3,10 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <openssl/crypto.h>
 #include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/rand.h>
 #include <openssl/ssl.h>
 #include <poll.h>
@@ -19,7 +22,6 @@
 #include <optional>
 
 #include "formation/daemon.h"
-#include "kube/bootstrap.h"
 #include "util/fs.h"
 
 namespace sprout::formation {
@@ -141,7 +143,7 @@ JoinResponse AnswerJoin(const JoinRequest& request, JoinAuthority authority, con
   // itself); a worker only the worker token of this window, which expires.
   std::string token = served.bootstrap_token;
   if (!request.control_plane) {
-    auto worker = kube::WorkerToken(served.bootstrap_token, kube::WorkerTokenWindow(now));
+    auto worker = WorkerToken(served.bootstrap_token, WorkerTokenWindow(now));
     if (!worker) {
       out.error = "this node cannot derive the worker token: " + worker.error();
       return out;
@@ -239,6 +241,34 @@ bool ValidBootstrapToken(std::string_view t) {
     if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) return false;
   }
   return true;
+}
+
+std::int64_t WorkerTokenWindow(std::int64_t unix_seconds) {
+  // Floor division: a clock before 1970 still gives a consistent window.
+  std::int64_t w = unix_seconds / kWorkerTokenWindowSeconds;
+  if (unix_seconds % kWorkerTokenWindowSeconds < 0) --w;
+  return w;
+}
+
+std::int64_t WorkerTokenExpiry(std::int64_t window) { return (window + 2) * kWorkerTokenWindowSeconds; }
+
+Result<std::string> WorkerToken(const std::string& base, std::int64_t window) {
+  if (!ValidBootstrapToken(base)) return Fail("the bootstrap token is not of the form [a-z0-9]{6}.[a-z0-9]{16}");
+  const std::string label = "sprout worker bootstrap token v1 " + std::to_string(window);
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (HMAC(EVP_sha256(), base.data(), static_cast<int>(base.size()),
+           reinterpret_cast<const unsigned char*>(label.data()), label.size(), mac, &len) == nullptr ||
+      len < 22)
+    return Fail("HMAC-SHA256 failed while deriving the worker token");
+  static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  std::string out;
+  for (unsigned int i = 0; i < 22; ++i) {
+    if (i == 6) out += '.';
+    out += kAlphabet[mac[i] % 36];  // a slight bias of 256 % 36, as MakeBootstrapToken
+  }
+  OPENSSL_cleanse(mac, sizeof mac);
+  return out;
 }
 
 Key JoinPsk(const Key& formation_key) {

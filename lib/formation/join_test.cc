@@ -12,7 +12,6 @@
 #include <thread>
 
 #include "formation/daemon.h"
-#include "kube/bootstrap.h"
 #include "util/fs.h"
 
 using namespace sprout::formation;
@@ -90,7 +89,7 @@ TEST_CASE("join answer: workers get the CA certificate and a worker token but no
   CHECK(worker->ca.empty());
   // Never the base token: the worker token of this window, which expires.
   CHECK(worker->bootstrap_token != *token);
-  CHECK(worker->bootstrap_token == sprout::kube::WorkerToken(*token, sprout::kube::WorkerTokenWindow(now)).value());
+  CHECK(worker->bootstrap_token == WorkerToken(*token, WorkerTokenWindow(now)).value());
   CHECK(RenderJoinResponse(*worker).find("PRIVATE KEY") == std::string::npos);
   CHECK_FALSE(CredentialsFrom(*worker));
   auto cp = ParseJoinResponse(RenderJoinResponse(
@@ -381,4 +380,27 @@ TEST_CASE("join endpoint: a control-plane peer's backup copy arrives whole; a wo
     CHECK(kept.size() == 1);
   }
   server.Stop();
+}
+
+TEST_CASE("worker tokens: one per 12-hour window, derived from the base token, expiring after the next window") {
+  const std::string base = "abcdef.0123456789abcdef";
+  const std::int64_t now = 1'800'000'000;  // 2027-01-15T08:00:00Z
+  const std::int64_t w = WorkerTokenWindow(now);
+  CHECK(w == now / (12 * 3600));
+  CHECK(WorkerTokenWindow(w * kWorkerTokenWindowSeconds) == w);
+  CHECK(WorkerTokenWindow(w * kWorkerTokenWindowSeconds - 1) == w - 1);
+  CHECK(WorkerTokenWindow(-1) == -1);
+  // Handed out anywhere in window w, a token lives 12 to 24 hours more.
+  CHECK(WorkerTokenExpiry(w) - (w + 1) * kWorkerTokenWindowSeconds == kWorkerTokenWindowSeconds);
+
+  auto t = WorkerToken(base, w);
+  REQUIRE(t.ok());
+  CHECK(t->size() == 23);
+  CHECK((*t)[6] == '.');
+  CHECK(*t != base);
+  CHECK(WorkerToken(base, w).value() == *t);  // every control-plane node derives the same
+  CHECK(WorkerToken(base, w + 1).value() != *t);
+  CHECK(WorkerToken("zzzzzz.0123456789abcdef", w).value() != *t);
+  CHECK(t->find(base.substr(7)) == std::string::npos);
+  CHECK_FALSE(WorkerToken("not a token", w).ok());
 }

@@ -1,12 +1,10 @@
 #include "kube/bootstrap.h"
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <utility>
+
+#include "formation/join.h"
 
 namespace sprout::kube {
 
@@ -52,34 +50,6 @@ ApiObject Binding(const std::string& name, const std::string& role, const std::s
 
 }  // namespace
 
-std::int64_t WorkerTokenWindow(std::int64_t unix_seconds) {
-  // Floor division: a clock before 1970 still gives a consistent window.
-  std::int64_t w = unix_seconds / kWorkerTokenWindowSeconds;
-  if (unix_seconds % kWorkerTokenWindowSeconds < 0) --w;
-  return w;
-}
-
-std::int64_t WorkerTokenExpiry(std::int64_t window) { return (window + 2) * kWorkerTokenWindowSeconds; }
-
-Result<std::string> WorkerToken(const std::string& base, std::int64_t window) {
-  if (auto parts = Split(base); !parts) return Fail(parts.error());
-  const std::string label = "sprout worker bootstrap token v1 " + std::to_string(window);
-  unsigned char mac[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (HMAC(EVP_sha256(), base.data(), static_cast<int>(base.size()),
-           reinterpret_cast<const unsigned char*>(label.data()), label.size(), mac, &len) == nullptr ||
-      len < 22)
-    return Fail("HMAC-SHA256 failed while deriving the worker token");
-  static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-  std::string out;
-  for (unsigned int i = 0; i < 22; ++i) {
-    if (i == 6) out += '.';
-    out += kAlphabet[mac[i] % 36];  // a slight bias of 256 % 36, as MakeBootstrapToken
-  }
-  OPENSSL_cleanse(mac, sizeof mac);
-  return out;
-}
-
 Result<ApiObject> BootstrapTokenSecret(const std::string& token, std::int64_t expires, const std::string& description) {
   auto parts = Split(token);
   if (!parts) return Fail(parts.error());
@@ -100,14 +70,14 @@ Result<ApiObject> BootstrapTokenSecret(const std::string& token, std::int64_t ex
 
 Result<std::vector<ApiObject>> WorkerTokenSecrets(const std::string& base, std::int64_t now) {
   std::vector<ApiObject> out;
-  const std::int64_t window = WorkerTokenWindow(now);
+  const std::int64_t window = formation::WorkerTokenWindow(now);
   for (std::int64_t w : {window, window + 1}) {
-    auto token = WorkerToken(base, w);
+    auto token = formation::WorkerToken(base, w);
     if (!token) return Fail(token.error());
-    auto secret = BootstrapTokenSecret(*token, WorkerTokenExpiry(w),
+    auto secret = BootstrapTokenSecret(*token, formation::WorkerTokenExpiry(w),
                                        "sprout: the worker token of window " + std::to_string(w) + " (" +
-                                           Rfc3339(w * kWorkerTokenWindowSeconds) + " to " +
-                                           Rfc3339((w + 1) * kWorkerTokenWindowSeconds) + ")");
+                                           Rfc3339(w * formation::kWorkerTokenWindowSeconds) + " to " +
+                                           Rfc3339((w + 1) * formation::kWorkerTokenWindowSeconds) + ")");
     if (!secret) return Fail(secret.error());
     out.push_back(std::move(*secret));
   }

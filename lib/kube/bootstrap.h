@@ -1,7 +1,8 @@
 // TLS bootstrapping of worker kubelets, as kubeadm sets it up, with the token's life
 // bounded: formation's cluster token (the *base* token, held by control-plane nodes
 // only) is never a credential the API server accepts. Workers are handed a *worker
-// token* derived from it for the current 12-hour window; its bootstrap-token Secret may
+// token* derived from it for the current 12-hour window (formation::WorkerToken, which
+// the join endpoint hands out); its bootstrap-token Secret may
 // authenticate and nothing else (no signing), puts its holder in kBootstrapGroup, and
 // expires at the end of the next window. ClusterRoleBindings let that group ask for a
 // node client certificate and have it approved, and let nodes renew theirs (and run
@@ -19,28 +20,12 @@ namespace sprout::kube {
 // kBootstrapGroup is the extra group of sprout's tokens (kubeadm's default node token group).
 inline constexpr const char* kBootstrapGroup = "system:bootstrappers:kubeadm:default-node-token";
 
-// kWorkerTokenWindowSeconds is the length of one worker-token window. A worker token
-// is handed out during its window and expires at the end of the next one, so it lives
-// 12 to 24 hours after a worker got it.
-inline constexpr std::int64_t kWorkerTokenWindowSeconds = std::int64_t{12} * 3600;
-
 // ApiObject is one object to create: the collection path to POST to and its JSON.
 struct ApiObject {
   std::string path;  // /api/v1/namespaces/kube-system/secrets
   std::string name;  // for messages
   std::string json;
 };
-
-// WorkerTokenWindow is the window Unix time t lies in (t / 12 h, rounded down).
-std::int64_t WorkerTokenWindow(std::int64_t unix_seconds);
-// WorkerTokenExpiry is when the token of window w stops authenticating: the end of
-// window w + 1, in Unix seconds.
-std::int64_t WorkerTokenExpiry(std::int64_t window);
-// WorkerToken is the worker token of window w: HMAC-SHA256 under the base token of
-// "sprout worker bootstrap token v1 <w>", mapped to [a-z0-9]{6}.[a-z0-9]{16}. Every
-// control-plane node computes the same one, with no coordination; knowing one tells
-// nothing about the base token or another window's token. A malformed base is an error.
-Result<std::string> WorkerToken(const std::string& base, std::int64_t window);
 
 // BootstrapTokenSecret is kube-system/bootstrap-token-ID for token "ID.SECRET":
 // authentication only (no usage-bootstrap-signing), in kBootstrapGroup, expiring at

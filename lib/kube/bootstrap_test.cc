@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "formation/join.h"
+
 namespace sprout::kube {
 namespace {
 
@@ -27,28 +29,11 @@ TEST_CASE("A bootstrap-token Secret authenticates only, in the node-bootstrapper
   }
 }
 
-TEST_CASE("Worker tokens: one per 12-hour window, derived from the base token, expiring after the next window") {
+TEST_CASE("Worker-token Secrets: this window's and the next, each expiring after its next window") {
   const std::string base = "abcdef.0123456789abcdef";
   const std::int64_t now = 1'800'000'000;  // 2027-01-15T08:00:00Z
-  const std::int64_t w = WorkerTokenWindow(now);
-  CHECK(w == now / (12 * 3600));
-  CHECK(WorkerTokenWindow(w * kWorkerTokenWindowSeconds) == w);
-  CHECK(WorkerTokenWindow(w * kWorkerTokenWindowSeconds - 1) == w - 1);
-  CHECK(WorkerTokenWindow(-1) == -1);
-  // Handed out anywhere in window w, a token lives 12 to 24 hours more.
-  CHECK(WorkerTokenExpiry(w) - (w + 1) * kWorkerTokenWindowSeconds == kWorkerTokenWindowSeconds);
-
-  auto t = WorkerToken(base, w);
-  REQUIRE(t.ok());
-  CHECK(t->size() == 23);
-  CHECK((*t)[6] == '.');
-  CHECK(*t != base);
-  CHECK(WorkerToken(base, w).value() == *t);  // every control-plane node derives the same
-  CHECK(WorkerToken(base, w + 1).value() != *t);
-  CHECK(WorkerToken("zzzzzz.0123456789abcdef", w).value() != *t);
-  CHECK(t->find(base.substr(7)) == std::string::npos);
-  CHECK_FALSE(WorkerToken("not a token", w).ok());
-
+  const std::int64_t w = formation::WorkerTokenWindow(now);
+  const std::string t = formation::WorkerToken(base, w).value();
   auto secrets = WorkerTokenSecrets(base, now);
   REQUIRE(secrets.ok());
   REQUIRE(secrets->size() == 2);
@@ -56,10 +41,10 @@ TEST_CASE("Worker tokens: one per 12-hour window, derived from the base token, e
   auto second = nlohmann::json::parse((*secrets)[1].json);
   CHECK(first["stringData"]["token-id"].get<std::string>() + "." +
             first["stringData"]["token-secret"].get<std::string>() ==
-        *t);
+        t);
   CHECK(second["stringData"]["token-id"].get<std::string>() + "." +
             second["stringData"]["token-secret"].get<std::string>() ==
-        WorkerToken(base, w + 1).value());
+        formation::WorkerToken(base, w + 1).value());
   CHECK(first["stringData"]["expiration"] == "2027-01-16T00:00:00Z");  // the end of window w + 1
   CHECK(second["stringData"]["expiration"] == "2027-01-16T12:00:00Z");
   // The base token itself gets no Secret; the one earlier versions made is deleted.
