@@ -134,21 +134,29 @@ formation::BackupCopyStore BackupCopyStoreFor(const node::NodeSettings& settings
   auto lock = std::make_shared<std::mutex>();
   return [cluster = f.cluster_name, secret = f.secret, dir = CopiesDir(f), node = f.name, keep,
           lock](const formation::BackupCopy& c) -> Status {
-    auto name = backup::ParseName(c.bundle);
-    if (!name || name->cluster != cluster) return Fail(c.bundle + " is not a bundle of " + cluster);
-    // The sender proved the control-plane key; the bundle must also open with this
-    // cluster's secret (its tag covers every byte), or it is not kept.
-    if (auto opened = backup::OpenBundle(c.bytes, cluster, secret); !opened) return Fail(opened.error());
-    std::lock_guard<std::mutex> hold(*lock);
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    std::filesystem::permissions(dir, std::filesystem::perms::owner_all, ec);
-    auto sink = backup::OpenSink(dir.string());
-    if (!sink) return Fail(sink.error());
-    auto wrote = backup::WriteBundle(**sink, c.bundle, c.bytes, node, static_cast<long>(::getpid()));
-    if (!wrote) return Fail(wrote.error());
-    backup::PruneSink(**sink, cluster, keep, NowSeconds());
-    return Ok{};
+    // This runs on a join-endpoint connection's thread: nothing it meets may throw out
+    // of it, or the daemon ends (std::terminate).
+    try {
+      auto name = backup::ParseName(c.bundle);
+      if (!name || name->cluster != cluster) return Fail(c.bundle + " is not a bundle of " + cluster);
+      // The sender proved the control-plane key; the bundle must also open with this
+      // cluster's secret (its tag covers every byte), or it is not kept.
+      if (auto opened = backup::OpenBundle(c.bytes, cluster, secret); !opened) return Fail(opened.error());
+      std::lock_guard<std::mutex> hold(*lock);
+      std::error_code ec;
+      std::filesystem::create_directories(dir, ec);
+      std::filesystem::permissions(dir, std::filesystem::perms::owner_all, ec);
+      auto sink = backup::OpenSink(dir.string());
+      if (!sink) return Fail(sink.error());
+      auto wrote = backup::WriteBundle(**sink, c.bundle, c.bytes, node, static_cast<long>(::getpid()));
+      if (!wrote) return Fail(wrote.error());
+      backup::PruneSink(**sink, cluster, secret, keep, NowSeconds(), c.bundle);
+      return Ok{};
+    } catch (const std::exception& e) {
+      return Fail(std::string("keeping the copy failed: ") + e.what());
+    } catch (...) {
+      return Fail("keeping the copy failed");
+    }
   };
 }
 
@@ -193,6 +201,7 @@ int BackupNow(const node::NodeSettings& settings, const BackupFlags& b) {
   std::cout << "backup: good: " << Describe(*r, b.sink) << "\n";
   for (const auto& p : r->pruned) std::cout << "backup: retention removed " << p << "\n";
   if (!r->held.empty()) std::cout << "backup: retention held: " << r->held << "\n";
+  for (const auto& n : r->not_counted) std::cout << "backup: retention did not count " << n << "\n";
   ReportCopies(settings, CopyToPeers(settings, *o, *r), &std::cout);
   return 0;
 }
@@ -219,7 +228,7 @@ int BackupList(const node::NodeSettings& settings, const BackupFlags& b) {
     std::string check;
     std::string sha = "-";
     std::uint64_t revision = 0;
-    if (auto text = (*sink)->Read(l.file.file)) {
+    if (auto text = (*sink)->Read(l.file.file, backup::kMaxBundleSize)) {
       sha = Sha256Hex(*text);
       if (f.secret.empty()) {
         check = l.file.header_ok ? "header ok (no secret to open it)" : "BAD: " + l.file.problem;

@@ -80,6 +80,7 @@ int Status(const std::filesystem::path& state_dir, bool json) {
     std::cout << "control-plane peers up: " << state->up_peers << " (+ this node) of " << state->expected << "\n";
   }
   std::cout << "peers seen: " << join(state->peers_up) << "\n";
+  if (!state->warning.empty()) std::cout << "warning: " << state->warning << "\n";
   if (!state->cluster_token.empty()) {
     std::cout << "cluster: " << state->cluster_token << ", founder " << state->founder
               << "\nfounding members: " << join(state->members) << " (etcd member list: the full membership)\n";
@@ -144,8 +145,10 @@ int Main(int argc, char** argv) {
                                      "expected control-plane count (default: number of peers incl. this node, else 3)",
                                      cxxopts::value<int>()->default_value("0"))(
       "max-control-planes",
-      "without --peers: the most control-plane nodes that may power on at once (default: the Shoot's maximum, "
-      "else --expected); a founding needs a majority of it",
+      "without --peers: the most control-plane nodes that may power on at once (default: the Shoot's "
+      "controlPlane.maximum); a founding needs a majority of it, and one cluster is guaranteed only while at most "
+      "this many take part. With neither --peers nor a maximum this node refuses to found (it still joins a cluster "
+      "others found); `status` says so",
       cxxopts::value<int>()->default_value("0"))(
       "secret-file", "file holding the cluster secret (default: sprout.cluster-secret)", cxxopts::value<std::string>())(
       "worker-secret-file", "worker: file holding the worker secret (default: sprout.worker-secret)",

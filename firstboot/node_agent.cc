@@ -9,6 +9,7 @@
 #include <thread>
 #include <tuple>
 
+#include "formation/join.h"
 #include "kube/api.h"
 #include "kube/bootstrap.h"
 #include "kube/certs.h"
@@ -47,7 +48,7 @@ class Agent {
     if (!text) return "no kubeconfig yet: " + text.error();
     auto config = kube::ParseKubeconfig(*text);
     if (!config) return config.error();
-    if (admin && !bootstrap_done_) {
+    if (admin) {
       if (auto s = CreateBootstrap(*config); !s.empty()) return s;
     }
     if (o_.control_plane) {
@@ -80,16 +81,19 @@ class Agent {
     if (self->pod_cidr.empty()) return "node " + o_.node_name + " has no pod subnet yet";
     if (auto s = WriteCni(self->pod_cidr); !s.empty()) return s;
     if (auto s = StartKubeProxy(); !s.empty()) return s;
-    if (o_.routes) return Routes(kube::PeerRoutes(o_.node_name, *nodes));
+    if (o_.routes) return Routes(kube::PeerRoutes(o_.node_name, *nodes, o_.networks));
     return "";
   }
 
  private:
   const NodeAgentOptions& o_;
   const AgentLog& log_;
-  std::set<std::string> routed_;  // "CIDR via IP" already programmed
-  bool bootstrap_done_ = false;
+  std::set<std::string> routed_;     // "CIDR via IP" already programmed
+  std::set<std::string> refused_;    // skipped routes already logged
+  bool bootstrap_done_ = false;      // bindings made, the base token's Secret gone
+  std::int64_t secrets_window_ = 0;  // the window whose worker-token Secrets exist
   bool kubelet_started_ = false;
+  std::string written_token_;  // the token bootstrap-kubelet.conf was written with
   bool proxy_started_ = false;
 
   // StartKubeProxy starts kube-proxy once the node has its kubelet.conf and pod network
@@ -108,10 +112,13 @@ class Agent {
   // formation saved the worker's credentials, and starts it. Its kubelet.conf (written
   // by the kubelet itself once its certificate is signed) ends the step.
   std::string StartWorkerKubelet() {
-    if (kubelet_started_ || fs::exists(o_.kubernetes_dir / "kubelet.conf")) return "";
+    if (fs::exists(o_.kubernetes_dir / "kubelet.conf")) return "";
     const fs::path worker = o_.state_dir / "worker";
     auto token = ReadFile(worker / "bootstrap-token");
     if (!token) return "waiting for formation to hand this worker its credentials";
+    // Formation replaces a worker token that expired before the kubelet used it; the
+    // kubelet then starts again with the new one.
+    if (kubelet_started_ && *token == written_token_) return "";
     auto ca = ReadFile(worker / "ca.crt");
     auto endpoints = ReadFile(worker / "api-endpoints");
     if (!ca || !endpoints) return "the worker credentials in " + worker.string() + " are incomplete";
@@ -127,22 +134,32 @@ class Agent {
                      fs::perms(0644)}}) {
       if (auto s = WriteFileAtomic(file, text, mode); !s) return s.error();
     }
-    auto run = Run({{"systemctl", "start", "--no-block", "kubelet.service"}});
-    if (!run || run->exit_code != 0) return "systemctl start kubelet.service failed";
+    const char* verb = kubelet_started_ ? "restart" : "start";
+    auto run = Run({{"systemctl", verb, "--no-block", "kubelet.service"}});
+    if (!run || run->exit_code != 0) return std::string("systemctl ") + verb + " kubelet.service failed";
     kubelet_started_ = true;
+    written_token_ = *token;
     log_(LOG_INFO, "worker: bootstrap-kubelet.conf written for " + server + "; kubelet started (TLS bootstrap)");
     return "";
   }
 
-  // CreateBootstrap creates the bootstrap-token Secret and kubeadm's bootstrap RBAC; an
-  // object that exists already (409) is left as it is.
+  // CreateBootstrap creates kubeadm's bootstrap RBAC once, deletes the Secret earlier
+  // versions made for the base token (which must authenticate nothing), and creates the
+  // Secrets of the worker tokens of this window and the next whenever the window
+  // changes. An object that exists already (409), or is gone already (404), is fine.
   std::string CreateBootstrap(const kube::Kubeconfig& admin) {
     auto token = ReadFile(o_.state_dir / "bootstrap-token");
     if (!token) return "no bootstrap token in " + (o_.state_dir / "bootstrap-token").string();
-    auto secret = kube::BootstrapTokenSecret(std::string(Trim(*token)));
-    if (!secret) return secret.error();
-    std::vector<kube::ApiObject> objects{*secret};
-    for (auto& b : kube::BootstrapBindings()) objects.push_back(std::move(b));
+    const std::string base(Trim(*token));
+    const std::int64_t now =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    const std::int64_t window = formation::WorkerTokenWindow(now);
+    if (bootstrap_done_ && window == secrets_window_) return "";
+    std::vector<kube::ApiObject> objects;
+    if (!bootstrap_done_) objects = kube::BootstrapBindings();
+    auto secrets = kube::WorkerTokenSecrets(base, now);
+    if (!secrets) return secrets.error();
+    for (auto& s : *secrets) objects.push_back(std::move(s));
     for (const auto& obj : objects) {
       auto r = kube::ApiRequest(admin, "POST", obj.path, obj.json);
       if (!r) return r.error();
@@ -151,7 +168,18 @@ class Agent {
       }
       if (r->status == 201) log_(LOG_INFO, "created " + obj.name);
     }
+    if (!bootstrap_done_) {
+      auto path = kube::BaseTokenSecretPath(base);
+      if (!path) return path.error();
+      auto r = kube::ApiRequest(admin, "DELETE", *path);
+      if (!r) return r.error();
+      if (r->status != 200 && r->status != 202 && r->status != 404) {
+        return "deleting the base token's Secret " + *path + " answered HTTP " + std::to_string(r->status);
+      }
+      if (r->status != 404) log_(LOG_INFO, "deleted the base token's Secret (it had no expiry): " + *path);
+    }
     bootstrap_done_ = true;
+    secrets_window_ = window;
     return "";
   }
 
@@ -177,8 +205,15 @@ class Agent {
     return "";
   }
 
-  std::string Routes(const std::vector<kube::PodRoute>& routes) {
-    for (const auto& r : routes) {
+  std::string Routes(const kube::PodRoutePlan& plan) {
+    auto skipped = nlohmann::ordered_json::array();
+    for (const auto& s : plan.skipped) {
+      const std::string line = "node " + s.node + " podCIDR " + s.cidr + ": " + s.why;
+      skipped.push_back(line);
+      if (refused_.insert(line).second) log_(LOG_WARNING, "pod network: not routing " + line);
+    }
+    if (!skipped.empty()) report["skippedRoutes"] = skipped;
+    for (const auto& r : plan.routes) {
       const std::string key = r.cidr + " via " + r.via;
       if (routed_.count(key) != 0) continue;
       auto run = Run({{"ip", "route", "replace", r.cidr, "via", r.via}});

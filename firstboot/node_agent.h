@@ -9,13 +9,17 @@
 //     node-role.kubernetes.io/control-plane label;
 //   every node, once the controller-manager gave it a pod subnet: the CNI
 //     configuration for it, kube-proxy started, and routes to the other nodes' pod
-//     subnets.
+//     subnets, only those kube::PeerRoutes finds safe (inside networking.pods, clear
+//     of the node and service networks and of each other); the rest are logged once
+//     as warnings and listed in kubernetes.json, never installed.
 #pragma once
 
 #include <csignal>
 #include <filesystem>
 #include <functional>
 #include <string>
+
+#include "kube/nodes.h"
 
 namespace sprout::firstboot {
 
@@ -28,6 +32,7 @@ struct NodeAgentOptions {
   std::filesystem::path state_dir = "/var/lib/sprout";          // bootstrap-token, worker/
   std::filesystem::path cni_dir = "/etc/kubernetes/cni/net.d";  // containerd's conf_dir
   bool routes = true;                                           // program routes with `ip route`
+  kube::PodNetworks networks;                                   // the Shoot's networks that bound the routes
   std::filesystem::path kube_proxy_unit = "/usr/lib/systemd/system/kube-proxy.service";  // started if present
 };
 

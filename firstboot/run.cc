@@ -315,6 +315,7 @@ std::thread NodeAgent(const node::NodeSettings& settings, const ClusterRecord& r
   o.control_plane = settings.formation.control_plane;
   o.kubernetes_dir = settings.formation.pki_dir.parent_path();
   o.state_dir = settings.formation.state_dir;
+  o.networks = kube::PodNetworks{record.pods_cidr, record.nodes_cidr, record.services_cidr};
   return std::thread([o] {
     RunNodeAgent(o, &g_stop, [](int priority, const std::string& message) { Log(priority, "kubernetes", message); });
   });

@@ -45,7 +45,7 @@ ip -n "$NS" link set eth0 up
 head -c 32 /dev/urandom | base64 >"$WORK/secret"
 # No --apply-system: the node config stays off this host.
 ip netns exec "$NS" strace -f -qq -o "$WORK/trace" -e trace=openat,fsync,rename \
-  "$FIRSTBOOT" run --state-dir "$WORK/state" --name dw-1 --listen 198.18.0.41 --expected 1 --group "" \
+  "$FIRSTBOOT" run --state-dir "$WORK/state" --name dw-1 --listen 198.18.0.41 --expected 1 --max-control-planes 1 --group "" \
   --secret-file "$WORK/secret" --etcd-launch process --etcd-data-dir "$WORK/etcd" --pki-dir "$WORK/pki" \
   --cluster-file /nonexistent >"$WORK/firstboot.log" 2>&1 &
 PID=$!
@@ -128,7 +128,7 @@ for p in $(ip netns pids "$NS" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
 sleep 1
 echo '{"phase": "founding mem' >"$WORK/state/state.json"
 ip netns exec "$NS" "$FIRSTBOOT" run --state-dir "$WORK/state" --name dw-1 --listen 198.18.0.41 --expected 1 \
-  --group "" --secret-file "$WORK/secret" --etcd-launch process --etcd-data-dir "$WORK/etcd" --pki-dir "$WORK/pki" \
+  --max-control-planes 1 --group "" --secret-file "$WORK/secret" --etcd-launch process --etcd-data-dir "$WORK/etcd" --pki-dir "$WORK/pki" \
   --cluster-file /nonexistent >>"$WORK/firstboot.log" 2>&1 &
 PID=$!
 deadline=$(($(date +%s) + 60))

@@ -288,10 +288,11 @@ wdir=$WORK/w/state/worker
 for _ in $(seq 1 150); do [ -f "$wdir/bootstrap-token" ] && break; sleep 0.2; done
 if [ -f "$wdir/bootstrap-token" ] && cmp -s "$wdir/ca.crt" "$WORK/n1/pki/ca.crt" &&
   [ "$(stat -c %a "$wdir/bootstrap-token")" = 600 ] && [ "$(sort "$wdir/api-endpoints" | tr '\n' ' ')" = "https://198.18.0.11:6443 https://198.18.0.12:6443 https://198.18.0.13:6443 https://198.18.0.14:6443 " ] &&
-  cmp -s "$wdir/bootstrap-token" "$WORK/n1/state/bootstrap-token" && [ ! -e "$WORK/w/etcd" ] && [ ! -e "$WORK/w/pki" ]; then
-  echo "worker got: token $(cut -c1-7 "$wdir/bootstrap-token")..., endpoints $(tr '\n' ' ' <"$wdir/api-endpoints")"
+  grep -Eqx '[a-z0-9]{6}\.[a-z0-9]{16}' "$wdir/bootstrap-token" &&
+  ! cmp -s "$wdir/bootstrap-token" "$WORK/n1/state/bootstrap-token" && [ ! -e "$WORK/w/etcd" ] && [ ! -e "$WORK/w/pki" ]; then
+  echo "worker got: token $(cut -c1-7 "$wdir/bootstrap-token")... (the base token is $(cut -c1-7 "$WORK/n1/state/bootstrap-token")...), endpoints $(tr '\n' ' ' <"$wdir/api-endpoints")"
   grep -m1 'worker: saved' "$WORK/w/firstboot.log"
-  ok "worker with only the worker secret received the Kubernetes CA, API endpoints and bootstrap token (0600), and runs no etcd"
+  ok "worker with only the worker secret received the Kubernetes CA, API endpoints and a worker token (0600), never the base token, and runs no etcd"
 else
   bad "worker credentials missing or wrong"
   ls -la "$wdir" 2>&1

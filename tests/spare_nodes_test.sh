@@ -10,6 +10,8 @@
 #   5 nodes, N=3, M=5, split 3 | 2 from power-on: only the 3 may found; the 2 join after
 #     the heal (under the old rule, a majority of N=3, the 2 founded a second cluster)
 #   7 nodes, N=3, M=7, split 3 | 4: only the 4 may found; the 3 join after the heal
+# and, once: 3 nodes, N=3, with neither M nor a static list: none founds, each says so
+# in `status`; then 3 nodes given M=3 found, and a fourth with neither joins them.
 # Usage: [SPARE_CONFIGS=...] spare_nodes_test.sh [RUNS] (default 1 per configuration in CI;
 # the figures in docs/formation.md use 50). Seen failing on the rule before it: both
 # split configurations ended with 2 cluster IDs in 4 runs of 4.
@@ -100,7 +102,9 @@ one_run() {
 start=$(date +%s)
 # SPARE_CONFIGS picks configurations ("nodes M listed split;..."), e.g. for 50 runs of
 # the at-once cases only.
+# SPARE_CONFIGS=none runs only the check without M or a list.
 IFS=';' read -r -a configs <<<"${SPARE_CONFIGS:-5 5 0 0;7 5 0 0;7 5 3 0;5 5 0 3;7 7 0 3}"
+[ "${SPARE_CONFIGS:-}" = none ] && configs=()
 for config in "${configs[@]}"; do
   read -r nodes max listed split <<<"$config"
   bad_runs=0 times=()
@@ -114,5 +118,58 @@ for config in "${configs[@]}"; do
     "left out: $bad_runs, median time to every node in the cluster $median s"
   [ "$bad_runs" -eq 0 ] || failed=1
 done
+# no_electorate: nodes given neither --max-control-planes nor --peers (and no cluster
+# record) must not found (the old default took M = N and founded two clusters when 5
+# nodes expecting 3 were split 2|3), must say why, and must still join a cluster that
+# nodes given M found.
+no_electorate() {
+  local i ids=() warned=0 all=0
+  for i in $(seq 1 4); do rm -rf "$WORK/n$i/state" "$WORK/n$i/etcd" "$WORK/n$i/pki" "$WORK/n$i/firstboot.log"; done
+  head -c 32 /dev/urandom | base64 >"$SECRET"
+  start_plain() {  # start_plain i [extra flags...]
+    local n=$1; shift
+    ip netns exec "$NP$n" "$FIRSTBOOT" run --state-dir "$WORK/n$n/state" --name "node$n" --listen "$(nb_addr "$n")" \
+      --expected 3 "$@" --secret-file "$SECRET" --cluster-name "$CLUSTER" \
+      --etcd-data-dir "$WORK/n$n/etcd" --pki-dir "$WORK/n$n/pki" >>"$WORK/n$n/firstboot.log" 2>&1 &
+    NB_PIDS[$n]=$!
+  }
+  for i in 1 2 3; do start_plain "$i"; done
+  sleep 15
+  for i in 1 2 3; do
+    ids[$i]=$(cluster_id "$i")
+    "$FIRSTBOOT" status --state-dir "$WORK/n$i/state" | grep -q '^warning: not founding: neither a static peer list' &&
+      grep -q 'not founding: neither a static peer list' "$WORK/n$i/firstboot.log" && warned=$((warned + 1))
+  done
+  echo "  3 nodes (N=3, no M, no static list), 15 s: nodes running etcd $(printf '%s\n' "${ids[@]}" | grep -vc '^$'), nodes saying why in status and the log: $warned"
+  "$FIRSTBOOT" status --state-dir "$WORK/n1/state" | grep '^warning:' | sed 's/^/  node1: /'
+  for i in 1 2 3; do nb_kill "$i"; done
+  [ "$(printf '%s\n' "${ids[@]}" | grep -vc '^$')" -eq 0 ] && [ "$warned" -eq 3 ] || return 1
+  # The same three given M, and a fourth with neither: one cluster, the fourth in it.
+  for i in 1 2 3 4; do rm -rf "$WORK/n$i/state" "$WORK/n$i/etcd" "$WORK/n$i/pki"; done
+  for i in 1 2 3; do start_plain "$i" --max-control-planes 3; done
+  start_plain 4
+  local deadline=$(($(date +%s) + 90))
+  while [ "$(date +%s)" -lt "$deadline" ]; do
+    all=1
+    for i in 1 2 3 4; do ids[$i]=$(cluster_id "$i"); [ -n "${ids[$i]}" ] || all=0; done
+    [ "$all" -eq 1 ] && break
+    sleep 0.3
+  done
+  local distinct founder
+  distinct=$(printf '%s\n' "${ids[@]}" | grep -v '^$' | sort -u | wc -l)
+  founder=$(grep -o '"founder": *"[^"]*"' "$WORK/n4/state/state.json" | cut -d'"' -f4)
+  echo "  3 nodes with M=3 and node4 with neither: cluster IDs $distinct, every node in it: $([ "$all" -eq 1 ] && echo yes || echo no), founder $founder"
+  for i in 1 2 3 4; do nb_kill "$i"; done
+  [ "$all" -eq 1 ] && [ "$distinct" -eq 1 ] && [ "$founder" != node4 ]
+}
+if [ -z "${SPARE_CONFIGS:-}" ] || [ "$SPARE_CONFIGS" = none ]; then
+  if no_electorate; then
+    echo "neither M nor a static list: no node founds, each says why, and such a node joins a cluster others found"
+  else
+    echo "neither M nor a static list: FAILED"
+    failed=1
+  fi
+fi
+
 echo "$name: $([ "$failed" -eq 0 ] && echo passed || echo FAILED) in $(($(date +%s) - start)) s"
 exit "$failed"

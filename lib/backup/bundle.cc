@@ -29,8 +29,8 @@ constexpr std::uint8_t kVersion = 1;
 // join key made from the same secret, and a v2 format gets new keys.
 constexpr std::string_view kHkdfLabel = "sprout backup v1";
 constexpr std::size_t kTagSize = 16;
-constexpr std::size_t kMaxHeader = std::size_t{64} * 1024;
 constexpr std::size_t kPrefix = 4 + 1 + 4;  // magic, version, header length
+constexpr std::size_t kMaxHeader = kMaxHeadSize - kPrefix;
 
 using Key = std::array<std::uint8_t, 32>;
 
@@ -252,6 +252,9 @@ Result<std::string> SealBundle(BundleHeader header, const BundleContents& conten
     if (!contents.files.count(f)) return Fail("the bundle would lack " + f + ", which a restore needs");
   }
   std::string payload = EncodePayload(contents);
+  if (payload.size() > kMaxPayloadSize)
+    return Fail("the bundle would carry " + std::to_string(payload.size()) + " bytes, over the " +
+                std::to_string(kMaxPayloadSize) + " a bundle may hold (etcd's largest quota and the PKI)");
   header.snapshot_sha256 = Sha256Hex(contents.snapshot);
   header.snapshot_size = contents.snapshot.size();
   header.payload_size = payload.size();
@@ -280,16 +283,20 @@ struct Parsed {
   std::size_t header_end = 0;  // offset of the nonce
 };
 
-Result<Parsed> Parse(std::string_view bytes) {
-  if (bytes.size() < kPrefix || bytes.substr(0, 4) != kMagic) return Fail("not a sprout backup bundle (no SPRB magic)");
-  if (static_cast<std::uint8_t>(bytes[4]) != kVersion)
-    return Fail("bundle format version " + std::to_string(static_cast<std::uint8_t>(bytes[4])) +
+// Parse reads the clear header from head, the file's first bytes, and checks the whole
+// file's size against it. Every size is bounded before any sum is formed, so a crafted
+// header cannot make the sum wrap around to the file's real size.
+Result<Parsed> Parse(std::string_view head, std::uint64_t file_size) {
+  if (head.size() < kPrefix || head.substr(0, 4) != kMagic) return Fail("not a sprout backup bundle (no SPRB magic)");
+  if (static_cast<std::uint8_t>(head[4]) != kVersion)
+    return Fail("bundle format version " + std::to_string(static_cast<std::uint8_t>(head[4])) +
                 " is not known to this sprout (it reads version 1)");
-  std::size_t hlen = GetLe(bytes, 5, 4);
-  if (hlen > kMaxHeader || bytes.size() < kPrefix + hlen) return Fail("the bundle's header is cut short");
+  std::size_t hlen = GetLe(head, 5, 4);
+  if (hlen > kMaxHeader) return Fail("the bundle's header claims " + std::to_string(hlen) + " bytes, over 64 KiB");
+  if (head.size() < kPrefix + hlen || file_size < kPrefix + hlen) return Fail("the bundle's header is cut short");
   Parsed p;
   try {
-    auto j = nlohmann::json::parse(bytes.substr(kPrefix, hlen));
+    auto j = nlohmann::json::parse(head.substr(kPrefix, hlen));
     auto& h = p.header;
     h.cluster = j.at("cluster").get<std::string>();
     h.created = j.at("created").get<std::int64_t>();
@@ -304,24 +311,30 @@ Result<Parsed> Parse(std::string_view bytes) {
   } catch (const std::exception& e) {
     return Fail(std::string("the bundle's header is not valid: ") + e.what());
   }
+  if (p.header.payload_size > kMaxPayloadSize)
+    return Fail("the bundle's header claims a payload of " + std::to_string(p.header.payload_size) +
+                " bytes, over the " + std::to_string(kMaxPayloadSize) + " a bundle may hold");
   p.header_end = kPrefix + hlen;
-  std::uint64_t want = p.header_end + sizeof(Nonce) + p.header.payload_size + kTagSize;
-  if (bytes.size() != want)
-    return Fail("the bundle is " + std::to_string(bytes.size()) + " bytes, its header says " + std::to_string(want) +
-                (bytes.size() < want ? ": it was cut short" : ": it has bytes appended"));
+  // Each term is bounded (64 KiB, 12, 8 GiB and a bit, 16): the sum cannot wrap.
+  const std::uint64_t want = p.header_end + sizeof(Nonce) + p.header.payload_size + kTagSize;
+  if (file_size != want)
+    return Fail("the bundle is " + std::to_string(file_size) + " bytes, its header says " + std::to_string(want) +
+                (file_size < want ? ": it was cut short" : ": it has bytes appended"));
   return p;
 }
 
 }  // namespace
 
-Result<BundleHeader> ReadHeader(std::string_view bytes) {
-  auto p = Parse(bytes);
+Result<BundleHeader> ReadHeader(std::string_view bytes) { return ReadHeaderPrefix(bytes, bytes.size()); }
+
+Result<BundleHeader> ReadHeaderPrefix(std::string_view head, std::uint64_t file_size) {
+  auto p = Parse(head.substr(0, std::min<std::size_t>(head.size(), kMaxHeadSize)), file_size);
   if (!p) return Fail(p.error());
   return p->header;
 }
 
 Result<Opened> OpenBundle(std::string_view bytes, std::string_view cluster, std::string_view secret) {
-  auto p = Parse(bytes);
+  auto p = Parse(bytes, bytes.size());
   if (!p) return Fail(p.error());
   const BundleHeader& h = p->header;
   if (h.cluster != cluster)

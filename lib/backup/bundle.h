@@ -17,6 +17,16 @@ namespace sprout::backup {
 // kBundleSuffix ends the name of every bundle file.
 inline constexpr std::string_view kBundleSuffix = ".sprout-backup";
 
+// kMaxPayloadSize is the largest plaintext a bundle may carry: etcd's largest backend
+// quota (8 GiB, etcd's own recommended maximum) with 64 MiB for the PKI and identity.
+// SealBundle refuses more, and a header claiming more is refused before anything is read.
+inline constexpr std::uint64_t kMaxPayloadSize = (std::uint64_t{8} << 30) + (std::uint64_t{64} << 20);
+// kMaxBundleSize is the largest bundle file: the payload plus the header, nonce and tag.
+inline constexpr std::uint64_t kMaxBundleSize = kMaxPayloadSize + (std::uint64_t{1} << 20);
+// kMaxHeadSize is how much of a file's start ReadHeaderPrefix needs at most: magic,
+// version, length and the longest header a bundle may have (64 KiB).
+inline constexpr std::uint64_t kMaxHeadSize = 4 + 1 + 4 + (std::uint64_t{64} << 10);
+
 // Salt and Nonce are the random inputs of one bundle (the caller draws them).
 using Salt = std::array<std::uint8_t, 16>;
 using Nonce = std::array<std::uint8_t, 12>;
@@ -69,6 +79,10 @@ Result<std::string> SealBundle(BundleHeader header, const BundleContents& conten
 // ReadHeader parses the clear header and checks the file's size against it, without
 // the secret. It does not authenticate anything.
 Result<BundleHeader> ReadHeader(std::string_view bytes);
+
+// ReadHeaderPrefix is ReadHeader from the first bytes of a file (at most kMaxHeadSize
+// are looked at) and the file's size, so a listing never reads a whole bundle.
+Result<BundleHeader> ReadHeaderPrefix(std::string_view head, std::uint64_t file_size);
 
 // Opened is a bundle that decrypted and passed every check.
 struct Opened {

@@ -144,3 +144,93 @@ TEST_CASE("etcd's hash check accepts a whole stream and refuses a cut or changed
   s[10] = 'y';
   CHECK(CheckEtcdHash(s).error() == "the snapshot's etcd integrity hash does not match its data");
 }
+
+namespace {
+
+// WithHeader is b with its clear header replaced by `json` (sizes as given), the rest
+// of the bytes kept: what someone who can write to a sink can make without the secret.
+std::string WithHeader(const std::string& b, const std::string& json) {
+  std::size_t hlen = 0;
+  for (int i = 3; i >= 0; --i) hlen = (hlen << 8) | static_cast<std::uint8_t>(b[5 + static_cast<std::size_t>(i)]);
+  std::string out = b.substr(0, 5);
+  for (int i = 0; i < 4; ++i) out += static_cast<char>((json.size() >> (8 * i)) & 0xff);
+  return out + json + b.substr(9 + hlen);
+}
+
+std::string HeaderJson(std::uint64_t payload_size) {
+  return R"({"cluster":"edge","created":1795600000,"kind":"scheduled","node":"n1","revision":42,"keys":7,)"
+         R"("snapshot_sha256":"00","snapshot_size":8224,"payload_size":)" +
+         std::to_string(payload_size) + R"(,"salt":"0102030405060708090a0b0c0d0e0f10"})";
+}
+
+}  // namespace
+
+TEST_CASE("a header whose payload size makes the size sum wrap around is refused, not trusted", "[backup]") {
+  // A file that ends right after its header (fewer than nonce + tag bytes follow), whose
+  // header claims payload_size = 2^64 - 28 + k: header_end + 12 + payload + 16 wraps
+  // to header_end + k, the file's real size. Before the fix ReadHeader accepted it and
+  // OpenBundle read the nonce past the end of the buffer, then threw from substr.
+  for (std::uint64_t k : std::initializer_list<std::uint64_t>{0, 5, 27}) {
+    INFO(k);
+    const std::uint64_t payload = std::uint64_t{0} - 28 + k;  // 20 digits for every k here
+    const std::string json = HeaderJson(payload);
+    std::string evil = "SPRB";
+    evil += '\x01';
+    for (int i = 0; i < 4; ++i) evil += static_cast<char>((json.size() >> (8 * i)) & 0xff);
+    evil += json;
+    evil += std::string(static_cast<std::size_t>(k), 'x');
+    REQUIRE(std::uint64_t{9} + json.size() + 12 + payload + 16 == evil.size());  // the wrapped sum matches
+    auto header = ReadHeader(evil);
+    REQUIRE_FALSE(header.ok());
+    CHECK_THAT(header.error(), Catch::Contains("claims a payload of"));
+    sprout::Result<Opened> opened = sprout::Fail("not run");
+    REQUIRE_NOTHROW(opened = OpenBundle(evil, "edge", "s3cret"));
+    REQUIRE_FALSE(opened.ok());
+    CHECK_THAT(opened.error(), Catch::Contains("claims a payload of"));
+  }
+}
+
+TEST_CASE("forged and truncated headers are refused with a reason, without the secret", "[backup]") {
+  std::string b = Sealed();
+  struct Case {
+    const char* what;
+    std::string bytes;
+    const char* says;
+  };
+  std::string long_header = b.substr(0, 5) + std::string("\xff\xff\xff\x00", 4) + b.substr(9);
+  const std::vector<Case> cases = {
+      {"header length over 64 KiB", long_header, "over 64 KiB"},
+      {"header cut inside", b.substr(0, 30), "cut short"},
+      {"payload over the largest bundle", WithHeader(b, HeaderJson(kMaxPayloadSize + 1)), "claims a payload of"},
+      {"payload size not a number", WithHeader(b, R"({"cluster":"edge","payload_size":"x"})"), "header is not valid"},
+      {"negative payload size (JSON -1 reads as 2^64 - 1)",
+       WithHeader(b, HeaderJson(0).replace(HeaderJson(0).find(":0,"), 3, ":-1,")), "claims a payload of"},
+      {"no magic", "SPRX" + b.substr(4), "no SPRB magic"},
+      {"only the prefix", b.substr(0, 9), "cut short"},
+      {"empty", "", "no SPRB magic"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.what);
+    auto h = ReadHeader(c.bytes);
+    REQUIRE_FALSE(h.ok());
+    CHECK_THAT(h.error(), Catch::Contains(c.says));
+    sprout::Result<Opened> opened = sprout::Fail("not run");
+    REQUIRE_NOTHROW(opened = OpenBundle(c.bytes, "edge", "s3cret"));
+    CHECK_FALSE(opened.ok());
+  }
+  // Every cut of a real bundle is refused, by the header check or by the tag.
+  for (std::size_t n = 0; n < b.size(); n += 97) {
+    INFO(n);
+    CHECK_FALSE(ReadHeader(b.substr(0, n)).ok());
+    CHECK_FALSE(OpenBundle(b.substr(0, n), "edge", "s3cret").ok());
+  }
+}
+
+TEST_CASE("ReadHeaderPrefix reads the header from a file's start and its listed size", "[backup]") {
+  std::string b = Sealed();
+  auto h = ReadHeaderPrefix(b.substr(0, 400), b.size());
+  REQUIRE(h.ok());
+  CHECK(*h == ReadHeader(b).value());
+  CHECK_THAT(ReadHeaderPrefix(b.substr(0, 400), b.size() - 1).error(), Catch::Contains("cut short"));
+  CHECK_THAT(ReadHeaderPrefix(b.substr(0, 20), b.size()).error(), Catch::Contains("cut short"));
+}

@@ -87,26 +87,41 @@ std::int64_t TempFileTime(const SinkFile& f, std::int64_t now) {
   return parsed ? parsed->time : f.mtime;
 }
 
-Retention Prune(const std::vector<SinkFile>& files, std::string_view cluster, int keep, std::int64_t now) {
+Retention Prune(const std::vector<SinkFile>& files, std::string_view cluster, int keep, std::int64_t now,
+                std::string_view protect) {
   Retention r;
   for (const auto& f : files) {
     if (IsTempName(f.file) && now - TempFileTime(f, now) > kStaleTempSeconds) r.remove.push_back(f.file);
   }
-  auto listed = ListBundles(files, cluster);
-  if (listed.empty()) return r;
-  if (!listed.front().file.header_ok) {
-    r.held = "the newest bundle " + listed.front().file.file + " is not a whole bundle (" +
-             listed.front().file.problem + "); keeping every bundle until a good one is written";
+  std::vector<SinkFile> good;
+  for (auto& l : ListBundles(files, cluster)) {
+    SinkFile& f = l.file;
+    if (f.opened == Authenticity::kAuthentic) {
+      good.push_back(std::move(f));
+    } else {
+      r.not_counted.push_back(f.file + ": " + (f.problem.empty() ? std::string("not checked") : f.problem));
+    }
+  }
+  if (good.empty()) {
+    if (!r.not_counted.empty())
+      r.held = "no bundle of " + std::string(cluster) + " opens with this cluster's secret; removing none";
     return r;
   }
-  int kept = 0;
-  for (const auto& l : listed) {
-    // Bad bundles neither count nor stay: once the newest is good they only mislead.
-    if (l.file.header_ok && kept < std::max(keep, 1)) {
-      ++kept;
-    } else {
-      r.remove.push_back(l.file.file);
+  // Newest authenticated time first; ties by sealing, then name, so the order is total.
+  std::sort(good.begin(), good.end(), [](const SinkFile& a, const SinkFile& b) {
+    if (a.created != b.created) return a.created > b.created;
+    if (a.sealing != b.sealing) return a.sealing > b.sealing;
+    return a.file > b.file;
+  });
+  std::vector<std::string> kept;  // sealings kept, at most keep
+  const auto limit = static_cast<std::size_t>(std::max(keep, 1));
+  for (const SinkFile& g : good) {
+    bool keep_it = std::find(kept.begin(), kept.end(), g.sealing) != kept.end();
+    if (!keep_it && kept.size() < limit) {
+      kept.push_back(g.sealing);
+      keep_it = true;
     }
+    if (!keep_it && g.file != protect) r.remove.push_back(g.file);
   }
   return r;
 }

@@ -38,14 +38,25 @@ std::string TempNameFor(std::string_view name, std::string_view node, long pid);
 // IsTempName says whether file is a name TempNameFor made.
 bool IsTempName(std::string_view file);
 
+// Authenticity is what opening a bundle with the cluster's secret showed.
+enum class Authenticity {
+  kUnchecked,  // not opened (not this cluster's, its header does not read, too many, or unreadable)
+  kAuthentic,  // it opened (OpenBundle): its header's fields are the sealer's
+  kRefused,    // it was read whole and did not open: forged, damaged, or another secret's
+};
+
 // SinkFile is one file in a sink as the edge found it.
 struct SinkFile {
   std::string file;        // its name in the folder
   std::uint64_t size = 0;  // bytes
   std::int64_t mtime = 0;  // Unix seconds
-  bool header_ok = false;  // the header reads and the size matches it (ReadHeader)
-  std::string problem;     // why not, when !header_ok
+  bool header_ok = false;  // the header reads and the size matches it (ReadHeaderPrefix); a claim only
+  std::string problem;     // why not, when !header_ok; or why it did not open
   std::uint64_t revision = 0;
+  // Retention's view, filled by the edge (AuthenticateBundles) for bundles it opened:
+  Authenticity opened = Authenticity::kUnchecked;
+  std::int64_t created = 0;  // the authenticated header's time (never the name's)
+  std::string sealing;       // the authenticated header's salt: one per SealBundle, shared by copies
 };
 
 // Listed is one bundle of the cluster, newest first in a listing.
@@ -60,8 +71,9 @@ std::vector<Listed> ListBundles(const std::vector<SinkFile>& files, std::string_
 
 // Retention is what a prune removes, and why nothing when it removes nothing.
 struct Retention {
-  std::vector<std::string> remove;  // file names to delete
-  std::string held;                 // non-empty: why no bundle is deleted
+  std::vector<std::string> remove;       // file names to delete
+  std::string held;                      // non-empty: why no bundle is deleted
+  std::vector<std::string> not_counted;  // "file: why" for this cluster's bundles that did not open
 };
 
 // kStaleTempSeconds is how old a temporary file must be before a prune removes it: a
@@ -73,11 +85,17 @@ inline constexpr std::int64_t kStaleTempSeconds = 3600;
 // the bundle name it carries.
 std::int64_t TempFileTime(const SinkFile& f, std::int64_t now);
 
-// Prune decides retention for cluster: keep the newest `keep` bundles whose header
-// reads, remove the older ones of this cluster (never another cluster's), and remove
-// temporary files older than kStaleTempSeconds (by TempFileTime). When the newest bundle of the cluster
-// does not read, no bundle is removed (held says why): a bad newest bundle is a problem
-// to report, not a reason to shorten history. keep < 1 counts as 1.
-Retention Prune(const std::vector<SinkFile>& files, std::string_view cluster, int keep, std::int64_t now);
+// Prune decides retention for cluster by authenticated content only. Counted are the
+// cluster's bundles that opened (SinkFile::opened), one per sealing (copies of one
+// bundle under other names count once), ordered by the time inside them, newest first;
+// names and clear headers are claims and order nothing. The newest `keep` sealings are
+// kept (keep < 1 counts as 1, so the newest bundle that opens always stays), and the
+// files of older sealings are removed, except `protect` (the bundle just written),
+// which is never removed. A bundle that did not open, or was not checked, is neither
+// counted nor removed (not_counted says why); with no bundle that opens, nothing is
+// removed (held says why). Temporary files older than kStaleTempSeconds (by
+// TempFileTime) are removed; another cluster's files never are.
+Retention Prune(const std::vector<SinkFile>& files, std::string_view cluster, int keep, std::int64_t now,
+                std::string_view protect = {});
 
 }  // namespace sprout::backup

@@ -2,13 +2,31 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <optional>
 
 using namespace sprout::backup;
 
 namespace {
 
-SinkFile Good(const std::string& file, std::int64_t mtime = 0) { return SinkFile{file, 100, mtime, true, "", 1}; }
+// Good is a bundle that opened, sealed at the time its name says (or `created`), one
+// sealing per file unless `sealing` says otherwise.
+SinkFile Good(const std::string& file, std::int64_t mtime = 0, std::optional<std::int64_t> created = std::nullopt,
+              std::string sealing = "") {
+  auto n = ParseName(file);
+  SinkFile f{file, 100, mtime, true, "", 1};
+  f.opened = Authenticity::kAuthentic;
+  f.created = created ? *created : (n ? n->time : 0);
+  f.sealing = sealing.empty() ? file : sealing;
+  return f;
+}
 SinkFile Bad(const std::string& file) { return SinkFile{file, 10, 0, false, "it was cut short", 0}; }
+// Forged is a file whose clear header reads (a claim) but that did not open.
+SinkFile Forged(const std::string& file) {
+  SinkFile f{file, 100, 0, true, "", 1};
+  f.opened = Authenticity::kRefused;
+  f.problem = "the bundle does not open with this cluster's secret";
+  return f;
+}
 
 std::string Scheduled(const std::string& cluster, std::int64_t t) { return NameFor({cluster, t, "scheduled", ""}); }
 
@@ -63,29 +81,77 @@ TEST_CASE("a listing shows this cluster's bundles newest first, and never a temp
   CHECK(l[2].name.time == 100);
 }
 
-TEST_CASE("retention keeps the newest N good bundles of this cluster and removes the rest", "[backup]") {
+TEST_CASE("retention keeps the newest N bundles that open of this cluster and removes the older ones", "[backup]") {
   std::vector<SinkFile> files;
   for (int i = 1; i <= 5; ++i) files.push_back(Good(Scheduled("c", std::int64_t{i} * 60)));
   files.push_back(Good(Scheduled("other", 10)));
   files.push_back(Bad(Scheduled("c", 150)));
   auto r = Prune(files, "c", 3, 1000);
   CHECK(r.held.empty());
-  CHECK(r.remove.size() == 3);
+  CHECK(r.remove.size() == 2);
   CHECK(Has(r.remove, Scheduled("c", 60)));
   CHECK(Has(r.remove, Scheduled("c", 120)));
-  CHECK(Has(r.remove, Scheduled("c", 150)));  // a bad one older than the newest good one
+  CHECK_FALSE(Has(r.remove, Scheduled("c", 150)));  // did not open: neither counted nor removed
   CHECK_FALSE(Has(r.remove, Scheduled("other", 10)));
   CHECK_FALSE(Has(r.remove, Scheduled("c", 180)));
+  CHECK(r.not_counted == std::vector<std::string>{Scheduled("c", 150) + ": it was cut short"});
 
-  CHECK(Prune(files, "c", 0, 1000).remove.size() == 5);  // keep < 1 keeps one
+  CHECK(Prune(files, "c", 0, 1000).remove.size() == 4);  // keep < 1 keeps one
 }
 
-TEST_CASE("retention removes nothing when the newest bundle is bad", "[backup]") {
-  std::vector<SinkFile> files = {Good(Scheduled("c", 60)), Good(Scheduled("c", 120)), Bad(Scheduled("c", 180))};
+TEST_CASE("retention orders by the authenticated time, never by the name", "[backup]") {
+  // Hostile sinks, each with what must stay. A name is a claim; so is a clear header.
+  struct Case {
+    const char* what;
+    std::vector<SinkFile> files;
+    int keep;
+    std::string protect;
+    std::vector<std::string> removed;
+  };
+  const std::string far1 = Scheduled("c", 4'000'000'000);
+  const std::string far2 = Scheduled("c", 4'000'000'060);
+  const std::string a = Scheduled("c", 1000);
+  const std::string b = Scheduled("c", 2000);
+  const std::string now = Scheduled("c", 3000);
+  const std::vector<Case> cases = {
+      {"future-dated names that do not open are not counted: the new bundle stays",
+       {Forged(far1), Forged(far2), Good(a), Good(b), Good(now)},
+       2,
+       now,
+       {a}},
+      {"a real bundle renamed into the future counts at its own time",
+       {Good(far1, 0, 1000), Good(b), Good(now)},
+       2,
+       now,
+       {far1}},
+      {"copies of one sealing under several names count once",
+       {Good(a), Good(b), Good(far1, 0, 3000, now), Good(far2, 0, 3000, now), Good(now)},
+       2,
+       now,
+       {a}},
+      {"the bundle just written stays even when its own time is the oldest",
+       {Good(a, 0, 5000), Good(b, 0, 6000), Good(now, 0, 10)},
+       1,
+       now,
+       {a}},
+      {"the newest bundle that opens stays whatever keep says", {Good(a), Good(b), Forged(now)}, 0, "", {a}},
+      {"nothing opens: nothing is removed", {Forged(a), Forged(b), Bad(now)}, 1, now, {}},
+  };
+  for (const auto& c : cases) {
+    INFO(c.what);
+    auto r = Prune(c.files, "c", c.keep, 10000, c.protect);
+    std::vector<std::string> removed = r.remove;
+    std::sort(removed.begin(), removed.end());
+    CHECK(removed == c.removed);
+  }
+}
+
+TEST_CASE("retention removes nothing and says why when no bundle of the cluster opens", "[backup]") {
+  std::vector<SinkFile> files = {Forged(Scheduled("c", 60)), Bad(Scheduled("c", 180)), Good(Scheduled("other", 1))};
   auto r = Prune(files, "c", 1, 1000);
   CHECK(r.remove.empty());
-  CHECK(r.held.find(Scheduled("c", 180)) != std::string::npos);
-  CHECK(r.held.find("cut short") != std::string::npos);
+  CHECK(r.held == "no bundle of c opens with this cluster's secret; removing none");
+  CHECK(r.not_counted.size() == 2);
 }
 
 TEST_CASE("retention removes temporary files only once they are an hour old", "[backup]") {

@@ -69,13 +69,14 @@ class NfsSink : public Sink {
     return Error("remove", name);
   }
 
-  Result<std::string> Read(const std::string& name) override {
+  Result<std::string> ReadPrefix(const std::string& name, std::uint64_t limit) override {
     nfsfh* fh = nullptr;
     if (nfs_open(ctx_, name.c_str(), O_RDONLY, &fh) != 0) return Fail(Error("open", name).error());
     std::string out;
     std::string buf(kReadChunk, '\0');
-    for (;;) {
-      int n = nfs_pread(ctx_, fh, out.size(), buf.size(), buf.data());
+    while (out.size() < limit) {
+      const std::uint64_t want = std::min<std::uint64_t>(buf.size(), limit - out.size());
+      int n = nfs_pread(ctx_, fh, out.size(), want, buf.data());
       if (n < 0) {
         Status s = Error("read", name);
         nfs_close(ctx_, fh);

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -79,7 +80,27 @@ class FolderSink : public Sink {
     return Fail("cannot remove " + (dir_ / name).string() + ": " + std::strerror(errno));
   }
 
-  Result<std::string> Read(const std::string& name) override { return ReadFile(dir_ / name); }
+  Result<std::string> ReadPrefix(const std::string& name, std::uint64_t limit) override {
+    auto path = dir_ / name;
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Fail("cannot open " + path.string() + ": " + std::strerror(errno));
+    std::string out;
+    char buf[1 << 16];
+    while (out.size() < limit) {
+      const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(sizeof buf, limit - out.size()));
+      ssize_t n = ::read(fd, buf, want);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        std::string err = std::strerror(errno);
+        ::close(fd);
+        return Fail("cannot read " + path.string() + ": " + err);
+      }
+      if (n == 0) break;
+      out.append(buf, static_cast<std::size_t>(n));
+    }
+    ::close(fd);
+    return out;
+  }
 
   Result<bool> Exists(const std::string& name) override {
     struct stat st {};
@@ -109,6 +130,15 @@ class FolderSink : public Sink {
 };
 
 }  // namespace
+
+Result<std::string> Sink::Read(const std::string& name, std::uint64_t limit) {
+  auto text = ReadPrefix(name, limit + 1);
+  if (!text) return text;
+  if (text->size() > limit)
+    return Fail(JoinLocation(Location(), name) + " is over " + std::to_string(limit) +
+                " bytes, more than any bundle sprout writes; not reading it");
+  return text;
+}
 
 Result<SinkLocation> ParseSinkLocation(std::string_view text) {
   SinkLocation loc;
@@ -250,10 +280,12 @@ Result<std::vector<SinkFile>> ScanBundles(Sink& sink) {
     f.size = e.size;
     f.mtime = e.mtime;
     if (ParseName(f.file)) {
-      auto text = sink.Read(e.name);
-      if (!text) {
-        f.problem = text.error();
-      } else if (auto h = ReadHeader(*text); !h) {
+      if (e.size > kMaxBundleSize) {
+        f.problem = "it is " + std::to_string(e.size) + " bytes, over the " + std::to_string(kMaxBundleSize) +
+                    " a bundle may have";
+      } else if (auto head = sink.ReadPrefix(e.name, kMaxHeadSize); !head) {
+        f.problem = head.error();
+      } else if (auto h = ReadHeaderPrefix(*head, e.size); !h) {
         f.problem = h.error();
       } else {
         f.header_ok = true;
@@ -265,12 +297,51 @@ Result<std::vector<SinkFile>> ScanBundles(Sink& sink) {
   return out;
 }
 
-Retention PruneSink(Sink& sink, std::string_view cluster, int keep, std::int64_t now) {
+void AuthenticateBundles(Sink& sink, std::vector<SinkFile>& files, std::string_view cluster, std::string_view secret) {
+  std::vector<std::pair<BundleName, SinkFile*>> candidates;
+  for (auto& f : files) {
+    auto n = ParseName(f.file);
+    if (n && n->cluster == cluster && f.header_ok) candidates.emplace_back(*n, &f);
+  }
+  // Newest names first: which ones get opened when there are too many is all a name
+  // decides; what is counted and kept follows from what opens.
+  std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
+    if (a.first.time != b.first.time) return a.first.time > b.first.time;
+    return a.second->file > b.second->file;
+  });
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    SinkFile& f = *candidates[i].second;
+    if (i >= kMaxOpenedPerPrune) {
+      f.problem = "not opened: more than " + std::to_string(kMaxOpenedPerPrune) + " bundles in the sink";
+      continue;
+    }
+    auto bytes = sink.Read(f.file, kMaxBundleSize);
+    if (!bytes) {
+      f.problem = bytes.error();
+      continue;
+    }
+    auto opened = OpenBundle(*bytes, cluster, secret);
+    if (!opened) {
+      f.opened = Authenticity::kRefused;
+      f.problem = opened.error();
+      continue;
+    }
+    f.opened = Authenticity::kAuthentic;
+    f.created = opened->header.created;
+    f.sealing = opened->header.salt;
+    f.revision = opened->header.revision;
+  }
+}
+
+Retention PruneSink(Sink& sink, std::string_view cluster, std::string_view secret, int keep, std::int64_t now,
+                    std::string_view protect) {
   Retention done;
   auto files = ScanBundles(sink);
   if (!files) return done;
-  auto retention = Prune(*files, cluster, keep, now);
+  AuthenticateBundles(sink, *files, cluster, secret);
+  auto retention = Prune(*files, cluster, keep, now, protect);
   done.held = retention.held;
+  done.not_counted = retention.not_counted;
   for (const auto& f : retention.remove) {
     if (sink.Remove(f)) done.remove.push_back(f);
   }
@@ -279,14 +350,11 @@ Retention PruneSink(Sink& sink, std::string_view cluster, int keep, std::int64_t
 }
 
 Result<std::string> ReadBundleAt(const std::string& location) {
-  auto loc = ParseSinkLocation(location);
-  if (!loc) return Fail(loc.error());
-  if (loc->kind == SinkLocation::Kind::kFolder) return ReadFile(location);
   auto at = SplitBundleLocation(location);
   if (!at) return Fail(at.error());
   auto sink = OpenSink(at->sink);
   if (!sink) return Fail(sink.error());
-  auto text = (*sink)->Read(at->name);
+  auto text = (*sink)->Read(at->name, kMaxBundleSize);
   if (!text) return Fail("cannot read " + location + ": " + text.error());
   return text;
 }

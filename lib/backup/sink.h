@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "backup/bundle.h"
 #include "backup/catalog.h"
 #include "util/result.h"
 
@@ -64,8 +65,11 @@ class Sink {
   virtual Result<bool> Link(const std::string& from, const std::string& to) = 0;
   // Remove deletes name; a missing name is no error.
   virtual Status Remove(const std::string& name) = 0;
-  // Read returns name's whole contents.
-  virtual Result<std::string> Read(const std::string& name) = 0;
+  // ReadPrefix returns the first `limit` bytes of name (all of it when it is shorter).
+  virtual Result<std::string> ReadPrefix(const std::string& name, std::uint64_t limit) = 0;
+  // Read returns name's whole contents, or an error when it is over limit bytes (it never
+  // holds more than limit + 1 of them).
+  Result<std::string> Read(const std::string& name, std::uint64_t limit = kMaxBundleSize);
   // Exists says whether name is in the folder.
   virtual Result<bool> Exists(const std::string& name) = 0;
   // List returns the folder's regular files.
@@ -91,13 +95,27 @@ enum class SinkWrite { kWritten, kExists };
 Result<SinkWrite> WriteBundle(Sink& sink, const std::string& name, std::string_view bytes, const std::string& node,
                               long pid);
 
-// ScanBundles lists the sink's files, reading each bundle's header (ReadHeader).
+// ScanBundles lists the sink's files and reads the header of each bundle name: at most
+// kMaxHeadSize bytes a file (ReadHeaderPrefix), and nothing of a file over kMaxBundleSize.
 Result<std::vector<SinkFile>> ScanBundles(Sink& sink);
 
-// PruneSink applies retention (Prune) to the sink: lists it, removes what Prune says and
-// syncs the folder when it removed anything. Returns the names it did remove and why it
-// held, if it did; a sink that cannot be listed is left alone.
-Retention PruneSink(Sink& sink, std::string_view cluster, int keep, std::int64_t now);
+// kMaxOpenedPerPrune bounds how many bundles one prune reads whole to authenticate them
+// (one at a time, each at most kMaxBundleSize): newest names first, the rest are left
+// unchecked, so neither counted nor removed.
+inline constexpr std::size_t kMaxOpenedPerPrune = 64;
+
+// AuthenticateBundles opens the cluster's bundles among files whose header reads (newest
+// names first, at most kMaxOpenedPerPrune) with the cluster's secret, and records in each
+// SinkFile whether it opened, and if so its authenticated time and sealing.
+void AuthenticateBundles(Sink& sink, std::vector<SinkFile>& files, std::string_view cluster, std::string_view secret);
+
+// PruneSink applies retention (Prune) to the sink: lists it, authenticates the bundles
+// (AuthenticateBundles), removes what Prune says (never `protect`, the bundle just
+// written) and syncs the folder when it removed anything. Returns the names it did
+// remove, why it held, and what it did not count; a sink that cannot be listed is left
+// alone.
+Retention PruneSink(Sink& sink, std::string_view cluster, std::string_view secret, int keep, std::int64_t now,
+                    std::string_view protect);
 
 // ReadBundleAt reads the bundle a location names (a path, or an nfs:// URL of a file).
 Result<std::string> ReadBundleAt(const std::string& location);

@@ -1,7 +1,10 @@
 #include "backup/sink.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <map>
+
+#include "util/sha256.h"
 
 using namespace sprout;
 using namespace sprout::backup;
@@ -17,6 +20,7 @@ class MemorySink : public Sink {
   bool fail_link = false;     // Link fails (not EEXIST)
   bool corrupt_read = false;  // Read returns other bytes
   bool fail_read = false;
+  std::uint64_t most_read = 0;  // the largest ReadPrefix limit asked for
 
   std::string Location() const override { return "mem://test"; }
   Status WriteNew(const std::string& name, std::string_view bytes) override {
@@ -37,11 +41,13 @@ class MemorySink : public Sink {
     files.erase(name);
     return Ok{};
   }
-  Result<std::string> Read(const std::string& name) override {
+  Result<std::string> ReadPrefix(const std::string& name, std::uint64_t limit) override {
     if (fail_read) return Fail("Command timed out");
     auto it = files.find(name);
     if (it == files.end()) return Fail("no such file");
-    return corrupt_read ? it->second + "x" : it->second;
+    most_read = std::max(most_read, limit);
+    std::string all = corrupt_read ? it->second + "x" : it->second;
+    return all.substr(0, static_cast<std::size_t>(std::min<std::uint64_t>(limit, all.size())));
   }
   Result<bool> Exists(const std::string& name) override { return files.count(name) != 0; }
   Result<std::vector<SinkEntry>> List() override {
@@ -182,4 +188,139 @@ TEST_CASE("ScanBundles reads headers of bundle names only; a leftover temporary 
   }
   CHECK(bundles == 1);
   CHECK(ListBundles(*files, "c").size() == 1);
+}
+
+namespace {
+
+// Sealed is a real bundle of cluster "c" under secret "s3cret", taken at `created`;
+// `seed` varies its salt, so two calls with different seeds are two sealings.
+std::string Sealed(std::int64_t created, std::uint8_t seed) {
+  std::string db(4096, 'd');
+  Sha256 h;
+  h.Update(db);
+  auto d = h.Digest();
+  db.append(reinterpret_cast<const char*>(d.data()), d.size());
+  BundleContents c;
+  c.identity = Identity{"c", "sprout-token", {"n1=https://198.18.12.11:2380"}};
+  c.snapshot = db;
+  for (const auto& f : kRequiredFiles) c.files[f] = "contents of " + f;
+  BundleHeader header;
+  header.cluster = "c";
+  header.created = created;
+  header.kind = "scheduled";
+  header.node = "n1";
+  Salt salt{};
+  salt.fill(seed);
+  Nonce nonce{};
+  nonce.fill(seed);
+  auto b = SealBundle(header, c, "s3cret", salt, nonce);
+  REQUIRE(b);
+  return *b;
+}
+
+// Forged is a bundle-shaped file whose clear header reads and whose size matches it,
+// claiming `created`, with bytes nobody sealed.
+std::string Forged(std::int64_t created) {
+  std::string b = Sealed(created, 0xee);
+  b[b.size() - 1] = static_cast<char>(b.back() ^ 1);  // the tag no longer verifies
+  return b;
+}
+
+std::string At(std::int64_t t) { return NameFor({"c", t, "scheduled", ""}); }
+
+bool Has(const std::map<std::string, std::string>& files, const std::string& name) { return files.count(name) != 0; }
+
+}  // namespace
+
+TEST_CASE("ScanBundles reads at most a header's worth of each file, and nothing of one over the size limit",
+          "[backup]") {
+  MemorySink sink;
+  std::string real = Sealed(1'800'000'000, 1);
+  sink.files[At(1'800'000'000)] = real;
+  sink.files[At(1'800'000'060)] = real.substr(0, real.size() - 10);  // truncated
+  auto files = ScanBundles(sink);
+  REQUIRE(files);
+  CHECK(sink.most_read == kMaxHeadSize);
+  for (const auto& f : *files) {
+    INFO(f.file);
+    CHECK(f.opened == Authenticity::kUnchecked);  // a scan authenticates nothing
+    if (f.file == At(1'800'000'000)) CHECK(f.header_ok);
+    if (f.file == At(1'800'000'060)) CHECK_THAT(f.problem, Catch::Contains("cut short"));
+  }
+
+  // A listing that says a bundle is larger than any bundle may be: not read at all.
+  class Huge : public MemorySink {
+   public:
+    Result<std::vector<SinkEntry>> List() override {
+      return std::vector<SinkEntry>{SinkEntry{At(1'800'000'000), kMaxBundleSize + 1, 0}};
+    }
+  } huge;
+  huge.files[At(1'800'000'000)] = real;
+  auto big = ScanBundles(huge);
+  REQUIRE(big);
+  REQUIRE(big->size() == 1);
+  CHECK_FALSE((*big)[0].header_ok);
+  CHECK_THAT((*big)[0].problem, Catch::Contains("over the"));
+  CHECK(huge.most_read == 0);
+  CHECK_THAT(huge.Read(At(1'800'000'000), 100).error(), Catch::Contains("is over 100 bytes"));
+}
+
+TEST_CASE("retention in a sink counts only bundles that open, by the time inside them", "[backup]") {
+  const std::int64_t now = 1'800'000'000;
+  MemorySink sink;
+  // Three real bundles an hour apart, then forged ones with clear headers that read,
+  // named and dated far in the future (the attack: every new bundle would be the
+  // oldest by name and pruned as soon as it was written).
+  for (int i = 0; i < 3; ++i) sink.files[At(now - 3600 * (3 - i))] = Sealed(now - 3600 * (3 - i), std::uint8_t(i + 1));
+  for (int i = 0; i < 3; ++i) sink.files[At(4'000'000'000 + i)] = Forged(4'000'000'000 + i);
+  // A copy of the oldest real bundle under a future name counts as that bundle.
+  sink.files[At(4'100'000'000)] = sink.files.at(At(now - 3 * 3600));
+  // The bundle just written.
+  std::string written = At(now);
+  sink.files[written] = Sealed(now, 9);
+
+  auto r = PruneSink(sink, "c", "s3cret", 2, now, written);
+  // Kept: the two newest sealings by their own time (now, now-1h); removed: the older
+  // two and the replayed copy of the oldest; the forged files neither count nor go.
+  CHECK(Has(sink.files, written));
+  CHECK(Has(sink.files, At(now - 3600)));
+  CHECK_FALSE(Has(sink.files, At(now - 7200)));
+  CHECK_FALSE(Has(sink.files, At(now - 3 * 3600)));
+  CHECK_FALSE(Has(sink.files, At(4'100'000'000)));
+  for (int i = 0; i < 3; ++i) CHECK(Has(sink.files, At(4'000'000'000 + i)));
+  CHECK(r.remove.size() == 3);
+  CHECK(r.not_counted.size() == 3);
+  CHECK_THAT(r.not_counted[0], Catch::Contains("does not open with this cluster's secret"));
+  CHECK(r.held.empty());
+}
+
+TEST_CASE("retention never removes the bundle just written, even when its time is the oldest", "[backup]") {
+  const std::int64_t now = 1'800'000'000;
+  MemorySink sink;
+  // Two real bundles from a node whose clock ran a day ahead; this node's clock is right.
+  sink.files[At(now + 86400)] = Sealed(now + 86400, 1);
+  sink.files[At(now + 86460)] = Sealed(now + 86460, 2);
+  std::string written = At(now);
+  sink.files[written] = Sealed(now, 3);
+  auto r = PruneSink(sink, "c", "s3cret", 1, now, written);
+  CHECK(Has(sink.files, written));
+  CHECK(Has(sink.files, At(now + 86460)));  // the newest that opens stays too
+  CHECK_FALSE(Has(sink.files, At(now + 86400)));
+  CHECK(r.remove == std::vector<std::string>{At(now + 86400)});
+}
+
+TEST_CASE("retention removes nothing when no bundle opens, and a truncated bundle is not counted", "[backup]") {
+  const std::int64_t now = 1'800'000'000;
+  MemorySink sink;
+  std::string real = Sealed(now - 60, 1);
+  sink.files[At(now - 60)] = real;
+  sink.files[At(now)] = real.substr(0, real.size() / 2);
+  auto wrong = PruneSink(sink, "c", "other secret", 1, now, "");
+  CHECK(wrong.remove.empty());
+  CHECK_THAT(wrong.held, Catch::Contains("no bundle of c opens"));
+  CHECK(sink.files.size() == 2);
+  auto r = PruneSink(sink, "c", "s3cret", 1, now, "");
+  CHECK(r.remove.empty());
+  REQUIRE(r.not_counted.size() == 1);
+  CHECK_THAT(r.not_counted[0], Catch::Contains("cut short"));
 }

@@ -114,9 +114,10 @@ Result<BackupResult> TakeBackup(const BackupOptions& o) {
   r.sha256 = Sha256Hex(*sealed);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   // 5. Retention, now that a good bundle is the newest.
-  auto retention = PruneSink(**sink, o.cluster, o.keep, o.now());
+  auto retention = PruneSink(**sink, o.cluster, o.secret, o.keep, o.now(), r.file);
   r.pruned = std::move(retention.remove);
   r.held = std::move(retention.held);
+  r.not_counted = std::move(retention.not_counted);
   r.bundle = std::move(*sealed);
   return r;
 }

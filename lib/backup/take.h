@@ -38,16 +38,17 @@ struct BackupOptions {
 
 // BackupResult is a backup that counted (or whose slot another node had written).
 struct BackupResult {
-  std::string file;                 // name in the sink
-  bool existed = false;             // scheduled: the slot's bundle was there already; nothing written
-  bool lost_race = false;           // and it appeared while this node wrote (its link(2) was refused)
-  BundleHeader header;              // what the bundle says
-  std::uint64_t size = 0;           // the bundle's bytes
-  std::string sha256;               // of the bundle file
-  double seconds = 0;               // snapshot to read back
-  std::vector<std::string> pruned;  // removed by retention
-  std::string held;                 // why retention removed nothing, if it held
-  std::string bundle;               // the bundle's bytes, as written (for the copies on the peers)
+  std::string file;                      // name in the sink
+  bool existed = false;                  // scheduled: the slot's bundle was there already; nothing written
+  bool lost_race = false;                // and it appeared while this node wrote (its link(2) was refused)
+  BundleHeader header;                   // what the bundle says
+  std::uint64_t size = 0;                // the bundle's bytes
+  std::string sha256;                    // of the bundle file
+  double seconds = 0;                    // snapshot to read back
+  std::vector<std::string> pruned;       // removed by retention
+  std::string held;                      // why retention removed nothing, if it held
+  std::vector<std::string> not_counted;  // bundles retention neither counted nor removed, and why
+  std::string bundle;                    // the bundle's bytes, as written (for the copies on the peers)
 };
 
 // TakeBackup takes one backup. Nothing is written to the sink before the snapshot

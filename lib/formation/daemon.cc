@@ -301,6 +301,9 @@ class Loop {
     s.heard = beacons_.Heard();
     s.cluster = node_.state().cluster;
     s.etcd_pid = etcd_.pid();
+    s.refuses_to_found = !node_.config().may_found;
+    s.beyond_electorate = node_.BeyondElectorate();
+    s.electorate = node_.config().electorate;
     return s;
   }
 
@@ -423,6 +426,9 @@ int RunDaemon(const DaemonOptions& o, const volatile std::sig_atomic_t* stop) {
   // that is not on its own list is a spare that joins the cluster the others found.
   for (const auto& p : o.peers) nc.voters.push_back(PeerUrl(p));
   nc.control_plane = o.control_plane;
+  // Without a static list, quorums are majorities of M; with no M either, no quorum is
+  // known to be safe, so this node does not found (it still votes, learns and joins).
+  nc.may_found = !o.control_plane || !o.peers.empty() || o.electorate > 0;
   Node node(nc, *saved, RandomSeed());
   // A control-plane node also hears workers' beacons and tells them the cluster, under
   // the worker key; a worker knows only that key, so all it hears is that. Under either

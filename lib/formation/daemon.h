@@ -54,7 +54,8 @@ struct DaemonOptions {
   std::string listen;                   // node IPv4 address (etcd URLs, multicast interface)
   std::vector<std::string> peers;       // static peer addresses (may include this node)
   int expected = 3;                     // N: expected control-plane count
-  int electorate = 0;                   // M: most control-plane nodes voting at once (0: N)
+  int electorate = 0;                   // M: most control-plane nodes voting at once; 0 (none given)
+                                        // with no static list: this node never founds
   bool control_plane = true;            // workers never found
   std::string secret;                   // cluster secret: control-plane nodes need it; a worker never uses it
   std::string worker_secret;            // WorkerSecret(secret): all a worker needs (derived from secret when empty)

@@ -3,7 +3,10 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <openssl/crypto.h>
 #include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/rand.h>
 #include <openssl/ssl.h>
 #include <poll.h>
@@ -127,7 +130,8 @@ Result<JoinRequest> ParseJoinRequest(std::string_view text) {
   return r;
 }
 
-JoinResponse AnswerJoin(const JoinRequest& request, JoinAuthority authority, const Credentials& served) {
+JoinResponse AnswerJoin(const JoinRequest& request, JoinAuthority authority, const Credentials& served,
+                        std::int64_t now) {
   JoinResponse out;
   if (request.control_plane && authority != JoinAuthority::kControlPlane) {
     out.error =
@@ -135,9 +139,20 @@ JoinResponse AnswerJoin(const JoinRequest& request, JoinAuthority authority, con
         "joins with role worker";
     return out;
   }
+  // A control-plane joiner gets the base token (it makes the worker tokens' Secrets
+  // itself); a worker only the worker token of this window, which expires.
+  std::string token = served.bootstrap_token;
+  if (!request.control_plane) {
+    auto worker = WorkerToken(served.bootstrap_token, WorkerTokenWindow(now));
+    if (!worker) {
+      out.error = "this node cannot derive the worker token: " + worker.error();
+      return out;
+    }
+    token = *worker;
+  }
   out.ok = true;
   out.control_plane = request.control_plane;
-  out.bootstrap_token = served.bootstrap_token;
+  out.bootstrap_token = token;
   out.api_endpoints = served.api_endpoints;
   if (request.control_plane) {
     for (const auto& f : pki::CAFiles(served.cas)) out.ca[f.path] = f.content;
@@ -236,6 +251,34 @@ bool ValidBootstrapToken(std::string_view t) {
   return true;
 }
 
+std::int64_t WorkerTokenWindow(std::int64_t unix_seconds) {
+  // Floor division: a clock before 1970 still gives a consistent window.
+  std::int64_t w = unix_seconds / kWorkerTokenWindowSeconds;
+  if (unix_seconds % kWorkerTokenWindowSeconds < 0) --w;
+  return w;
+}
+
+std::int64_t WorkerTokenExpiry(std::int64_t window) { return (window + 2) * kWorkerTokenWindowSeconds; }
+
+Result<std::string> WorkerToken(const std::string& base, std::int64_t window) {
+  if (!ValidBootstrapToken(base)) return Fail("the bootstrap token is not of the form [a-z0-9]{6}.[a-z0-9]{16}");
+  const std::string label = "sprout worker bootstrap token v1 " + std::to_string(window);
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (HMAC(EVP_sha256(), base.data(), static_cast<int>(base.size()),
+           reinterpret_cast<const unsigned char*>(label.data()), label.size(), mac, &len) == nullptr ||
+      len < 22)
+    return Fail("HMAC-SHA256 failed while deriving the worker token");
+  static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  std::string out;
+  for (unsigned int i = 0; i < 22; ++i) {
+    if (i == 6) out += '.';
+    out += kAlphabet[mac[i] % 36];  // a slight bias of 256 % 36, as MakeBootstrapToken
+  }
+  OPENSSL_cleanse(mac, sizeof mac);
+  return out;
+}
+
 Key JoinPsk(const Key& formation_key) {
   std::span<const std::uint8_t> label(reinterpret_cast<const std::uint8_t*>(kPskLabel.data()), kPskLabel.size());
   Mac m = ComputeMac(formation_key, label);
@@ -245,6 +288,18 @@ Key JoinPsk(const Key& formation_key) {
 }
 
 namespace {
+
+// StoreCopy runs the backup-copy store on a connection's thread, where an exception
+// would end the daemon (std::terminate): one becomes the refusal the sender is told.
+Status StoreCopy(const BackupCopyStore& store, const BackupCopy& copy) {
+  try {
+    return store(copy);
+  } catch (const std::exception& e) {
+    return Fail(std::string("the store failed: ") + e.what());
+  } catch (...) {
+    return Fail("the store failed");
+  }
+}
 
 std::string SslErrors() {
   std::string out;
@@ -577,7 +632,8 @@ void JoinServer::Handle(Connection& conn) {
       if (bytes.size() > request->copy->size || !ReadExactly(ssl.get(), bytes, request->copy->size)) {
         response.error =
             "the backup copy's bytes did not arrive as offered (" + std::to_string(request->copy->size) + " bytes)";
-      } else if (auto stored = (*store)(BackupCopy{request->name, request->copy->bundle, std::move(bytes)}); !stored) {
+      } else if (auto stored = StoreCopy(*store, BackupCopy{request->name, request->copy->bundle, std::move(bytes)});
+                 !stored) {
         response.error = "backup copy " + request->copy->bundle + " not kept: " + stored.error();
       } else {
         response.ok = true;
@@ -614,7 +670,9 @@ void JoinServer::Handle(Connection& conn) {
     if (!served) {
       response.error = "this node has no cluster credentials yet; try another member or later";
     } else {
-      response = AnswerJoin(*request, proved, *served);
+      const auto now =
+          std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+      response = AnswerJoin(*request, proved, *served, now);
       if (response.ok) {
         Journal(LOG_INFO,
                 "join: gave " + std::string(request->control_plane ? "control-plane" : "worker") + " credentials to " +

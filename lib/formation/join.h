@@ -108,9 +108,13 @@ std::string RenderJoinRequest(const JoinRequest& request);
 // out-of-range input with a reason (it is a fuzzing entry point).
 Result<JoinRequest> ParseJoinRequest(std::string_view text);
 // AnswerJoin decides the response to request from a client that proved authority, from
-// what this node serves. A request for control-plane credentials over the worker PSK is
-// refused: the answer carries an error and no credentials at all.
-JoinResponse AnswerJoin(const JoinRequest& request, JoinAuthority authority, const Credentials& served);
+// what this node serves, at Unix time now. A request for control-plane credentials over
+// the worker PSK is refused: the answer carries an error and no credentials at all. A
+// control-plane joiner gets the base bootstrap token; a worker gets only the worker
+// token of now's window (WorkerToken), which the API server accepts until
+// WorkerTokenExpiry of that window.
+JoinResponse AnswerJoin(const JoinRequest& request, JoinAuthority authority, const Credentials& served,
+                        std::int64_t now);
 // RenderJoinResponse and ParseJoinResponse are the response's JSON form.
 std::string RenderJoinResponse(const JoinResponse& response);
 Result<JoinResponse> ParseJoinResponse(std::string_view text);
@@ -122,6 +126,22 @@ Result<Credentials> CredentialsFrom(const JoinResponse& response);
 Result<std::string> MakeBootstrapToken();
 // ValidBootstrapToken checks that form.
 bool ValidBootstrapToken(std::string_view token);
+
+// kWorkerTokenWindowSeconds is the length of one worker-token window. A worker token
+// is handed out during its window and expires at the end of the next one, so it lives
+// 12 to 24 hours after a worker got it.
+inline constexpr std::int64_t kWorkerTokenWindowSeconds = std::int64_t{12} * 3600;
+
+// WorkerTokenWindow is the window Unix time t lies in (t / 12 h, rounded down).
+std::int64_t WorkerTokenWindow(std::int64_t unix_seconds);
+// WorkerTokenExpiry is when the token of window w stops authenticating: the end of
+// window w + 1, in Unix seconds.
+std::int64_t WorkerTokenExpiry(std::int64_t window);
+// WorkerToken is the worker token of window w: HMAC-SHA256 under the base token of
+// "sprout worker bootstrap token v1 <w>", mapped to [a-z0-9]{6}.[a-z0-9]{16}. Every
+// control-plane node computes the same one, with no coordination; knowing one tells
+// nothing about the base token or another window's token. A malformed base is an error.
+Result<std::string> WorkerToken(const std::string& base, std::int64_t window);
 
 // JoinPsk is the TLS pre-shared key of the join endpoint: HMAC-SHA256 under the
 // formation key (itself HKDF of the secret and cluster name) of a fixed label, so the

@@ -74,7 +74,7 @@ TEST_CASE("join request: round trip and refusals name the field") {
   CHECK(bad(std::string(kMaxJoinRequest + 1, ' ')).find("limit") != std::string::npos);
 }
 
-TEST_CASE("join answer: workers get the CA certificate and token but no key; control planes get the CAs") {
+TEST_CASE("join answer: workers get the CA certificate and a worker token but no key; control planes get the CAs") {
   auto cas = sprout::pki::MakeClusterCAs();
   REQUIRE(cas);
   auto token = MakeBootstrapToken();
@@ -82,17 +82,21 @@ TEST_CASE("join answer: workers get the CA certificate and token but no key; con
   CHECK(ValidBootstrapToken(*token));
   CHECK_FALSE(ValidBootstrapToken("ABCDEF.0123456789abcdef"));
   Credentials served{*cas, *token, {"https://198.18.0.11:6443"}};
+  const std::int64_t now = 1'800'000'000;
   auto worker = ParseJoinResponse(
-      RenderJoinResponse(AnswerJoin({kJoinVersion, false, "w", "198.18.0.21"}, JoinAuthority::kWorker, served)));
+      RenderJoinResponse(AnswerJoin({kJoinVersion, false, "w", "198.18.0.21"}, JoinAuthority::kWorker, served, now)));
   REQUIRE(worker);
   CHECK(worker->ca_bundle == cas->kubernetes_ca.cert_pem);
   CHECK(worker->ca.empty());
-  CHECK(worker->bootstrap_token == *token);
+  // Never the base token: the worker token of this window, which expires.
+  CHECK(worker->bootstrap_token != *token);
+  CHECK(worker->bootstrap_token == WorkerToken(*token, WorkerTokenWindow(now)).value());
   CHECK(RenderJoinResponse(*worker).find("PRIVATE KEY") == std::string::npos);
   CHECK_FALSE(CredentialsFrom(*worker));
-  auto cp = ParseJoinResponse(
-      RenderJoinResponse(AnswerJoin({kJoinVersion, true, "c", "198.18.0.12"}, JoinAuthority::kControlPlane, served)));
+  auto cp = ParseJoinResponse(RenderJoinResponse(
+      AnswerJoin({kJoinVersion, true, "c", "198.18.0.12"}, JoinAuthority::kControlPlane, served, now)));
   REQUIRE(cp);
+  CHECK(cp->bootstrap_token == *token);
   auto creds = CredentialsFrom(*cp);
   REQUIRE(creds);
   CHECK(creds->cas.etcd_ca.key_pem == cas->etcd_ca.key_pem);
@@ -103,7 +107,7 @@ TEST_CASE("join answer: a request for control-plane credentials that proved only
   auto cas = sprout::pki::MakeClusterCAs();
   REQUIRE(cas);
   Credentials served{*cas, "abcdef.0123456789abcdef", {"https://198.18.0.11:6443"}};
-  JoinResponse r = AnswerJoin({kJoinVersion, true, "w", "198.18.0.21"}, JoinAuthority::kWorker, served);
+  JoinResponse r = AnswerJoin({kJoinVersion, true, "w", "198.18.0.21"}, JoinAuthority::kWorker, served, 0);
   CHECK_FALSE(r.ok);
   CHECK(r.error.find("proved only the worker secret") != std::string::npos);
   CHECK(r.ca.empty());
@@ -113,7 +117,7 @@ TEST_CASE("join answer: a request for control-plane credentials that proved only
   CHECK(wire.find("PRIVATE KEY") == std::string::npos);
   CHECK(wire.find(cas->kubernetes_ca.cert_pem.substr(30, 40)) == std::string::npos);
   // A control-plane node may ask for less: the worker's answer.
-  JoinResponse less = AnswerJoin({kJoinVersion, false, "c", "198.18.0.12"}, JoinAuthority::kControlPlane, served);
+  JoinResponse less = AnswerJoin({kJoinVersion, false, "c", "198.18.0.12"}, JoinAuthority::kControlPlane, served, 0);
   CHECK(less.ok);
   CHECK(less.ca.empty());
 }
@@ -238,7 +242,8 @@ TEST_CASE("join endpoint: TLS-PSK over loopback serves the right secret and refu
   REQUIRE(SaveWorkerCredentials(dir.path(), *got));
   auto token = sprout::ReadFile(dir.path() / "bootstrap-token");
   REQUIRE(token);
-  CHECK(*token == "abcdef.0123456789abcdef\n");
+  CHECK(*token == got->bootstrap_token + "\n");  // the worker token the endpoint handed out
+  CHECK(got->bootstrap_token != "abcdef.0123456789abcdef");
   CHECK((std::filesystem::status(dir.path() / "bootstrap-token").permissions() & std::filesystem::perms::all) ==
         std::filesystem::perms(0600));
   server.Stop();
@@ -313,7 +318,8 @@ TEST_CASE("join endpoint: clients that stall or dribble do not keep a joiner wai
   JoinRequest request{kJoinVersion, false, "w1", "127.0.0.1"};
   auto got = FetchJoin("127.0.0.1", server.port(), f.keys.worker, request);
   REQUIRE(got);
-  CHECK(got->bootstrap_token == "abcdef.0123456789abcdef");
+  CHECK(ValidBootstrapToken(got->bootstrap_token));
+  CHECK(got->bootstrap_token != "abcdef.0123456789abcdef");  // a worker token, never the base
   // Past the 2 s deadline all four are cut off, the dribbler included.
   CHECK(WaitFor([&] { return server.cut_off() == 4; }, 20));
   dribble.join();
@@ -431,4 +437,27 @@ TEST_CASE("join endpoint: a control-plane peer's backup copy arrives whole; a wo
     CHECK(kept.size() == 1);
   }
   server.Stop();
+}
+
+TEST_CASE("worker tokens: one per 12-hour window, derived from the base token, expiring after the next window") {
+  const std::string base = "abcdef.0123456789abcdef";
+  const std::int64_t now = 1'800'000'000;  // 2027-01-15T08:00:00Z
+  const std::int64_t w = WorkerTokenWindow(now);
+  CHECK(w == now / (12 * 3600));
+  CHECK(WorkerTokenWindow(w * kWorkerTokenWindowSeconds) == w);
+  CHECK(WorkerTokenWindow(w * kWorkerTokenWindowSeconds - 1) == w - 1);
+  CHECK(WorkerTokenWindow(-1) == -1);
+  // Handed out anywhere in window w, a token lives 12 to 24 hours more.
+  CHECK(WorkerTokenExpiry(w) - (w + 1) * kWorkerTokenWindowSeconds == kWorkerTokenWindowSeconds);
+
+  auto t = WorkerToken(base, w);
+  REQUIRE(t.ok());
+  CHECK(t->size() == 23);
+  CHECK((*t)[6] == '.');
+  CHECK(*t != base);
+  CHECK(WorkerToken(base, w).value() == *t);  // every control-plane node derives the same
+  CHECK(WorkerToken(base, w + 1).value() != *t);
+  CHECK(WorkerToken("zzzzzz.0123456789abcdef", w).value() != *t);
+  CHECK(t->find(base.substr(7)) == std::string::npos);
+  CHECK_FALSE(WorkerToken("not a token", w).ok());
 }

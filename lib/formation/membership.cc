@@ -238,8 +238,20 @@ bool Membership::StartWorker(const JoinAsWorker& w) {
   std::error_code ec;
   auto dir = o_.state_dir / "worker";
   if (std::filesystem::exists(dir / "bootstrap-token", ec)) {
-    Journal(LOG_INFO, "worker: credentials already in " + dir.string(), {{"PHASE", "worker"}});
-    return true;
+    // The token is a worker token (WorkerToken), which expires 12 to 24 hours after
+    // it was handed out. Once the kubelet has its certificate the token is not needed;
+    // until then a token older than one window is fetched anew.
+    const auto written = std::filesystem::last_write_time(dir / "bootstrap-token", ec);
+    const auto age = std::filesystem::file_time_type::clock::now() - written;
+    const bool certified = std::filesystem::exists(o_.pki_dir.parent_path() / "kubelet.conf", ec);
+    if (certified || (!ec && age < std::chrono::seconds(kWorkerTokenWindowSeconds))) {
+      Journal(LOG_INFO, "worker: credentials already in " + dir.string(), {{"PHASE", "worker"}});
+      return true;
+    }
+    Journal(LOG_INFO,
+            "worker: the bootstrap token in " + dir.string() +
+                " is older than 12 hours and the kubelet has no certificate yet; fetching a new one",
+            {{"PHASE", "worker"}});
   }
   const DaemonOptions& o = o_;
   const std::atomic<bool>& stop = stop_;

@@ -200,7 +200,7 @@ Output Node::OnTick(std::uint64_t now) {
       }
       break;
     case Phase::kDiscovering:
-      if (now_ >= election_at_ && UpPeers() + 1 >= Quorum()) StartCandidacy(out);
+      if (config_.may_found && now_ >= election_at_ && UpPeers() + 1 >= Quorum()) StartCandidacy(out);
       break;
     default:
       break;

@@ -38,6 +38,9 @@ struct NodeConfig {
   int electorate = 0;               // M: the most control-plane nodes that may take part at once
                                     // (the Shoot's maximum); 0 means N. Quorums are majorities of M.
   bool control_plane = true;        // workers never vote and never found
+  bool may_found = true;            // false: never a candidate (no static list and no M were
+                                    // given, so no safe quorum is known); it still grants,
+                                    // accepts, learns the founding and joins
   std::vector<std::string> voters;  // if set, the peer URLs of the only nodes that vote (a static
                                     // peer list); a node not on it never votes or runs
   Timing timing;                    // timer lengths
@@ -134,6 +137,13 @@ class Node {
   // Votes says whether this node takes part in the election (a control-plane node on
   // the static list, or any control-plane node when there is none).
   bool Votes() const { return config_.control_plane && IsVoter(config_.name); }
+  // BeyondElectorate says whether this node hears more control-plane nodes up (itself
+  // included) than the M it was given, with no static list: one cluster is then
+  // guaranteed only while the ones it cannot hear do not found on their own.
+  bool BeyondElectorate() const {
+    return config_.voters.empty() && config_.control_plane && config_.electorate > 0 &&
+           UpPeers() + 1 > config_.electorate;
+  }
   // conflicts counts advertisements of a different founding (never expected; logged).
   std::uint64_t conflicts() const { return conflicts_; }
 

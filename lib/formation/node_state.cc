@@ -26,6 +26,7 @@ Result<NodeState> LoadNodeState(const std::filesystem::path& dir) {
     s.founder = j.value("founder", "");
     s.members = j.value("members", std::vector<std::string>{});
     s.etcd_pid = j.value("etcd_pid", -1);
+    s.warning = j.value("warning", "");
     return s;
   } catch (const std::exception& e) {
     return Fail(file.string() + " is not valid state JSON (" + e.what() + "); move it away to start the node afresh");
@@ -39,6 +40,7 @@ std::string NodeStateJson(const NodeState& s) {
                    {"peers_seen", s.peers_up}, {"cluster_token", s.cluster_token},
                    {"founder", s.founder},     {"members", s.members},
                    {"etcd_pid", s.etcd_pid}};
+  if (!s.warning.empty()) j["warning"] = s.warning;
   return j.dump(2) + "\n";
 }
 

@@ -24,6 +24,7 @@ struct NodeState {
   std::string founder;                // who founded it
   std::vector<std::string> members;   // the founding member set
   int etcd_pid = -1;                  // the local etcd, while running
+  std::string warning;                // formation.ElectorateWarning, "" when none
 };
 
 // LoadNodeState reads dir/state.json; a missing file is a fresh node.

@@ -316,3 +316,49 @@ TEST_CASE("a node that is not on the static list never runs, and joins as a lear
   CHECK(ActionsOf<JoinAsLearner>(out).size() == 1);
   CHECK(s.phase() == Phase::kLearner);
 }
+
+TEST_CASE("a node given neither a static list nor M never founds, yet votes and joins", "[formation]") {
+  NodeConfig c = Config("n1");
+  c.may_found = false;  // what the daemon sets with no --peers and no maximum
+  Node a(c, {}, 3);
+  std::uint64_t t = 0;
+  for (; t < 20000; t += 50) {
+    for (const char* n : {"n2", "n3", "n4", "n5"}) a.OnMessage(n, Beacon{std::string("https://") + n + ":2380", true});
+    auto out = a.OnTick(t);
+    CHECK(MessagesOf<VoteRequest>(out).empty());
+  }
+  CHECK(a.phase() == Phase::kDiscovering);
+  // It still grants a vote to a candidate that knows its quorum...
+  auto out = a.OnMessage("n2", VoteRequest{Ballot{1, "n2"}, "https://n2:2380"});
+  CHECK(MessagesOf<VoteGrant>(out).size() == 1);
+  // ...and joins the founding it learns.
+  Founding f;
+  f.founder = "n2";
+  f.round = 1;
+  f.token = MakeToken("edge", Ballot{1, "n2"});
+  f.members = {{"n2", "https://n2:2380"}, {"n3", "https://n3:2380"}, {"n4", "https://n4:2380"}};
+  out = a.OnMessage("n2", ClusterAdvertisement{f});
+  CHECK(ActionsOf<JoinAsLearner>(out).size() == 1);
+}
+
+TEST_CASE("a node says when it hears more control-plane nodes than M", "[formation]") {
+  NodeConfig c = Config("n1");
+  c.electorate = 3;
+  Node a(c, {}, 1);
+  a.OnTick(0);
+  a.OnMessage("n2", Beacon{"https://n2:2380", true});
+  a.OnMessage("n3", Beacon{"https://n3:2380", true});
+  CHECK_FALSE(a.BeyondElectorate());  // 3 up, M = 3
+  a.OnMessage("w1", Beacon{"https://w1:2380", false});
+  CHECK_FALSE(a.BeyondElectorate());  // workers do not count
+  a.OnMessage("n4", Beacon{"https://n4:2380", true});
+  CHECK(a.BeyondElectorate());  // 4 up
+  // With a static list the list is the electorate: nothing to warn about.
+  NodeConfig listed = Config("n1");
+  listed.electorate = 3;
+  listed.voters = {"https://n1:2380", "https://n2:2380", "https://n3:2380", "https://n4:2380"};
+  Node b(listed, {}, 1);
+  b.OnTick(0);
+  for (const char* n : {"n2", "n3", "n4"}) b.OnMessage(n, Beacon{std::string("https://") + n + ":2380", true});
+  CHECK_FALSE(b.BeyondElectorate());
+}

@@ -23,10 +23,27 @@ std::string StatusLine(Phase phase, int up_peers, int expected) {
   return "unknown";
 }
 
+std::string ElectorateWarning(const StatusSnapshot& s) {
+  if (s.cluster) return "";
+  if (s.refuses_to_found)
+    return "not founding: neither a static peer list (--peers, sprout.peers) nor a control-plane maximum "
+           "(--max-control-planes, the Shoot's controlPlane.maximum) was given, so no quorum is known to be safe; give "
+           "one of them (this node still joins a cluster that others found)";
+  if (s.beyond_electorate)
+    return "more control-plane nodes are up than the maximum " + std::to_string(s.electorate) +
+           ": one cluster is guaranteed only while at most " + std::to_string(s.electorate) +
+           " take part; raise --max-control-planes (the Shoot's controlPlane.maximum) or give a static peer list "
+           "(--peers)";
+  return "";
+}
+
 std::string StatusText(const StatusSnapshot& s, int expected) {
   if (s.promoted) return "member";
   if (s.worker_done) return "worker: credentials saved";
-  return StatusLine(s.phase, s.up_peers, expected);
+  std::string line = StatusLine(s.phase, s.up_peers, expected);
+  if (s.phase == Phase::kDiscovering && s.refuses_to_found && !s.cluster) line += " (not founding: no --peers, no M)";
+  if (s.beyond_electorate && !s.cluster) line += " (more than the maximum " + std::to_string(s.electorate) + " up)";
+  return line;
 }
 
 NodeState WithFormation(NodeState base, const StatusIdentity& self, const StatusSnapshot& s) {
@@ -45,6 +62,7 @@ NodeState WithFormation(NodeState base, const StatusIdentity& self, const Status
     for (const auto& m : s.cluster->members) base.members.push_back(m.name);
   }
   base.etcd_pid = s.etcd_pid;
+  base.warning = ElectorateWarning(s);
   return base;
 }
 
@@ -54,6 +72,10 @@ void StatusReporter::Report(std::uint64_t now, const StatusSnapshot& s) {
     sd_notifyf(0, "STATUS=%s", line.c_str());
     Journal(LOG_INFO, line, {{"PHASE", PhaseName(s.phase)}});
     line_ = line;
+  }
+  if (std::string warning = ElectorateWarning(s); warning != warning_) {
+    if (!warning.empty()) Journal(LOG_WARNING, warning, {{"PHASE", PhaseName(s.phase)}, {"ELECTORATE_WARNING", "1"}});
+    warning_ = warning;
   }
   if (now >= next_write_) {
     WriteState(s);

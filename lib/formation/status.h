@@ -27,7 +27,16 @@ struct StatusSnapshot {
   std::vector<std::string> heard;     // every peer heard this run, sorted
   std::optional<Founding> cluster;    // the founded cluster, once known
   int etcd_pid = -1;                  // the local etcd child, or -1
+  bool refuses_to_found = false;      // no static list and no M: this node never founds
+  bool beyond_electorate = false;     // it hears more control-plane nodes than M (Node::BeyondElectorate)
+  int electorate = 0;                 // M as given (0: none)
 };
+
+// ElectorateWarning is what a node says, before it knows a cluster, when its electorate
+// cannot be trusted: it refuses to found (neither a static list nor M), or it hears
+// more control-plane nodes than M (the one-cluster guarantee holds only up to M). ""
+// when neither, or once a cluster is known.
+std::string ElectorateWarning(const StatusSnapshot& s);
 
 // StatusText is the STATUS= line of a snapshot: "member" once promoted, the worker's
 // line once its credentials are saved, else the phase's StatusLine.
@@ -63,6 +72,7 @@ class StatusReporter {
   std::filesystem::path state_dir_;
   StatusIdentity self_;
   std::string line_;
+  std::string warning_;  // the ElectorateWarning last logged
   std::uint64_t next_write_ = 0;
   std::string written_;            // the state.json text last written
   std::optional<NodeState> base_;  // what the run wrote before the loop (boots), read once

@@ -72,3 +72,27 @@ TEST_CASE("status: state.json is rewritten at most once a second", "[formation]"
   reporter.Report(6000, s);
   CHECK(sprout::LoadNodeState(dir.path())->phase == "founding member");
 }
+
+TEST_CASE("status says when a node refuses to found or hears more than M, until a cluster is known", "[formation]") {
+  f::StatusSnapshot s;
+  s.up_peers = 2;
+  CHECK(f::ElectorateWarning(s).empty());
+  CHECK(f::StatusText(s, 3) == "discovering: 3/3 control-plane peers");
+  s.refuses_to_found = true;
+  CHECK_THAT(f::ElectorateWarning(s), Catch::Contains("not founding: neither a static peer list (--peers"));
+  CHECK_THAT(f::ElectorateWarning(s), Catch::Contains("--max-control-planes"));
+  CHECK(f::StatusText(s, 3) == "discovering: 3/3 control-plane peers (not founding: no --peers, no M)");
+  s.refuses_to_found = false;
+  s.beyond_electorate = true;
+  s.electorate = 5;
+  s.up_peers = 5;
+  CHECK(f::ElectorateWarning(s) ==
+        "more control-plane nodes are up than the maximum 5: one cluster is guaranteed only while at most 5 take part; "
+        "raise --max-control-planes (the Shoot's controlPlane.maximum) or give a static peer list (--peers)");
+  CHECK(f::StatusText(s, 3) == "discovering: 6/3 control-plane peers (more than the maximum 5 up)");
+  sprout::NodeState state = f::WithFormation({}, {"n1", "198.18.0.11", 3}, s);
+  CHECK(state.warning == f::ElectorateWarning(s));
+  CHECK_THAT(sprout::NodeStateJson(state), Catch::Contains("\"warning\": \"more control-plane nodes are up"));
+  s.cluster = f::Founding{"b", 7, "sprout-x", {{"b", "http://198.18.0.12:2380"}}};
+  CHECK(f::ElectorateWarning(s).empty());
+}

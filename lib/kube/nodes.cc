@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <optional>
+
+#include "shoot/shoot.h"
 
 namespace sprout::kube {
 
@@ -142,15 +145,68 @@ std::string CniConfList(const std::string& pod_cidr) {
   return conf.dump(2) + "\n";
 }
 
-std::vector<PodRoute> PeerRoutes(const std::string& self, const std::vector<NodeView>& nodes) {
-  std::vector<PodRoute> out;
+namespace {
+
+// Inside says whether inner lies wholly within outer.
+bool Inside(const Cidr& inner, const Cidr& outer) {
+  return inner.v6 == outer.v6 && inner.prefix >= outer.prefix && CidrsOverlap(inner, outer);
+}
+
+}  // namespace
+
+PodRoutePlan PeerRoutes(const std::string& self, const std::vector<NodeView>& nodes, const PodNetworks& networks) {
+  PodRoutePlan plan;
+  auto pods = ParseCidr(networks.pods);
+  auto node_net = ParseCidr(networks.nodes);
+  auto services = ParseCidr(networks.services);
+  // First every candidate on its own, then the overlaps between those that passed.
+  struct Candidate {
+    const NodeView* node;
+    Cidr cidr;
+    bool ok = true;
+  };
+  std::vector<Candidate> candidates;
+  std::optional<Cidr> own;
+  for (const auto& n : nodes) {
+    if (n.name == self) own = ParseCidr(n.pod_cidr);
+  }
   for (const auto& n : nodes) {
     if (n.name == self || n.pod_cidr.empty() || n.internal_ip.empty()) continue;
-    out.push_back({n.pod_cidr, n.internal_ip});
+    auto skip = [&](const std::string& why) { plan.skipped.push_back({n.name, n.pod_cidr, why}); };
+    auto cidr = ParseCidr(n.pod_cidr);
+    if (!pods) {
+      skip("the cluster record gives no valid networking.pods ('" + networks.pods + "') to check it against");
+    } else if (!cidr) {
+      skip("it is not a network (an address and prefix length with the host bits zero)");
+    } else if (!Inside(*cidr, *pods)) {
+      skip("it is not inside networking.pods " + networks.pods);
+    } else if (node_net && CidrsOverlap(*cidr, *node_net)) {
+      skip("it overlaps networking.nodes " + networks.nodes);
+    } else if (services && CidrsOverlap(*cidr, *services)) {
+      skip("it overlaps networking.services " + networks.services);
+    } else if (own && CidrsOverlap(*cidr, *own)) {
+      skip("it overlaps this node's own pod subnet");
+    } else {
+      candidates.push_back({&n, *cidr});
+    }
   }
-  std::sort(out.begin(), out.end(),
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    for (std::size_t j = 0; j < candidates.size(); ++j) {
+      if (i != j && CidrsOverlap(candidates[i].cidr, candidates[j].cidr)) {
+        candidates[i].ok = false;
+        plan.skipped.push_back({candidates[i].node->name, candidates[i].node->pod_cidr,
+                                "it overlaps the pod subnet " + candidates[j].node->pod_cidr + " of node " +
+                                    candidates[j].node->name + "; neither is routed"});
+        break;
+      }
+    }
+  }
+  for (const auto& c : candidates) {
+    if (c.ok) plan.routes.push_back({c.node->pod_cidr, c.node->internal_ip});
+  }
+  std::sort(plan.routes.begin(), plan.routes.end(),
             [](const PodRoute& a, const PodRoute& b) { return a.cidr != b.cidr ? a.cidr < b.cidr : a.via < b.via; });
-  return out;
+  return plan;
 }
 
 std::string ControlPlaneLabelPatch() {

@@ -36,9 +36,39 @@ struct PodRoute {
   bool operator==(const PodRoute&) const = default;
 };
 
+// PodNetworks are the Shoot's networks (spec.networking, from the cluster record) that
+// bound which pod subnets may be routed; "" is a network the Shoot does not give.
+struct PodNetworks {
+  std::string pods;      // networking.pods: every routed subnet must lie inside it
+  std::string nodes;     // networking.nodes: no routed subnet may touch it
+  std::string services;  // networking.services: nor this
+};
+
+// SkippedRoute is a Node whose pod subnet is not routed, and why.
+struct SkippedRoute {
+  std::string node;
+  std::string cidr;
+  std::string why;
+  bool operator==(const SkippedRoute&) const = default;
+};
+
+// PodRoutePlan is what PeerRoutes decided: the routes to install and the Nodes refused.
+struct PodRoutePlan {
+  std::vector<PodRoute> routes;       // sorted by cidr
+  std::vector<SkippedRoute> skipped;  // each refused Node once: first the subnets bad on their own, then overlaps
+};
+
 // PeerRoutes are the routes to every node but self that has a pod subnet and an
-// InternalIP, sorted by cidr.
-std::vector<PodRoute> PeerRoutes(const std::string& self, const std::vector<NodeView>& nodes);
+// InternalIP, sorted by cidr, keeping only subnets that are safe to route. Any holder of
+// the bootstrap token can create a Node with any spec.podCIDR, so a subnet is routed
+// only when it is a network inside networking.pods (same family, prefix at least as
+// long), touches neither networking.nodes nor networking.services, does not overlap
+// self's own pod subnet, and overlaps no other Node's. Two Nodes that overlap are both
+// skipped: nothing in a NodeList tells the genuine one from the forger, and routing
+// either could hand the other's pod traffic to a rogue node; the controller-manager's
+// allocator never gives out overlapping subnets, so an overlap is always someone's
+// doing. Without a valid networking.pods nothing is routed.
+PodRoutePlan PeerRoutes(const std::string& self, const std::vector<NodeView>& nodes, const PodNetworks& networks);
 
 // ControlPlaneLabelPatch is a JSON merge patch (application/merge-patch+json) for a
 // Node that sets node-role.kubernetes.io/control-plane and, for tools of the 1.20

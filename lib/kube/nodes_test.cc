@@ -1,5 +1,6 @@
 #include "kube/nodes.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -126,20 +127,159 @@ TEST_CASE("kube: ParseNodeList says what is wrong with a bad NodeList", "[kube]"
   CHECK(error(R"({"items":[3]})") == "the NodeList's items[0] is not an object");
 }
 
+namespace {
+
+const PodNetworks kNets{"10.244.0.0/16", "198.18.0.0/24", "10.96.0.0/12"};
+
+// Routed is the "CIDR via IP" of each route, for short comparisons.
+std::vector<std::string> Routed(const PodRoutePlan& plan) {
+  std::vector<std::string> out;
+  for (const auto& r : plan.routes) out.push_back(r.cidr + " via " + r.via);
+  return out;
+}
+
+std::vector<std::string> SkippedNodes(const PodRoutePlan& plan) {
+  std::vector<std::string> out;
+  for (const auto& s : plan.skipped) out.push_back(s.node);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
 TEST_CASE("kube: PeerRoutes reach every other node with a pod subnet, sorted", "[kube]") {
   auto nodes = ParseNodeList(kNodeList);
   REQUIRE(nodes);
-  CHECK(PeerRoutes("node-2", *nodes) == std::vector<PodRoute>{{"10.244.0.0/24", "198.18.0.11"}});
-  CHECK(PeerRoutes("node-3", *nodes) ==
+  CHECK(PeerRoutes("node-2", *nodes, kNets).routes == std::vector<PodRoute>{{"10.244.0.0/24", "198.18.0.11"}});
+  CHECK(PeerRoutes("node-3", *nodes, kNets).routes ==
         std::vector<PodRoute>{{"10.244.0.0/24", "198.18.0.11"}, {"10.244.1.0/24", "198.18.0.12"}});
+  CHECK(PeerRoutes("node-3", *nodes, kNets).skipped.empty());
 
   std::vector<NodeView> more = {{"c", "10.244.9.0/24", "10.0.0.3"},
                                 {"a", "10.244.10.0/24", "10.0.0.1"},
                                 {"self", "10.244.2.0/24", "10.0.0.9"},
                                 {"no-ip", "10.244.3.0/24", ""}};
-  CHECK(PeerRoutes("self", more) ==
+  CHECK(PeerRoutes("self", more, kNets).routes ==
         std::vector<PodRoute>{{"10.244.10.0/24", "10.0.0.1"}, {"10.244.9.0/24", "10.0.0.3"}});
-  CHECK(PeerRoutes("self", {}).empty());
+  CHECK(PeerRoutes("self", {}, kNets).routes.empty());
+}
+
+TEST_CASE("kube: PeerRoutes never routes a hostile Node's pod subnet", "[kube]") {
+  // Each row: the Node list a bootstrap-token holder could make (node-1 is this node,
+  // node-2 an honest peer), what is routed and which Nodes are refused. Before the
+  // check, every one of these subnets was installed with `ip route replace`.
+  const NodeView self{"node-1", "10.244.0.0/24", "198.18.0.11"};
+  const NodeView honest{"node-2", "10.244.1.0/24", "198.18.0.12"};
+  struct Row {
+    const char* what;
+    NodeView evil;
+    std::vector<std::string> routed;
+    std::vector<std::string> refused;
+    const char* why;
+  };
+  const std::vector<Row> rows = {
+      {"a /32 on node-2's address (reroutes etcd and the apiserver)",
+       {"evil", "198.18.0.12/32", "198.18.0.66"},
+       {"10.244.1.0/24 via 198.18.0.12"},
+       {"evil"},
+       "not inside networking.pods"},
+      {"a /8 covering every private address",
+       {"evil", "10.0.0.0/8", "198.18.0.66"},
+       {"10.244.1.0/24 via 198.18.0.12"},
+       {"evil"},
+       "not inside networking.pods"},
+      {"the default route",
+       {"evil", "0.0.0.0/0", "198.18.0.66"},
+       {"10.244.1.0/24 via 198.18.0.12"},
+       {"evil"},
+       "not inside networking.pods"},
+      {"the whole pod network (overlaps every node's subnet)",
+       {"evil", "10.244.0.0/16", "198.18.0.66"},
+       {"10.244.1.0/24 via 198.18.0.12"},
+       {"evil"},
+       "overlaps this node's own pod subnet"},
+      {"node-2's subnet again: an overlap routes neither",
+       {"evil", "10.244.1.0/24", "198.18.0.66"},
+       {},
+       {"evil", "node-2"},
+       "neither is routed"},
+      {"a /25 inside node-2's subnet: neither",
+       {"evil", "10.244.1.128/25", "198.18.0.66"},
+       {},
+       {"evil", "node-2"},
+       "neither is routed"},
+      {"a subnet inside this node's own",
+       {"evil", "10.244.0.128/25", "198.18.0.66"},
+       {"10.244.1.0/24 via 198.18.0.12"},
+       {"evil"},
+       "overlaps this node's own pod subnet"},
+      {"the service network",
+       {"evil", "10.96.0.0/12", "198.18.0.66"},
+       {"10.244.1.0/24 via 198.18.0.12"},
+       {"evil"},
+       "not inside networking.pods"},
+      {"an IPv6 subnet (the pod network is IPv4)",
+       {"evil", "fd00::/64", "198.18.0.66"},
+       {"10.244.1.0/24 via 198.18.0.12"},
+       {"evil"},
+       "not inside networking.pods"},
+      {"IPv6 everything",
+       {"evil", "::/0", "fd00::66"},
+       {"10.244.1.0/24 via 198.18.0.12"},
+       {"evil"},
+       "not inside networking.pods"},
+      {"not a network: host bits set",
+       {"evil", "10.244.7.1/24", "198.18.0.66"},
+       {"10.244.1.0/24 via 198.18.0.12"},
+       {"evil"},
+       "not a network"},
+      {"not a network: text",
+       {"evil", "10.244.7.0/24 dev eth0", "198.18.0.66"},
+       {"10.244.1.0/24 via 198.18.0.12"},
+       {"evil"},
+       "not a network"},
+      {"a fresh honest subnet is routed",
+       {"node-3", "10.244.2.0/24", "198.18.0.13"},
+       {"10.244.1.0/24 via 198.18.0.12", "10.244.2.0/24 via 198.18.0.13"},
+       {},
+       ""},
+  };
+  for (const auto& row : rows) {
+    INFO(row.what);
+    auto plan = PeerRoutes("node-1", {self, honest, row.evil}, kNets);
+    CHECK(Routed(plan) == row.routed);
+    CHECK(SkippedNodes(plan) == row.refused);
+    for (const auto& s : plan.skipped) CHECK_THAT(s.why, Catch::Contains(row.why));
+  }
+}
+
+TEST_CASE("kube: PeerRoutes keeps subnets off the node and service networks even inside the pod network", "[kube]") {
+  // A misconfigured record whose pod network contains the others: the overlap checks
+  // still hold.
+  const PodNetworks wide{"10.0.0.0/8", "10.1.0.0/24", "10.96.0.0/12"};
+  std::vector<NodeView> nodes = {{"node-1", "10.244.0.0/24", "10.1.0.11"},
+                                 {"a", "10.1.0.0/25", "10.1.0.12"},
+                                 {"b", "10.96.0.0/24", "10.1.0.13"},
+                                 {"c", "10.244.1.0/24", "10.1.0.14"}};
+  auto plan = PeerRoutes("node-1", nodes, wide);
+  CHECK(Routed(plan) == std::vector<std::string>{"10.244.1.0/24 via 10.1.0.14"});
+  REQUIRE(plan.skipped.size() == 2);
+  CHECK(plan.skipped[0] == SkippedRoute{"a", "10.1.0.0/25", "it overlaps networking.nodes 10.1.0.0/24"});
+  CHECK(plan.skipped[1] == SkippedRoute{"b", "10.96.0.0/24", "it overlaps networking.services 10.96.0.0/12"});
+}
+
+TEST_CASE("kube: PeerRoutes routes nothing without a pod network to check against", "[kube]") {
+  std::vector<NodeView> nodes = {{"node-1", "10.244.0.0/24", "198.18.0.11"}, {"b", "10.244.1.0/24", "198.18.0.12"}};
+  for (const char* pods : {"", "10.244.0.0", "banana/16"}) {
+    INFO(pods);
+    auto plan = PeerRoutes("node-1", nodes, PodNetworks{pods, "", ""});
+    CHECK(plan.routes.empty());
+    REQUIRE(plan.skipped.size() == 1);
+    CHECK_THAT(plan.skipped[0].why, Catch::Contains("no valid networking.pods"));
+  }
+  // The other networks are optional: without them only networking.pods bounds.
+  CHECK(Routed(PeerRoutes("node-1", nodes, PodNetworks{"10.244.0.0/16", "", ""})) ==
+        std::vector<std::string>{"10.244.1.0/24 via 198.18.0.12"});
 }
 
 TEST_CASE("kube: CniConfList is a bridge on the node's pod subnet plus portmap", "[kube]") {

@@ -18,6 +18,7 @@ Result<ClusterRecord> ParseClusterRecord(const std::string& json) {
     if (j.contains("networking") && j["networking"].is_object()) {
       r.pods_cidr = j["networking"].value("pods", "");
       r.services_cidr = j["networking"].value("services", "");
+      r.nodes_cidr = j["networking"].value("nodes", "");
     }
     r.pod_host = j.value("podHost", "podman");
     if (r.pod_host != "podman" && r.pod_host != "kubelet") {

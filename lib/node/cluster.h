@@ -18,6 +18,7 @@ struct ClusterRecord {
   std::string kubernetes_version;             // the Shoot's spec.kubernetes.version ("" without a Shoot)
   std::string pods_cidr;                      // the Shoot's networking.pods
   std::string services_cidr;                  // the Shoot's networking.services
+  std::string nodes_cidr;                     // the Shoot's networking.nodes
   std::map<std::string, std::string> images;  // component -> "repository@sha256:..."
   std::string pod_host = "podman";            // what runs the static pods: podman | kubelet
   std::string backup_dir;                     // the profile's backup.dir ("" none)

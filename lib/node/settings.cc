@@ -236,11 +236,13 @@ class Resolver {
       o.electorate = record_.max_control_planes;
       Origin("max control planes", "cluster record");
     } else {
-      o.electorate = o.expected;
-      Origin("max control planes", "default");
+      // No default: taking M = N founds two clusters when more than N nodes power on
+      // split. Without a static list this node then refuses to found (formation/daemon).
+      o.electorate = 0;
+      Origin("max control planes", "none");
     }
     // A static list is the electorate, so M only has to cover N without one.
-    if (o.peers.empty() && o.electorate < o.expected) {
+    if (o.peers.empty() && o.electorate > 0 && o.electorate < o.expected) {
       Error("max control planes", flags_.electorate > 0 ? "--max-control-planes" : "cluster record",
             std::to_string(o.electorate) + " is below the expected control-plane count " + std::to_string(o.expected),
             "give at least " + std::to_string(o.expected) + ", or lower --expected");

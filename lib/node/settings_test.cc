@@ -173,8 +173,8 @@ TEST_CASE("ResolveSettings precedence table: flag > node config > cluster record
          in.record.max_control_planes = 5;
        },
        "max control planes", "5", "cluster record"},
-      {"max control planes: N when nothing says more", [](Inputs& in) { in.record.expected_control_planes = 3; },
-       "max control planes", "3", "default"},
+      {"max control planes: none when nothing gives one (no M = N default)",
+       [](Inputs& in) { in.record.expected_control_planes = 3; }, "max control planes", "0", "none"},
       {"expected: the flag beats the peers and the cluster record",
        [](Inputs& in) {
          in.flags.expected = 5;
