@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <cctype>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "builder/cluster.h"
 #include "builder/images.h"
 #include "builder/publish.h"
+#include "fetch/fetch.h"
 #include "image/arch.h"
 #include "image/disk.h"
 #include "image/fsimages.h"
@@ -19,9 +21,11 @@
 #include "image/manifest.h"
 #include "image/sbom.h"
 #include "nodeconfig/nodeconfig.h"
+#include "update/checks.h"
 #include "util/fs.h"
 #include "util/process.h"
 #include "util/sha256.h"
+#include "util/sign.h"
 #include "util/text.h"
 
 namespace sprout::cli {
@@ -114,7 +118,22 @@ Result<BuildInputs> ResolveProfile(Profile profile, const BuildOptions& options)
   if (!firstboot) return Fail(firstboot.error());
   std::vector<Format> formats = options.formats.empty() ? profile.formats : options.formats;
   if (auto s = CheckFormats(profile.arch, formats); !s) return Fail(profile.file.string() + ": " + s.error());
-  return BuildInputs{std::move(profile), std::move(formats), *firstboot};
+  // A signed build carries its public key as the nodes' update trust root (docs/updates.md).
+  std::string update_pub;
+  if (!options.sign_key.empty()) {
+    auto key = ReadFile(options.sign_key);
+    if (!key) return Fail("cannot read the signing key: " + key.error());
+    auto pub = PublicKeyOf(*key);
+    if (!pub) return Fail(options.sign_key.string() + ": " + pub.error());
+    update_pub = std::move(*pub);
+    for (const auto& f : profile.files) {
+      if (f.path == std::string("/") + update::kUpdateTrustRoot) {
+        return Fail(profile.file.string() + ": the profile puts a file at /" + std::string(update::kUpdateTrustRoot) +
+                    ", where --sign puts the signing key's public key; drop the file from the profile");
+      }
+    }
+  }
+  return BuildInputs{std::move(profile), std::move(formats), *firstboot, std::move(update_pub)};
 }
 
 bool CompilesKubelet(const Profile& p) { return p.kubelet.present && !p.kubelet.recipe.empty(); }
@@ -132,6 +151,12 @@ Result<BuildPlan> PlanBuild(BuildInputs in, BaseRef base) {
   auto inputs = InputsJson(in.profile, plan.epoch, base.id, ContentDigest);
   if (!inputs) return Fail(inputs.error());
   plan.inputs_json = std::move(*inputs);
+  if (!in.update_pub.empty()) {
+    // The trust root is part of the root, so it is an input: by its digest.
+    auto j = nlohmann::ordered_json::parse(plan.inputs_json);
+    j["updateTrustRoot"] = Sha256Hex(in.update_pub);
+    plan.inputs_json = j.dump(2);
+  }
   plan.seed = SeedOf(plan.inputs_json);
   plan.disk = PlanDisk(in.profile, plan.seed);
   plan.in = std::move(in);
@@ -161,6 +186,9 @@ Result<std::vector<RootEntry>> RootAdditions(const BuildPlan& plan) {
                  0777});
   add.push_back({RootEntry::Kind::kFile, "etc/fstab", plan.disk.fstab, {}, 0644});
   add.push_back({RootEntry::Kind::kFile, "etc/sprout/profile.json", plan.profile_json + "\n", {}, 0644});
+  if (!plan.in.update_pub.empty()) {
+    add.push_back({RootEntry::Kind::kFile, update::kUpdateTrustRoot, plan.in.update_pub, {}, 0644});
+  }
   // "localhost" tells the initrd to make a per-node hostname at first boot.
   add.push_back(
       {RootEntry::Kind::kFile, "etc/hostname", (p.hostname.empty() ? "localhost" : p.hostname) + "\n", {}, 0644});
@@ -353,7 +381,15 @@ Result<Manifest> WriteManifest(const BuildPlan& plan, const BuildOptions& option
   for (const auto& name : outputs) {
     auto digest = Sha256File(work / name);
     if (!digest) return Fail(digest.error());
-    m.outputs.push_back({name, fs::file_size(work / name), *digest});
+    // A raw disk records the data a sparse download of it takes: an updating node checks
+    // its free space against that before it downloads (docs/updates.md).
+    std::uint64_t data_bytes = 0;
+    if (name.ends_with(".raw")) {
+      auto data = SparseDataBytes(work / name);
+      if (!data) return Fail(data.error());
+      data_bytes = *data;
+    }
+    m.outputs.push_back({name, fs::file_size(work / name), *digest, data_bytes});
     sums.push_back({*digest, name});
   }
   sums.push_back({m.sbom_sha256, m.sbom_file});

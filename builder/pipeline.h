@@ -29,6 +29,7 @@ struct BuildInputs {
   Profile profile;                  // with its fetched files
   std::vector<Format> formats;      // --format, else the profile's
   std::filesystem::path firstboot;  // the sprout-firstboot binary that goes into the root
+  std::string update_pub;           // with --sign: the signing key's public key, the image's update trust root
 };
 
 // BuildPlan is what every later step reads: the inputs, the base, and the decisions made

@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,6 +27,7 @@
 #include "kube/api.h"
 #include "kube/nodes.h"
 #include "update/build.h"
+#include "update/checks.h"
 #include "update/entries.h"
 #include "update/gpt_patch.h"
 #include "update/health.h"
@@ -42,7 +45,6 @@ using namespace sprout::update;
 
 namespace {
 
-constexpr const char* kTrustedKey = "/etc/sprout/update.pub";
 constexpr const char* kLockFile = "/run/sprout-update.lock";
 
 // Options are the update command's flags; the defaults are a real node's.
@@ -50,7 +52,12 @@ struct Options {
   std::string cmdline = "/proc/cmdline";
   std::string disk;                           // the disk holding the slots; default: the running root's disk
   std::string esp;                            // a folder holding the ESP's files; default: the disk's ESP, mounted
-  std::string key;                            // trusted public key; default: /etc/sprout/update.pub when present
+  std::string key;                            // trusted public key; default: the root's etc/sprout/update.pub
+  std::string root = "/";                     // the running root, which holds the trust root
+  std::string ca_file;                        // CA bundle for an https build server; default: the system's
+  bool insecure_unsigned = false;             // accept a build nobody signed, on a node without a trust root
+  bool allow_downgrade = false;               // accept a build older than the running one
+  std::uint64_t min_free = kEtcdFloor;        // bytes the state partition keeps free during the update
   std::string state_dir = "/var/lib/sprout";  // where update.json records the slots
   int tries = 3;
   int timeout = 900;
@@ -280,17 +287,27 @@ Result<Node> OpenNode(const Options& o, bool writable_esp) {
   return n;
 }
 
-// RunningEtcd is the etcd version the running build preloads, from the image.json
-// (on the ESP) whose root hash is the running one.
-std::string RunningEtcd(const fs::path& esp, const std::string& running_hash) {
+// RunningMetadata is the image.json (on the ESP) whose root hash is the running one:
+// the running build's metadata; "" when there is none.
+std::string RunningMetadata(const fs::path& esp, const std::string& running_hash) {
   for (const char* p : {"sprout/image.json", "sprout/a/image.json", "sprout/b/image.json"}) {
     auto text = ReadFile(esp / p);
     if (!text) continue;
     auto j = nlohmann::json::parse(*text, nullptr, false);
-    if (!j.is_object() || j.value("rootHash", "") != running_hash) continue;
-    return j.contains("images") ? EtcdVersionOfImages(j["images"].dump()) : "";
+    if (j.is_object() && j.value("rootHash", "") == running_hash) return *text;
   }
   return "";
+}
+
+// RunningEtcd is the etcd version the running build preloads.
+std::string RunningEtcd(const fs::path& esp, const std::string& running_hash) {
+  auto j = nlohmann::json::parse(RunningMetadata(esp, running_hash), nullptr, false);
+  return j.is_object() && j.contains("images") ? EtcdVersionOfImages(j["images"].dump()) : "";
+}
+
+// RunningTime is the running build's time (its profile's sourceDateEpoch).
+std::optional<std::int64_t> RunningTime(const fs::path& esp, const std::string& running_hash) {
+  return BuildTimeOf(RunningMetadata(esp, running_hash));
 }
 
 std::string StatusOf(const Node& n);
@@ -320,11 +337,12 @@ void Step(const std::string& what, std::chrono::steady_clock::time_point t0) {
 
 bool IsUrl(const std::string& source) { return source.rfind("http://", 0) == 0 || source.rfind("https://", 0) == 0; }
 
-// Fetched is a build downloaded into the state partition; its folder is removed when
-// the update ends, whatever the outcome.
+// Fetched is the private copy of a build in the state partition: the raw image,
+// downloaded or copied from the folder and hashed on the way, so every later step reads
+// only the bytes that were checked. Its folder is removed when the update ends,
+// whatever the outcome.
 struct Fetched {
   fs::path dir;
-  std::string raw_sha256;  // of the raw image as downloaded
   Fetched() = default;
   Fetched(const Fetched&) = delete;
   Fetched& operator=(const Fetched&) = delete;
@@ -334,43 +352,60 @@ struct Fetched {
   }
 };
 
-// FetchBuild downloads a build served over HTTP(S) (the output folder of `sprout build`
-// on a web server): manifest.json and sha256sums, manifest.json.sig when there is one,
-// then the raw image the manifest names, written sparse and hashed on the way, into
-// STATE/update-download (emptied first: a download cut off by a power cut is started
-// again). Checking the sums and the signature is left to Apply, as for a folder.
-Status FetchBuild(const Options& o, const std::string& url, Fetched& out, std::chrono::steady_clock::time_point t0) {
-  const std::string base = url.back() == '/' ? url : url + "/";
-  out.dir = fs::path(o.state_dir) / "update-download";
+// BuildFiles are a build's small files, read once into memory and checked there.
+struct BuildFiles {
+  std::string manifest, sums;
+  std::optional<std::string> signature;
+};
+
+bool NotFound(const std::string& error) { return error.ends_with("(not found)"); }
+
+// ReadBuildFiles reads manifest.json, sha256sums and manifest.json.sig (missing means
+// unsigned) of a build folder or URL. Downloads are bounded, since nothing in them is
+// checked yet.
+Result<BuildFiles> ReadBuildFiles(const Options& o, const std::string& source, const fs::path& scratch) {
+  BuildFiles f;
+  const bool url = IsUrl(source);
+  const std::string base = url ? (source.back() == '/' ? source : source + "/") : source;
+  auto read = [&](const char* name, std::uint64_t limit) -> Result<std::string> {
+    if (!url) return ReadFile(fs::path(source) / name);
+    DownloadOptions opts;
+    opts.max_bytes = limit;
+    opts.ca_file = o.ca_file;
+    if (auto got = DownloadTo(base + name, scratch / name, opts); !got) return Fail(got.error());
+    return ReadFile(scratch / name);
+  };
+  auto manifest = read("manifest.json", 16 << 20);
+  if (!manifest) return Fail(manifest.error() + "; is " + source + " a sprout build?");
+  auto sums = read("sha256sums", 1 << 20);
+  if (!sums) return Fail(sums.error());
   std::error_code ec;
-  fs::remove_all(out.dir, ec);
-  fs::create_directories(out.dir, ec);
-  if (ec) return Fail("cannot create " + out.dir.string() + ": " + ec.message());
-  for (const char* name : {"manifest.json", "sha256sums"}) {
-    if (auto got = DownloadTo(base + name, out.dir / name, false); !got) return Fail(got.error());
+  if (url || fs::exists(fs::path(source) / "manifest.json.sig", ec)) {
+    auto sig = read("manifest.json.sig", 4096);
+    if (sig) {
+      f.signature = *sig;
+    } else if (!NotFound(sig.error())) {
+      return Fail(sig.error());
+    }
   }
-  if (auto sig = DownloadTo(base + "manifest.json.sig", out.dir / "manifest.json.sig", false); !sig) {
-    const std::string& e = sig.error();
-    if (e.size() < 11 || e.compare(e.size() - 11, 11, "(not found)") != 0) return Fail(e);
-  }
-  auto manifest = ReadFile(out.dir / "manifest.json");
-  auto sums = ReadFile(out.dir / "sha256sums");
-  if (!manifest || !sums) return Fail("cannot read the downloaded manifest.json or sha256sums in " + out.dir.string());
-  auto build = ParseBuild(url, *manifest, Sha256Hex(*manifest), *sums);
-  if (!build) return Fail(build.error());
-  const std::string& raw = build->raw_file;
-  if (raw.empty() || raw.find('/') != std::string::npos || raw[0] == '.') {
-    return Fail(url + "/manifest.json names the raw image '" + raw + "', which is not a plain file name");
-  }
-  Step("downloading " + base + raw + " into " + out.dir.string(), t0);
-  auto got = DownloadTo(base + raw, out.dir / raw, true);
-  if (!got) {
-    return Fail(got.error() + "; the download needs room for the image's data (its root, verity and ESP) in " +
-                o.state_dir + ": free space there, or put the build on a medium and give its folder");
-  }
-  out.raw_sha256 = got->sha256;
-  Step("downloaded " + std::to_string(got->bytes >> 20) + " MiB", t0);
-  return Ok{};
+  f.manifest = std::move(*manifest);
+  f.sums = std::move(*sums);
+  return f;
+}
+
+Result<std::uint64_t> FreeBytes(const fs::path& dir) {
+  struct statvfs st {};
+  if (::statvfs(dir.c_str(), &st) != 0)
+    return Fail("cannot stat the file system of " + dir.string() + ": " + std::strerror(errno));
+  return static_cast<std::uint64_t>(st.f_bavail) * st.f_frsize;
+}
+
+// Warn says something the operator must not miss: on stderr and in the journal.
+void Warn(const std::string& what) {
+  std::cerr << "sprout-firstboot update: " << what << "\n";
+  ::openlog("sprout-firstboot", LOG_PID, LOG_USER);
+  ::syslog(LOG_WARNING, "%s", what.c_str());
+  ::closelog();
 }
 
 int Apply(const Options& o, const std::string& source) {
@@ -383,50 +418,84 @@ int Apply(const Options& o, const std::string& source) {
     return fail("apply needs the build: sprout-firstboot update apply DIR or http(s)://HOST/PATH/");
   }
   Lock lock;
+  // 0. The private folder in the state partition (emptied first: a download cut off by
+  // a power cut is started again), readable by root alone.
   Fetched fetched;
-  if (IsUrl(source)) {
-    if (auto s = FetchBuild(o, source, fetched, t0); !s) return fail(s.error());
-  }
-  const fs::path dir = fetched.dir.empty() ? fs::path(source) : fetched.dir;
-  // 1. Read and check the build.
-  auto manifest = ReadFile(dir / "manifest.json");
-  if (!manifest) return fail(manifest.error() + "; is " + source + " a sprout build directory?");
-  auto sums = ReadFile(dir / "sha256sums");
-  if (!sums) return fail(sums.error());
-  auto build = ParseBuild(source, *manifest, Sha256Hex(*manifest), *sums);
-  if (!build) return fail(build.error());
-  std::string key_path = o.key;
+  fetched.dir = fs::path(o.state_dir) / "update-download";
   std::error_code ec;
-  if (key_path.empty() && fs::exists(kTrustedKey, ec)) key_path = kTrustedKey;
-  if (!key_path.empty()) {
-    auto pub = ReadFile(key_path);
+  fs::remove_all(fetched.dir, ec);
+  fs::create_directories(fetched.dir, ec);
+  if (ec) return fail("cannot create " + fetched.dir.string() + ": " + ec.message());
+  fs::permissions(fetched.dir, fs::perms::owner_all, ec);
+
+  // 1. Read and check the build, before its image: the manifest's line in sha256sums,
+  // the signature against this node's trust root, then the sizes the manifest gives.
+  auto files = ReadBuildFiles(o, source, fetched.dir);
+  if (!files) return fail(files.error());
+  auto build = ParseBuild(source, files->manifest, Sha256Hex(files->manifest), files->sums);
+  if (!build) return fail(build.error());
+  TrustInputs trust;
+  trust.manifest = files->manifest;
+  trust.signature = files->signature;
+  trust.insecure_unsigned = o.insecure_unsigned;
+  trust.source = source;
+  trust.trusted_key_name = o.key.empty() ? (fs::path(o.root) / kUpdateTrustRoot).string() : o.key;
+  if (!o.key.empty() || fs::exists(trust.trusted_key_name, ec)) {
+    auto pub = ReadFile(trust.trusted_key_name);
     if (!pub) return fail("the trusted key: " + pub.error());
-    auto sig = ReadFile(dir / "manifest.json.sig");
-    if (!sig) {
-      return fail(source + "/manifest.json.sig is missing and this node trusts " + key_path +
-                  "; build with sprout build --sign KEY");
-    }
-    if (auto s = VerifyEd25519(*pub, *manifest, *sig); !s) {
-      return fail(source + "/manifest.json: " + s.error() + " (trusted key " + key_path + ")");
-    }
-    Step("signature of manifest.json checked with " + key_path, t0);
-  } else {
-    Step("no trusted key on this node (" + std::string(kTrustedKey) + "): the signature is not checked", t0);
+    trust.trusted_key = *pub;
   }
-  const std::string raw = (dir / build->raw_file).string();
-  auto digest = fetched.raw_sha256.empty() ? Sha256File(raw) : Result<std::string>(fetched.raw_sha256);
-  if (!digest) return fail(digest.error());
-  if (*digest != build->raw_sha256) {
-    return fail(raw + ": sha256 " + *digest + " differs from the manifest's " + build->raw_sha256 +
+  auto verdict = CheckTrust(trust);
+  if (!verdict) return fail(verdict.error());
+  if (verdict->verified) {
+    Step(verdict->note, t0);
+  } else {
+    Warn(verdict->note);
+  }
+  const std::string& raw_name = build->raw_file;
+  if (raw_name.empty() || raw_name.find('/') != std::string::npos || raw_name[0] == '.') {
+    return fail(source + "/manifest.json names the raw image '" + raw_name + "', which is not a plain file name");
+  }
+  if (build->raw_size == 0) return fail(source + "/manifest.json gives no size for " + raw_name);
+  // The copy is sparse: it takes the image's data (recorded by the builder), or at most its size.
+  const std::uint64_t need = build->raw_data_bytes != 0 ? build->raw_data_bytes : build->raw_size;
+  auto room = FreeBytes(fetched.dir);
+  if (!room) return fail(room.error());
+  if (auto s = CheckRoom(*room, need, o.min_free, o.state_dir); !s) return fail(s.error());
+
+  // 2. The private copy of the raw image, hashed on the way and bounded by the
+  // manifest's sizes; everything after this reads that copy alone.
+  const std::string raw = (fetched.dir / raw_name).string();
+  DownloadOptions opts;
+  opts.sparse = true;
+  opts.max_bytes = build->raw_size;
+  opts.max_data_bytes = build->raw_data_bytes;
+  opts.ca_file = o.ca_file;
+  const bool url = IsUrl(source);
+  const std::string from =
+      url ? (source.back() == '/' ? source : source + "/") + raw_name : (fs::path(source) / raw_name).string();
+  Step(std::string(url ? "downloading " : "copying ") + from + " into " + fetched.dir.string() + " (" +
+           HumanSize(need) + " of data; " + HumanSize(*room) + " free)",
+       t0);
+  auto got = url ? DownloadTo(from, raw, opts) : CopyTo(from, raw, opts);
+  if (!got) {
+    return fail(got.error() + "; the copy needs room for the image's data (its root, verity and ESP) in " +
+                o.state_dir + ": free space there");
+  }
+  Step(std::string(url ? "downloaded " : "copied ") + std::to_string(got->bytes >> 20) + " MiB (" +
+           std::to_string(got->data_bytes >> 20) + " MiB of data)",
+       t0);
+  if (got->sha256 != build->raw_sha256) {
+    return fail(from + ": sha256 " + got->sha256 + " differs from the manifest's " + build->raw_sha256 +
                 "; copy the build again");
   }
-  Step("sha256 of manifest.json and " + build->raw_file + " checked", t0);
+  Step("sha256 of manifest.json and " + raw_name + " checked", t0);
 
-  // 2. The node: its slots and ESP.
+  // 3. The node: its slots and ESP.
   auto node = OpenNode(o, true);
   if (!node) return fail(node.error());
 
-  // 3. The build's raw image: its GPT, verity superblock and ESP.
+  // 4. The build's raw image (the private copy): its GPT, verity superblock and ESP.
   auto build_gpt = ReadGpt(raw);
   if (!build_gpt) return fail(build_gpt.error());
   auto build_slots = FindSlots(*build_gpt, build->root_hash);
@@ -468,13 +537,15 @@ int Apply(const Options& o, const std::string& source) {
     return fail(raw + ": its ESP lacks sprout/vmlinuz, sprout/initrd.img, sprout/image.json or its one loader entry");
   }
 
-  // 4. Plan.
+  // 5. Plan.
   in.cmdline = node->cmdline;
   in.disk = node->gpt;
   in.entries = node->entries;
   auto loader_conf = ReadFile(node->esp / "loader" / "loader.conf");
   in.loader_conf = loader_conf ? *loader_conf : std::string();
   in.running_etcd = RunningEtcd(node->esp, node->running_hash);
+  in.running_time = RunningTime(node->esp, node->running_hash);
+  in.allow_downgrade = o.allow_downgrade;
   in.build = *build;
   in.build_disk = *build_gpt;
   in.build_entry = build_entries.front().text;
@@ -482,6 +553,7 @@ int Apply(const Options& o, const std::string& source) {
   auto plan = PlanUpdate(in);
   if (!plan) return fail(plan.error());
   const Slot& target = plan->slots.inactive;
+  Step(plan->downgrade_note, t0);
   Step("running slot " + std::string(1, plan->slots.running.letter) + " (root hash " +
            plan->running_hash.substr(0, 12) + "...), writing slot " + std::string(1, target.letter) + " (partitions " +
            std::to_string(target.root.entry + 1) + " and " + std::to_string(target.verity.entry + 1) + " of " +
@@ -490,7 +562,7 @@ int Apply(const Options& o, const std::string& source) {
            (build->etcd_version.empty() ? "-" : build->etcd_version),
        t0);
 
-  // 5. Write, in the order docs/updates.md gives.
+  // 6. Write, in the order docs/updates.md gives.
   for (const auto& e : plan->remove_entries) {
     fs::remove(node->esp / "loader" / "entries" / e, ec);
     if (ec) return fail("cannot remove the stale entry " + e + ": " + ec.message());
@@ -626,16 +698,36 @@ std::string KubeProblem(const std::vector<std::string>& static_pods) {
   return update::KubeHealthProblem(node, static_pods, view);
 }
 
+// EfiBootCounted says whether systemd-boot booted an entry with a boot counter (its
+// LoaderBootCountPath variable); nullopt when the EFI variables do not say (no efivarfs,
+// or not booted by systemd-boot).
+std::optional<bool> EfiBootCounted() {
+  const fs::path vars = "/sys/firmware/efi/efivars";
+  const std::string vendor = "-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f";  // systemd-boot's loader variables
+  std::error_code ec;
+  if (!fs::exists(vars / ("LoaderInfo" + vendor), ec)) return std::nullopt;
+  return fs::exists(vars / ("LoaderBootCountPath" + vendor), ec);
+}
+
 // Gate succeeds at once on an entry without a counter; on a trial it waits until
-// sprout-firstboot reports the node healthy, and fails after the timeout.
+// sprout-firstboot reports the node healthy, and fails after the timeout. A boot it
+// cannot judge (the disk or ESP unreadable) fails, unless it cannot be a trial
+// (UnreadableBoot).
 int Gate(const Options& o) {
   std::optional<Entry> booted;
   {
     Lock lock;
+    // The ESP may not be mountable the moment this boot reaches the gate; a few tries.
     auto node = OpenNode(o, false);
+    for (int attempt = 1; !node && attempt < 3; ++attempt) {
+      std::this_thread::sleep_for(std::chrono::seconds(5));
+      node = OpenNode(o, false);
+    }
     if (!node) {
-      std::cerr << "sprout-firstboot update: " << node.error() << "; not gating this boot\n";
-      return 0;
+      auto cmdline = ReadFile(o.cmdline);
+      const GateVerdict v = UnreadableBoot(cmdline ? *cmdline : "", EfiBootCounted(), node.error());
+      std::cout << "update: " << v.message << "\n";
+      return v.pass ? 0 : 1;
     }
     booted = BootedEntry(node->entries, node->running_hash);
   }
@@ -738,8 +830,19 @@ int UpdateMain(int argc, char** argv) {
   options.add_options()("command", "apply | status | gate | bless", cxxopts::value<std::string>())(
       "source", "apply: the build: a folder or an http(s) URL holding manifest.json, sha256sums and the raw image",
       cxxopts::value<std::string>()->default_value(""))(
-      "key", "apply: trusted Ed25519 public key (default: /etc/sprout/update.pub when present)",
-      cxxopts::value<std::string>()->default_value(""))("reboot", "apply: reboot into the new slot at the end")(
+      "key",
+      "apply: trusted Ed25519 public key (default: the node's trust root /etc/sprout/update.pub, which an image "
+      "built with sprout build --sign carries)",
+      cxxopts::value<std::string>()->default_value(""))(
+      "insecure-unsigned",
+      "apply: on a node without a trust root, install a build without checking who made it (logged as a warning)")(
+      "allow-downgrade", "apply: install a build older than the running one (by its recorded build time)")(
+      "min-free", "apply: bytes the state partition must keep free for etcd while the build is copied there",
+      cxxopts::value<std::uint64_t>()->default_value(std::to_string(kEtcdFloor)))(
+      "ca-file", "apply: CA bundle (PEM) an https build server's certificate must chain to (default: the system's)",
+      cxxopts::value<std::string>()->default_value(""))(
+      "root", "apply: the running root file system, which holds the trust root etc/sprout/update.pub",
+      cxxopts::value<std::string>()->default_value("/"))("reboot", "apply: reboot into the new slot at the end")(
       "tries", "apply: boots the new slot gets before it falls back", cxxopts::value<int>()->default_value("3"))(
       "timeout", "gate: seconds to wait for health", cxxopts::value<int>()->default_value("900"))(
       "cmdline", "the kernel command line file", cxxopts::value<std::string>()->default_value("/proc/cmdline"))(
@@ -768,6 +871,11 @@ int UpdateMain(int argc, char** argv) {
   o.esp = args["esp"].as<std::string>();
   o.state_dir = args["state-dir"].as<std::string>();
   o.key = args["key"].as<std::string>();
+  o.root = args["root"].as<std::string>();
+  o.ca_file = args["ca-file"].as<std::string>();
+  o.insecure_unsigned = args.count("insecure-unsigned") > 0;
+  o.allow_downgrade = args.count("allow-downgrade") > 0;
+  o.min_free = args["min-free"].as<std::uint64_t>();
   o.tries = args["tries"].as<int>();
   o.timeout = args["timeout"].as<int>();
   o.reboot = args.count("reboot") > 0;

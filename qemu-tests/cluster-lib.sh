@@ -321,20 +321,21 @@ cluster_share_ls() {
   ip netns exec "$CLUSTER_NS" timeout 30 nfs-ls "$CLUSTER_SHARE?version=4" | awk '$NF != "." && $NF != ".." {print $NF}'
 }
 
-# cluster_build_server DIR: once per cluster, serves DIR (the output folder of `sprout
-# build` with the raw format) over HTTP on the bridge at $CLUSTER_BUILDS_URL, as a site
-# serves a build on its network for `sprout-firstboot update apply URL`.
+# cluster_build_server DIR [SUBDIR]: once per cluster, serves DIR (the output folder of
+# `sprout build` with the raw format, or a folder holding such folders, one of them
+# SUBDIR) over HTTP on the bridge at $CLUSTER_BUILDS_URL, as a site serves a build on
+# its network for `sprout-firstboot update apply URL`.
 CLUSTER_BUILDS_URL=http://$CLUSTER_NET.1:8081/
 cluster_build_server() {
-  local dir=$1 _
+  local dir=$1 sub=${2:+$2/} _
   [ -f "$CLUSTER_DIR/server-builds.pid" ] && return 0
-  [ -f "$dir/manifest.json" ] || { echo "no build at $dir (manifest.json missing)" >&2; return 1; }
+  [ -f "$dir/${sub}manifest.json" ] || { echo "no build at $dir/$sub (manifest.json missing)" >&2; return 1; }
   ip netns exec "$CLUSTER_NS" python3 -m http.server --bind "$CLUSTER_NET.1" --directory "$dir" 8081 \
     </dev/null >>"$CLUSTER_DIR/http-builds.log" 2>&1 &
   echo $! > "$CLUSTER_DIR/server-builds.pid"
   disown $! 2>/dev/null
   for _ in $(seq 50); do
-    ip netns exec "$CLUSTER_NS" curl -sf -o /dev/null "${CLUSTER_BUILDS_URL}manifest.json" && return 0
+    ip netns exec "$CLUSTER_NS" curl -sf -o /dev/null "${CLUSTER_BUILDS_URL}${sub}manifest.json" && return 0
     sleep 0.2
   done
   echo "the build server did not answer on $CLUSTER_BUILDS_URL; see $CLUSTER_DIR/http-builds.log" >&2
@@ -373,6 +374,18 @@ node_on_root() {
 # falls back to its old slot, or a timeout). One line per node; ROLL_FIGURES gets
 # "node-I apply=S down=S committed=S" per node (seconds: the apply; from the reboot
 # until the node's etcd endpoint was healthy again; until the commit).
+# cluster_refuses I URL WANT: node I, asked to apply the build at URL, refuses it with
+# a message matching the regex WANT (its last lines go to stderr; nothing is written: the
+# signature is checked before the image is downloaded). For the builds a node of a
+# signed image must refuse: unsigned, or signed with another key.
+cluster_refuses() {
+  local i=$1 url=$2 want=$3 out rc
+  out=$(node_ssh "$i" sprout-firstboot update apply "$url" 2>&1)
+  rc=$?
+  echo "$out" | tail -n 2 | sed "s/^/     node-$i: /" >&2
+  [ "$rc" -ne 0 ] && [[ "$out" =~ $want ]]
+}
+
 cluster_rolling_update() {
   local url=$1 want i out rc t state; shift
   ROLL_FIGURES=()

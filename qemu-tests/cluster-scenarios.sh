@@ -18,7 +18,8 @@
 #      the one written after it (docs/backup.md).
 #   6. (run after 2, before 3) a rolling update of the three nodes to build B (the
 #      image's profile with one more file, qemu-tests/etcd-cluster-b.yaml), served over
-#      HTTP on the bridge: one node at a time applies it, reboots, passes its health gate
+#      HTTP on the bridge (the image and B are signed with one key; first node-1 refuses
+#      B unsigned and B signed with another key): one node at a time applies it, reboots, passes its health gate
 #      and commits; etcd is sampled every 5-8 s throughout (endpoint health of each node
 #      and a write) and must never lose quorum; the key and the cluster ID are unchanged
 #      (docs/updates.md).
@@ -92,10 +93,26 @@ if [ -z "$update_build" ]; then
   echo "   SKIP scenario 6: no build B given (usage: cluster-scenarios.sh IMAGE [BUILD-B-DIR])"
 else
   hash_b=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["rootHash"])' "$update_build/manifest.json")
-  cluster_build_server "$update_build" || check "the build server answers on the bridge" "not started" '^serving$'
+  # Served: B itself (signed with the image's key), and two copies a node of the signed
+  # image must refuse: B without its signature, and B signed with a key made here.
+  served=$CLUSTER_DIR/builds
+  mkdir -p "$served/unsigned" "$served/wrong"
+  ln -sfn "$update_build" "$served/b"
+  for f in "$update_build"/*; do
+    [ "$(basename "$f")" = manifest.json.sig ] && continue
+    ln -sf "$f" "$served/unsigned/" && ln -sf "$f" "$served/wrong/"
+  done
+  openssl genpkey -algorithm ed25519 -out "$CLUSTER_DIR/other-update.key" 2>/dev/null
+  openssl pkeyutl -sign -rawin -inkey "$CLUSTER_DIR/other-update.key" -in "$update_build/manifest.json" \
+    -out "$served/wrong/manifest.json.sig"
+  cluster_build_server "$served" b || check "the build server answers on the bridge" "not started" '^serving$'
+  check "node-1 of the signed image refuses B unsigned" \
+    "$(cluster_refuses 1 "${CLUSTER_BUILDS_URL}unsigned/" 'is not signed \(no manifest\.json\.sig\) and this node trusts only builds signed by /etc/sprout/update\.pub' && echo refused)" '^refused$'
+  check "node-1 of the signed image refuses B signed with another key" \
+    "$(cluster_refuses 1 "${CLUSTER_BUILDS_URL}wrong/" 'the signature does not match .*this node trusts only builds signed by /etc/sprout/update\.pub' && echo refused)" '^refused$'
   cluster_health_sampler start 1 2 3
   t6=$SECONDS
-  cluster_rolling_update "$CLUSTER_BUILDS_URL" 1 2 3
+  cluster_rolling_update "${CLUSTER_BUILDS_URL}b/" 1 2 3
   roll_rc=$?
   rolled=$((SECONDS - t6))
   sleep 6  # one more sample with all three back

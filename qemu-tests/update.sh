@@ -4,7 +4,8 @@
 #    /etc/sprout-update-build), and "bad": B with one byte of its root changed and its
 #    manifest and sums made to match, so the checks pass and verity refuses it at boot;
 # 2. boot A; update to B (slot b) from a second disk holding the builds, and cut the
-#    power while apply copies B's root (apply frozen after 32 MiB, QEMU killed): A boots
+#    power while apply copies B's root into slot b (apply frozen 32 MiB after its private
+#    copy of B's image, QEMU killed): A boots
 #    again; the retried update boots B, which becomes healthy and is committed;
 # 3. update back to A (slot a); A is committed;
 # 4. update to "bad" (slot b): its three tries fail, and the node falls back to A by itself;
@@ -41,10 +42,12 @@ echo "== build A, B and C"
 unhealthy=${UPDATE_UNHEALTHY:-1}
 builds="a b"
 [ "$unhealthy" = 1 ] && builds="a b c"
+# All signed with one key: A carries it as the node's update trust root.
+"$SPROUT" keygen -o "$work/key" >/dev/null || { check "make the signing key" failed '^ok$'; exit 1; }
 for x in $builds; do
   t0=$(date +%s)
   nice -n 10 "$SPROUT" build "$here/update-$x.yaml" -o "$work/$x" --cache-dir "$CACHE" --format raw \
-    > "$work/build-$x.log" 2>&1
+    --sign "$work/key.key" > "$work/build-$x.log" 2>&1
   rc=$?
   check "build $x ($(( $(date +%s) - t0 )) s)" "$rc" '^0$'
   [ "$rc" -eq 0 ] || { tail -n 20 "$work/build-$x.log"; exit 1; }
@@ -80,6 +83,8 @@ for line in open(os.path.join(d, "sha256sums")):
     lines.append(h + "  " + name + "\n")
 open(os.path.join(d, "sha256sums"), "w").write("".join(lines))
 PY
+# Signed again with the same key, as a build server that was broken into would.
+openssl pkeyutl -sign -rawin -inkey "$work/key.key" -in "$work/bad/manifest.json" -out "$work/bad/manifest.json.sig"
 echo "   flipped byte $at (root partition + 1000)"
 
 echo "== the builds disk (ext4, attached read-only as /dev/vdb)"
@@ -90,6 +95,9 @@ mke2fs -q -t ext4 -d "$work/builds" "$work/builds.img" "${size_mib}M" || { check
 
 echo "== the node: a copy of A, settings through fw_cfg"
 cp --sparse=always "$raw_a" "$work/node.raw"
+# 1 GiB more disk, as on real hardware: the state partition grows into it at first boot
+# and holds the copy of the build that apply takes before it writes (docs/updates.md).
+truncate -s +1G "$work/node.raw"
 cp "$OVMF_VARS" "$work/vars.fd"
 {
   echo "hostname=update-node"

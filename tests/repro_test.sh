@@ -30,7 +30,7 @@ fi
 
 # build NAME: one build with the reference settings; the caller's variables change one:
 # CWD, PROFILE (as passed), DATA (SPROUT_DATA_DIR), UMASK, LOCALE, ZONE, TMP, JOBS,
-# CACHE, EXTRA (more VAR=VALUE) and WRAP (a command the build runs under).
+# CACHE, EXTRA (more VAR=VALUE), WRAP (a command the build runs under) and SIGN (--sign KEY).
 build() {
   local name=$1 out="$work/out-$1"
   local cwd=${CWD:-$work/cwd-ref} tmp=${TMP:-$work/tmp-ref}
@@ -40,13 +40,15 @@ build() {
   (cd "$cwd" && umask "${UMASK:-022}" &&
     exec ${WRAP:-} env LC_ALL="${LOCALE:-C.UTF-8}" TZ="${ZONE:-UTC}" TMPDIR="$tmp" SPROUT_DATA_DIR="${DATA:-$src}" \
       ${EXTRA:-} "$SPROUT" build "${PROFILE:-$src/$profile}" -o "$out" --cache-dir "${CACHE:-$cache}" \
-      -j "${JOBS:-2}") >"$work/log-$name" 2>&1 || { fail "build '$name' failed:"; tail -15 "$work/log-$name"; }
+      -j "${JOBS:-2}" ${SIGN:+--sign "$SIGN"}) >"$work/log-$name" 2>&1 ||
+    { fail "build '$name' failed:"; tail -15 "$work/log-$name"; }
 }
 sums() { (cd "$1" && find . -mindepth 1 -name '.*' -prune -o -type f -printf '%P\n' | LC_ALL=C sort | xargs sha256sum); }
-# compare FACTOR NAME WANT: prints "FACTOR: identical|differs" and checks it is WANT.
+# compare FACTOR NAME WANT [BASE]: prints "FACTOR: identical|differs" (NAME's output
+# against BASE's, default the reference build's) and checks it is WANT.
 compare() {
   local got=identical diff
-  diff=$(diff <(sums "$work/out-ref") <(sums "$work/out-$2") | sed -n 's/^> [0-9a-f]*  /  changed: /p')
+  diff=$(diff <(sums "$work/out-${4:-ref}") <(sums "$work/out-$2") | sed -n 's/^> [0-9a-f]*  /  changed: /p')
   [ -n "$diff" ] && got=differs
   echo "$1: $got"
   if [ "$got" != "$3" ]; then
@@ -112,6 +114,14 @@ else
 fi
 JOBS=1 build jobs
 compare "-j 1 instead of -j 2" jobs identical
+
+# A signed build carries the key's public half in its root (the nodes' update trust
+# root): two signed with one key are identical; signed and unsigned differ.
+"$SPROUT" keygen -o "$work/update-key" >/dev/null || fail "sprout keygen failed"
+SIGN=$work/update-key.key build signed
+SIGN=$work/update-key.key TMP=$work/tmp-signed2 build signed2
+compare "signed twice with one key" signed2 identical signed
+compare "changed input: signed (--sign) instead of unsigned" signed differs
 
 EXTRA=SOURCE_DATE_EPOCH=1800000000 build epoch
 compare "changed input: SOURCE_DATE_EPOCH=1800000000" epoch differs

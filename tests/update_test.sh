@@ -1,13 +1,19 @@
 #!/bin/bash
-# A/B update on a disk image, on the host (issue 16; docs/updates.md): the real
+# A/B update on a disk image, on the host (issues 16 and 34; docs/updates.md): the real
 # `sprout-firstboot update` against a copy of a built raw image as the node's disk, a
 # folder as its ESP and a file as its kernel command line. Builds of the tiny fake
-# profile tests/repro/profile.yaml (A) and a copy with another /etc/motd (B, signed).
+# profile tests/repro/profile.yaml (A) and a copy with another /etc/motd (B), both
+# signed with one key, so A's root carries that key as the node's update trust root
+# (read from A's root as the node's --root).
 # Checks: the running slot's bytes never change; the inactive slot gets B's root and
 # verity, its GPT entry B's PARTUUIDs and label (both GPT copies valid); the entry
 # sprout-2-b+3.conf boots B's kernel from /sprout/b with the node's own state and
-# config partitions; a retry works; bless commits the booted entry; a wrong key, a
-# changed image and a running slot on trial are refused with the reason.
+# config partitions; a retry works; bless commits the booted entry; a wrong key, an
+# unsigned and a wrongly signed build, a node without a trust root (unless
+# --insecure-unsigned), an older build (unless --allow-downgrade), a build that would
+# leave less than the floor free (before its download), a changed image, a redirect
+# to file: or from https to http, a running slot on trial are refused with the reason;
+# the raw image of a folder is read once (a FIFO); the gate fails a boot it cannot read.
 # Needs root (the build's ESP is read through a read-only loop mount); skipped
 # otherwise, saying so.
 set -uo pipefail
@@ -33,7 +39,8 @@ files:
   - {path: /etc/motd, source: $work/motd-b, mode: 0644}
 EOY
 "$SPROUT" keygen -o "$work/key" >/dev/null && "$SPROUT" keygen -o "$work/other" >/dev/null
-"$SPROUT" build "$src/tests/repro/profile.yaml" -o "$work/a" --cache-dir "$cache" --format raw >"$work/build-a.log" 2>&1 ||
+"$SPROUT" build "$src/tests/repro/profile.yaml" -o "$work/a" --cache-dir "$cache" --format raw --sign "$work/key.key" \
+  >"$work/build-a.log" 2>&1 ||
   { tail "$work/build-a.log"; exit 1; }
 "$SPROUT" build "$work/b.yaml" -o "$work/b" --cache-dir "$cache" --sign "$work/key.key" >"$work/build-b.log" 2>&1 ||
   { tail "$work/build-b.log"; exit 1; }
@@ -48,6 +55,29 @@ range_sum() {
   [ -n "${3:-}" ] && size=$3
   dd if="$1" bs=1M iflag=skip_bytes,count_bytes skip=$((start * 512)) count="$size" status=none | sha256sum | cut -c1-64
 }
+root_a=$work/root-a
+mkdir -p "$root_a/etc/sprout" "$work/no-root"
+dd if="$work/a/repro.raw" of="$work/a-root.squashfs" bs=512 skip="$(part "$work/a/repro.raw" 2 start)" \
+  count="$(part "$work/a/repro.raw" 2 size)" status=none
+rdsquashfs -c /etc/sprout/update.pub "$work/a-root.squashfs" >"$work/root-a/etc/sprout/update.pub" 2>/dev/null
+check "A's root carries the signing key's public key as /etc/sprout/update.pub" \
+  "$(cmp "$work/root-a/etc/sprout/update.pub" "$work/key.pub" 2>&1 && echo same)" '^same$'
+# Unsigned and wrongly signed copies of B: the same manifest without its signature, or
+# signed with another key.
+cp -a --sparse=always "$work/b" "$work/b-unsigned" && rm "$work/b-unsigned/manifest.json.sig"
+cp -a --sparse=always "$work/b" "$work/b-wrong"
+openssl pkeyutl -sign -rawin -inkey "$work/other.key" -in "$work/b/manifest.json" -out "$work/b-wrong/manifest.json.sig"
+# An older B: its manifest says it was built before A, signed with the right key.
+cp -a --sparse=always "$work/b" "$work/b-old"
+python3 - "$work/b-old/manifest.json" <<'PY2'
+import json, sys
+m = json.load(open(sys.argv[1]))
+m["profile"]["reproducible"]["sourceDateEpoch"] -= 86400
+open(sys.argv[1], "w").write(json.dumps(m, indent=2) + "\n")
+PY2
+sed -i "s/^[0-9a-f]*  manifest.json\$/$(sha256sum "$work/b-old/manifest.json" | cut -c1-64)  manifest.json/" "$work/b-old/sha256sums"
+openssl pkeyutl -sign -rawin -inkey "$work/key.key" -in "$work/b-old/manifest.json" -out "$work/b-old/manifest.json.sig"
+
 node=$work/node.raw esp=$work/esp
 cp --sparse=always "$work/a/repro.raw" "$node"
 esp_start=$(part "$node" 1 start)
@@ -56,20 +86,67 @@ MTOOLS_SKIP_CHECK=1 mcopy -s -i "$node@@$((esp_start * 512))" ::/loader ::/sprou
 sed -n 's/^options //p' "$esp/loader/entries/sprout-1-a.conf" > "$work/cmdline"
 sums_of_others() { for n in 2 3 6 7; do range_sum "$node" "$n"; done | tr '\n' ' '; }
 before=$(sums_of_others)
-run() { "$FIRSTBOOT" update "$@" --disk "$node" --esp "$esp" --cmdline "$work/cmdline" --state-dir "$work/state"; }
+# The node runs A, whose root (--root) holds the trust root.
+run() { "$FIRSTBOOT" update "$@" --disk "$node" --esp "$esp" --cmdline "$work/cmdline" --state-dir "$work/state" --root "$root_a"; }
+run_bare() { "$FIRSTBOOT" update "$@" --disk "$node" --esp "$esp" --cmdline "$work/cmdline" --state-dir "$work/state"; }
 
 out=$(run apply "$work/b" --key "$work/other.pub" 2>&1)
-check "a build signed by another key is refused" "$? $out" '^1 .*signature does not match'
+check "a build signed by another key than --key is refused" "$? $out" '^1 .*signature does not match'
+out=$(run apply "$work/b-unsigned" 2>&1)
+check "an unsigned build is refused by a node of a signed image" "$? $out" \
+  "^1 .*b-unsigned is not signed \(no manifest.json.sig\) and this node trusts only builds signed by $root_a/etc/sprout/update.pub"
+out=$(run apply "$work/b-unsigned" --insecure-unsigned 2>&1)
+check "... also with --insecure-unsigned" "$? $out" '^1 .*is not signed'
+out=$(run apply "$work/b-wrong" 2>&1)
+check "a wrongly signed build is refused by a node of a signed image" "$? $out" \
+  '^1 .*b-wrong/manifest.json: the signature does not match .*this node trusts only builds signed by'
+out=$(run_bare apply "$work/b" --root "$work/no-root" 2>&1)
+check "a node without a trust root refuses even a signed build" "$? $out" \
+  "^1 .*this node has no update trust root \($work/no-root/etc/sprout/update.pub\).*--insecure-unsigned"
+# --insecure-unsigned goes on, warning; the floor (set above the free space) stops it
+# before the copy.
+out=$(run_bare apply "$work/b-unsigned" --root "$work/no-root" --insecure-unsigned --min-free 1125899906842624 2>&1)
+check "... unless --insecure-unsigned, which warns" "$? $out" \
+  '^1 .*WARNING: --insecure-unsigned: .*b-unsigned is installed without checking who made it'
+check "the space check refuses before the copy, naming the floor" "$out" \
+  "not enough room in $work/state: the build needs [0-9.]+ [KMG]iB and 1024.0 TiB must stay free for etcd"
+check "... and copied nothing" "$(ls -A "$work/state" 2>/dev/null | tr '\n' ' ')" '^$'
+out=$(run apply "$work/b-old" 2>&1)
+check "an older build is refused, saying how to allow it" "$? $out" \
+  '^1 .*refusing a downgrade: the new build.s time is 1699913600, the running build.s 1700000000 .*--allow-downgrade'
+check "... before anything is written" "$(ls "$esp/loader/entries" | tr '\n' ' ')" '^sprout-1-a.conf $'
+# Changed: one byte of B's root; grown: a zero block of B's image made data, more than
+# the manifest's dataBytes.
 cp -a --sparse=always "$work/b" "$work/b-changed"
-printf 'x' | dd of="$work/b-changed/repro.raw" bs=1 seek=$((3 << 20)) conv=notrunc status=none
+printf 'x' | dd of="$work/b-changed/repro.raw" bs=1 seek=$(( $(part "$work/b/repro.raw" 2 start) * 512 + 12345 )) \
+  conv=notrunc status=none
 out=$(run apply "$work/b-changed" 2>&1)
 check "a changed raw image is refused, naming it" "$? $out" '^1 .*repro.raw: sha256 [0-9a-f]+ differs from the manifest'
+cp -a --sparse=always "$work/b" "$work/b-grown"
+printf 'x' | dd of="$work/b-grown/repro.raw" bs=1 seek=$((3 << 20)) conv=notrunc status=none
+out=$(run apply "$work/b-grown" 2>&1)
+check "a raw image with more data than its manifest says is refused while it is copied" "$? $out" \
+  '^1 .*b-grown/repro.raw is more than the [0-9]+ bytes of data it may hold'
+check "... and the copy is removed" "$(ls -A "$work/state" | tr '\n' ' ')" '^$'
 
-out=$(run apply "$work/b" --key "$work/key.pub" 2>&1)
+# The raw image is read once, into the private copy that was checked: here it is a FIFO
+# that gives B's bytes to its first reader and A's to any later one.
+mkdir "$work/b-fifo"
+cp "$work/b/manifest.json" "$work/b/manifest.json.sig" "$work/b/sha256sums" "$work/b-fifo/"
+mkfifo "$work/b-fifo/repro.raw"
+timeout 300 bash -c 'cat "$1" >"$3"; for _ in 1 2 3; do cat "$2" >"$3" 2>/dev/null; done' _ \
+  "$work/b/repro.raw" "$work/a/repro.raw" "$work/b-fifo/repro.raw" &
+feeder=$!
+out=$(run apply "$work/b-fifo" 2>&1)
 rc=$?
+kill "$feeder" 2>/dev/null
 echo "$out" | sed 's/^/   /'
-check "apply A -> B" "$rc" '^0$'
-check "apply checked the signature" "$out" 'signature of manifest.json checked'
+check "apply A -> B (its raw image given as a FIFO, which can be read only once)" "$rc" '^0$'
+check "apply checked the signature with the trust root from A's root" "$out" \
+  "signature of manifest.json checked with $root_a/etc/sprout/update.pub"
+check "apply copied the raw image into the state partition first" "$out" \
+  "copying $work/b-fifo/repro.raw into $work/state/update-download"
+check "the copy is removed once the update is written" "$(ls -A "$work/state" | tr '\n' ' ')" '^update.json $'
 after=$(sums_of_others)
 check "the running slot, config and state are unchanged (partitions 2, 3, 6, 7)" \
   "$([ "$after" = "$before" ] && echo same || echo "changed: $before -> $after")" '^same$'
@@ -99,7 +176,7 @@ check "B's kernel is in /sprout/b" "$(cmp "$esp/sprout/b/vmlinuz" "$work/b-vmlin
 check "A's kernel is still in /sprout" "$(ls "$esp/sprout" | tr '\n' ' ')" 'vmlinuz'
 check "no temporary files are left on the ESP" "$(find "$esp" -name '*.tmp.*' | wc -l)" '^0$'
 
-out=$(run apply "$work/b" --key "$work/key.pub" 2>&1)
+out=$(run apply "$work/b" 2>&1)
 # Generations never repeat: the replaced trial entry's number is not used again.
 check "the update can be run again before the reboot (the trial entry is replaced by the next generation)" \
   "$? $(ls "$esp/loader/entries" | tr '\n' ' ')" '^0 sprout-1-a.conf sprout-3-b\+3.conf $'
@@ -121,6 +198,11 @@ check "sprout-firstboot status shows the slots bless recorded" "$out" 'entry spr
 out=$(run bless 2>&1)
 check "bless again: nothing to commit" "$? $out" '^0 .*nothing to commit'
 
+# The gate fails closed: a boot whose disk it cannot read is not committed.
+out=$("$FIRSTBOOT" update gate --disk "$work/no-such-disk" --esp "$esp" --cmdline "$work/cmdline" \
+  --state-dir "$work/state" 2>&1)
+check "the gate fails a boot it cannot judge" "$? $out" '^1 .*no-such-disk.*this boot cannot be judged, so it is not committed'
+
 # The same over HTTP, from a web server on loopback that serves the build folders (the
 # way a site serves a build on its network): B is committed and running, so A goes into
 # slot a.
@@ -135,6 +217,49 @@ check "a URL with no build is refused, naming the file and the answer" "$? $out"
 out=$(run apply "http://127.0.0.1:$port/b-changed/" 2>&1)
 check "a changed raw image served over HTTP is refused after its download" "$? $out" '^1 .*repro.raw: sha256 [0-9a-f]+ differs from the manifest'
 check "the refused download is removed from the state partition" "$(ls -A "$work/state" | tr '\n' ' ')" '^update.json $'
+out=$(run apply "http://127.0.0.1:$port/b/" --min-free 1125899906842624 2>&1)
+check "a build that would leave less than the floor free is refused before its download" "$? $out" \
+  '^1 .*not enough room in .*must stay free for etcd'
+check "... and its raw image was never requested" "$(grep -c 'GET /b/repro.raw' "$work/http.log")" '^0$'
+
+# Redirects: a server on loopback that redirects to file:, and a TLS server on loopback
+# (its own CA) that redirects to plain http.
+cat >"$work/redirect.py" <<'PY2'
+import http.server, ssl, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(302)
+        self.send_header("Location", sys.argv[2] + self.path.split("/", 2)[2])
+        self.end_headers()
+    def log_message(self, *a):
+        pass
+s = http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H)
+if len(sys.argv) > 3:
+    c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    c.load_cert_chain(sys.argv[3], sys.argv[4])
+    s.socket = c.wrap_socket(s.socket, server_side=True)
+s.serve_forever()
+PY2
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+rport=$(free_port) tport=$(free_port)
+python3 "$work/redirect.py" "$rport" "file://$work/b/" >"$work/redirect.log" 2>&1 &
+redirect_pid=$!
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=127.0.0.1 \
+  -addext subjectAltName=IP:127.0.0.1 -keyout "$work/tls.key" -out "$work/tls.crt" 2>/dev/null
+python3 "$work/redirect.py" "$tport" "http://127.0.0.1:$port/b/" "$work/tls.crt" "$work/tls.key" >"$work/tls.log" 2>&1 &
+tls_pid=$!
+trap 'kill "$http_pid" "$redirect_pid" "$tls_pid" 2>/dev/null; rm -rf "$work"' EXIT
+for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$rport/x/" && break; sleep 0.1; done
+for _ in $(seq 50); do curl -sk -o /dev/null "https://127.0.0.1:$tport/x/" && break; sleep 0.1; done
+out=$(run apply "http://127.0.0.1:$rport/x/" 2>&1)
+check "a redirect to file: is refused" "$? $out" \
+  "^1 .*cannot fetch http://127\.0\.0\.1:$rport/x/manifest\.json: it redirects to file://$work/b/manifest\.json, which is refused: a redirect may not leave https, nor go to file:"
+plain_gets=$(grep -c 'GET /b/manifest.json' "$work/http.log")
+out=$(run apply "https://127.0.0.1:$tport/b/" --ca-file "$work/tls.crt" 2>&1)
+check "a redirect from https to http is refused" "$? $out" \
+  "^1 .*cannot fetch https://127\.0\.0\.1:$tport/b/manifest\.json: it redirects to http://127\.0\.0\.1:$port/b/manifest\.json, which is refused"
+check "... before anything was fetched over http" "$(grep -c 'GET /b/manifest.json' "$work/http.log")" "^$plain_gets\$"
+
 out=$(run apply "http://127.0.0.1:$port/a/" 2>&1)
 rc=$?
 echo "$out" | sed 's/^/   /'

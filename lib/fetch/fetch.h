@@ -1,4 +1,5 @@
-// Fetch: files named by URL and sha256 in a profile, fetched once and cached by digest.
+// Fetch: files named by URL and sha256 in a profile, fetched once and cached by digest;
+// and the bounded downloads (or local copies) of an A/B update's build.
 #pragma once
 
 #include <cstdint>
@@ -20,17 +21,46 @@ std::filesystem::path CachedFilePath(const std::filesystem::path& cache_dir, con
 Result<std::filesystem::path> FetchVerified(const std::string& url, const std::string& sha256,
                                             const std::filesystem::path& cache_dir);
 
+// kSparseBlock is the block a sparse download leaves as a hole when it is all zeros:
+// the block size of ext4 as sprout makes it, so a hole is a block never allocated.
+inline constexpr std::uint64_t kSparseBlock = 4096;
+
+// DownloadOptions bound and shape a download.
+struct DownloadOptions {
+  bool sparse = false;               // leave holes where a kSparseBlock block is all zeros (disk images)
+  std::uint64_t max_bytes = 0;       // refuse content longer than this; 0: no limit
+  std::uint64_t max_data_bytes = 0;  // sparse: refuse more than this in non-zero blocks; 0: no limit
+  std::filesystem::path ca_file;     // https: trust this CA bundle (PEM) instead of the system's
+};
+
 // Downloaded is what DownloadTo wrote: the content's sha256 and its length.
 struct Downloaded {
   std::string sha256;
   std::uint64_t bytes = 0;
+  std::uint64_t data_bytes = 0;  // with sparse: the bytes of the blocks written (SparseDataBytes)
 };
 
 // DownloadTo writes the content of url (http, https or file; up to 3 tries on transient
-// errors) to dest, replacing it, and hashes it on the way. sparse leaves holes where the
-// data is all zeros (for disk images). On failure dest is removed; an HTTP 404 is not
-// retried and its error ends in "(not found)".
-Result<Downloaded> DownloadTo(const std::string& url, const std::filesystem::path& dest, bool sparse);
+// errors) to dest, replacing it, and hashes it on the way. A redirect may go from http
+// to http or https and from https to https only, never to file: (RedirectProtocols),
+// at most 5 times. Content beyond options' limits ends the download with an error that
+// names the limit. On failure dest is removed; an HTTP 404 (or a missing file: URL) is
+// not retried and its error ends in "(not found)".
+Result<Downloaded> DownloadTo(const std::string& url, const std::filesystem::path& dest,
+                              const DownloadOptions& options);
+
+// CopyTo copies the local file src to dest as DownloadTo would download it: hashed on
+// the way, sparse and bounded as options say. A missing src's error ends in "(not found)".
+Result<Downloaded> CopyTo(const std::filesystem::path& src, const std::filesystem::path& dest,
+                          const DownloadOptions& options);
+
+// RedirectProtocols are the schemes (libcurl's list) a redirect from url may go to:
+// "https" from https, "http,https" from http, none ("") from anything else.
+std::string RedirectProtocols(const std::string& url);
+
+// SparseDataBytes is what a sparse DownloadTo of the file occupies: the bytes of its
+// kSparseBlock blocks that are not all zeros (a short last block counts whole).
+Result<std::uint64_t> SparseDataBytes(const std::filesystem::path& file);
 
 // VerifyFile checks a local file against an expected sha256.
 Status VerifyFile(const std::filesystem::path& file, const std::string& sha256);

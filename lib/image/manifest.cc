@@ -38,7 +38,9 @@ std::string ManifestJson(const ManifestInputs& in) {
   manifest["sbom"] = {
       {"file", in.sbom_file}, {"format", "SPDX-2.3"}, {"packages", in.sbom_packages}, {"sha256", in.sbom_sha256}};
   for (const auto& o : in.outputs) {
-    manifest["outputs"].push_back({{"file", o.file}, {"size", o.size}, {"sha256", o.sha256}});
+    nlohmann::ordered_json out = {{"file", o.file}, {"size", o.size}, {"sha256", o.sha256}};
+    if (o.data_bytes != 0) out["dataBytes"] = o.data_bytes;
+    manifest["outputs"].push_back(out);
   }
   return manifest.dump(2) + "\n";
 }

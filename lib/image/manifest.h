@@ -24,6 +24,8 @@ struct OutputFile {
   std::string file;  // relative to the output directory, such as "pxe/initrd.img"
   std::uint64_t size = 0;
   std::string sha256;
+  std::uint64_t data_bytes =
+      0;  // a raw disk's non-zero 4 KiB blocks, what a sparse download of it takes; 0: not recorded
 };
 
 // ManifestInputs is everything manifest.json records.

@@ -86,4 +86,9 @@ TEST_CASE("Ed25519 keys sign and verify; any change to message or signature fail
   bad[10] = static_cast<char>(bad[10] ^ 1);
   CHECK_FALSE(VerifyEd25519(*pub, "manifest", bad));
   CHECK_FALSE(SignEd25519(*pub, "manifest"));  // a public key cannot sign
+  // The public key a signed build carries into its root is keygen's .pub, byte for byte.
+  auto derived = PublicKeyOf(*priv);
+  REQUIRE(derived);
+  CHECK(*derived == *pub);
+  CHECK_FALSE(PublicKeyOf(*pub));
 }

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "update/checks.h"
 #include "util/text.h"
 
 namespace sprout::update {
@@ -64,6 +65,7 @@ Result<BuildInfo> ParseBuild(const std::string& dir, const std::string& manifest
         b.raw_file = file;
         b.raw_sha256 = o.value("sha256", "");
         b.raw_size = o.value("size", std::uint64_t{0});
+        b.raw_data_bytes = o.value("dataBytes", std::uint64_t{0});
       }
     }
   }
@@ -72,6 +74,7 @@ Result<BuildInfo> ParseBuild(const std::string& dir, const std::string& manifest
                 "/manifest.json lists no raw image; build it with --format raw (an update writes the raw "
                 "image's root and verity)");
   }
+  b.build_time = BuildTimeOf(manifest_text);
   if (m.contains("images")) b.etcd_version = EtcdVersionOfImages(m["images"].dump());
   return b;
 }

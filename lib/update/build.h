@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "util/result.h"
@@ -16,7 +17,9 @@ struct BuildInfo {
   std::string raw_file;    // the raw image, relative to the build directory
   std::string raw_sha256;  // from the manifest
   std::uint64_t raw_size = 0;
-  std::string etcd_version;  // the preloaded etcd image's tag, "" when none
+  std::uint64_t raw_data_bytes = 0;        // its non-zero blocks (fetch.h SparseDataBytes); 0 when not recorded
+  std::optional<std::int64_t> build_time;  // reproducible.sourceDateEpoch of its profile
+  std::string etcd_version;                // the preloaded etcd image's tag, "" when none
 };
 
 // ParseBuild reads manifest.json and sha256sums: the manifest must list a raw image,

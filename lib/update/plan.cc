@@ -5,6 +5,7 @@
 
 #include "image/arch.h"
 #include "image/plan.h"
+#include "update/checks.h"
 #include "update/gpt_patch.h"
 #include "util/text.h"
 
@@ -28,7 +29,7 @@ std::string WordValue(const std::string& cmdline, const std::string& key) {
 Result<std::string> EntryText(const std::string& build_entry, const std::string& cmdline, const std::string& dir,
                               const std::string& new_hash) {
   std::string out;
-  bool linux_seen = false, options_seen = false;
+  bool linux_seen = false, options_seen = false, hash_seen = false;
   for (const auto& raw : Split(build_entry, '\n')) {
     std::string line(Trim(raw));
     if (line.starts_with("linux ")) {
@@ -51,6 +52,7 @@ Result<std::string> EntryText(const std::string& build_entry, const std::string&
         if (word.starts_with("sprout.roothash=") && word != "sprout.roothash=" + new_hash) {
           return Fail("the build's loader entry names another root hash than its manifest");
         }
+        if (word.starts_with("sprout.roothash=")) hash_seen = true;
         opts += (opts.empty() ? "" : " ") + word;
       }
       out += "options " + opts + "\n";
@@ -60,6 +62,9 @@ Result<std::string> EntryText(const std::string& build_entry, const std::string&
     }
   }
   if (!linux_seen || !options_seen) return Fail("the build's loader entry lacks a linux or options line");
+  // Without its root hash the entry would boot a root that verity does not check, and
+  // the node could not tell which slot it runs.
+  if (!hash_seen) return Fail("the build's loader entry has no sprout.roothash= on its options line");
   return out;
 }
 
@@ -182,6 +187,9 @@ Result<UpdatePlan> PlanUpdate(const UpdateInputs& in) {
         "A/B updates); reflash the node with a current image");
   }
   if (auto s = CheckEtcdRule(in.running_etcd, in.build.etcd_version); !s) return Fail(s.error());
+  auto downgrade = CheckDowngrade(in.running_time, in.build.build_time, in.allow_downgrade);
+  if (!downgrade) return Fail(downgrade.error());
+  plan.downgrade_note = *downgrade;
 
   // The booted entry must be committed: updating from a slot on trial would remove
   // the only committed entry (the other slot's) and leave nothing to fall back to.

@@ -58,15 +58,17 @@ Result<VerityGeometry> ParseVeritySuperblock(const std::vector<std::uint8_t>& sb
 
 // UpdateInputs is everything an update decides from, read from the node and the build.
 struct UpdateInputs {
-  std::string cmdline;          // the running kernel command line
-  GptLayout disk;               // the node's disk
-  std::vector<Entry> entries;   // sprout's loader entries on the node's ESP
-  std::string loader_conf;      // the node's loader/loader.conf
-  std::string running_etcd;     // etcd version of the running build ("" if none)
-  BuildInfo build;              // the new build
-  GptLayout build_disk;         // the new build's raw image
-  VerityGeometry build_verity;  // its slot a's verity superblock
-  std::string build_entry;      // its loader entry's text
+  std::string cmdline;                       // the running kernel command line
+  GptLayout disk;                            // the node's disk
+  std::vector<Entry> entries;                // sprout's loader entries on the node's ESP
+  std::string loader_conf;                   // the node's loader/loader.conf
+  std::string running_etcd;                  // etcd version of the running build ("" if none)
+  std::optional<std::int64_t> running_time;  // the running build's time (BuildTimeOf its image.json)
+  bool allow_downgrade = false;              // --allow-downgrade
+  BuildInfo build;                           // the new build
+  GptLayout build_disk;                      // the new build's raw image
+  VerityGeometry build_verity;               // its slot a's verity superblock
+  std::string build_entry;                   // its loader entry's text
   int tries = 3;
 };
 
@@ -83,6 +85,7 @@ struct UpdatePlan {
   std::string kernel_dir;                                          // "sprout/b"
   std::string entry_file;                                          // "sprout-2-b+3.conf"
   std::string entry_text;
+  std::string downgrade_note;  // the build times compared (CheckDowngrade)
 };
 
 // PlanUpdate makes the plan or says, naming the input, why the update cannot be done.

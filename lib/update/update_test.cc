@@ -61,6 +61,8 @@ UpdateInputs Inputs() {
   in.build_disk = Disk(kHashB, "");
   in.build_verity = {32 << 20, 300 << 10};
   in.build_entry = EntryFor(kHashB);
+  in.running_time = 1700000000;
+  in.build.build_time = 1700000000;
   return in;
 }
 
@@ -120,14 +122,17 @@ TEST_CASE("etcd rule: same minor passes, another minor is refused naming both", 
 
 TEST_CASE("build: the manifest must match sha256sums and list a raw image", "[update]") {
   const std::string manifest =
-      R"({"profile":{"name":"p"},"rootHash":")" + kHashB +
-      R"(","images":[{"reference":"localhost/sprout/etcd:3.4"}],"outputs":[{"file":"p.raw","size":10,"sha256":"ab"}]})";
+      R"({"profile":{"name":"p","reproducible":{"sourceDateEpoch":1700000000}},"rootHash":")" + kHashB +
+      R"(","images":[{"reference":"localhost/sprout/etcd:3.4"}],"outputs":[{"file":"p.raw","size":10,"sha256":"ab","dataBytes":4096}]})";
   const std::string digest = Sha256Hex(manifest);
   auto b = ParseBuild("out", manifest, digest, "ab  p.raw\n" + digest + "  manifest.json\n");
   REQUIRE(b);
   CHECK(b->raw_file == "p.raw");
   CHECK(b->raw_sha256 == "ab");
   CHECK(b->etcd_version == "3.4");
+  CHECK(b->raw_size == 10);
+  CHECK(b->raw_data_bytes == 4096);
+  CHECK(b->build_time == 1700000000);
   auto changed = ParseBuild("out", manifest, digest, std::string(64, '0') + "  manifest.json\n");
   REQUIRE_FALSE(changed);
   CHECK(changed.error().find("does not match its line in sha256sums") != std::string::npos);
@@ -243,6 +248,26 @@ TEST_CASE("plan: refusals name the input and the fix", "[update]") {
     auto p = PlanUpdate(in);
     REQUIRE_FALSE(p);
     CHECK(p.error().find("reflash") != std::string::npos);
+  }
+  SECTION("a build entry without its root hash") {
+    auto in = Inputs();
+    const std::string word = "sprout.roothash=" + kHashB + " ";
+    in.build_entry.erase(in.build_entry.find(word), word.size());
+    auto p = PlanUpdate(in);
+    REQUIRE_FALSE(p);
+    CHECK(p.error() ==
+          "the build's loader entry: the build's loader entry has no sprout.roothash= on its options line");
+  }
+  SECTION("an older build, unless allowed") {
+    auto in = Inputs();
+    in.build.build_time = 1600000000;
+    auto p = PlanUpdate(in);
+    REQUIRE_FALSE(p);
+    CHECK(p.error().find("refusing a downgrade") != std::string::npos);
+    in.allow_downgrade = true;
+    auto allowed = PlanUpdate(in);
+    REQUIRE(allowed);
+    CHECK(allowed->downgrade_note.starts_with("downgrade allowed by --allow-downgrade"));
   }
   SECTION("the same build again") {
     auto in = Inputs();

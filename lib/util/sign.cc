@@ -100,6 +100,19 @@ Result<std::string> SignEd25519(std::string_view private_pem, std::string_view m
   return sig;
 }
 
+Result<std::string> PublicKeyOf(std::string_view private_pem) {
+  Bio bio(BIO_new_mem_buf(private_pem.data(), static_cast<int>(private_pem.size())), BIO_free);
+  Key key(bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr) : nullptr, EVP_PKEY_free);
+  if (!key) return Fail("not a PEM private key: " + OpenSslError());
+  if (EVP_PKEY_get_base_id(key.get()) != EVP_PKEY_ED25519) {
+    return Fail("the key is not Ed25519; make one with `sprout keygen -o PREFIX`");
+  }
+  Bio pub(BIO_new(BIO_s_mem()), BIO_free);
+  if (!pub || PEM_write_bio_PUBKEY(pub.get(), key.get()) != 1)
+    return Fail("cannot write the public key: " + OpenSslError());
+  return BioText(pub);
+}
+
 Status VerifyEd25519(std::string_view public_pem, std::string_view message, std::string_view signature) {
   Bio bio(BIO_new_mem_buf(public_pem.data(), static_cast<int>(public_pem.size())), BIO_free);
   Key key(bio ? PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr) : nullptr, EVP_PKEY_free);

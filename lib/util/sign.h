@@ -17,6 +17,10 @@ Status GenerateEd25519(const std::filesystem::path& private_pem, const std::file
 // SignEd25519 signs message with the private key in PEM form.
 Result<std::string> SignEd25519(std::string_view private_pem, std::string_view message);
 
+// PublicKeyOf is the public key (SubjectPublicKeyInfo PEM, as GenerateEd25519 writes
+// it) of an Ed25519 private key in PEM form.
+Result<std::string> PublicKeyOf(std::string_view private_pem);
+
 // VerifyEd25519 checks signature over message with the public key in PEM form; a
 // mismatch is an error that says so.
 Status VerifyEd25519(std::string_view public_pem, std::string_view message, std::string_view signature);

@@ -1,0 +1,81 @@
+// What an update checks before it takes a build (docs/updates.md): whom the build is
+// signed by, whether it is older than the running one, and whether the state partition
+// has room for it. Pure: the node's files, keys and free space come in as values.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "util/result.h"
+
+namespace sprout::update {
+
+// kUpdateTrustRoot is where in the root a node keeps its update trust root: the public
+// key of the key a signed build (sprout build --sign) was signed with, which the
+// builder puts there; every update's signature is checked with it.
+inline constexpr const char* kUpdateTrustRoot = "etc/sprout/update.pub";
+
+// TrustInputs are what the signature check decides from.
+struct TrustInputs {
+  std::optional<std::string> trusted_key;  // the node's trust root (PEM), when it has one
+  std::string trusted_key_name;            // where it came from, for messages
+  std::string manifest;                    // manifest.json's bytes
+  std::optional<std::string> signature;    // manifest.json.sig's bytes, when the build has one
+  bool insecure_unsigned = false;          // --insecure-unsigned
+  std::string source;                      // the build, for messages
+};
+
+// TrustVerdict says how a build was accepted.
+struct TrustVerdict {
+  bool verified = false;  // signed by the trust root; false only with insecure_unsigned
+  std::string note;       // what was checked, or the warning to log
+};
+
+// CheckTrust accepts a build signed by the trust root. A node with a trust root refuses
+// an unsigned or wrongly signed build, whatever the flags; a node without one refuses
+// every build unless insecure_unsigned is given, and then the verdict says loudly that
+// nothing was checked.
+Result<TrustVerdict> CheckTrust(const TrustInputs& in);
+
+// BuildTimeOf is the build time a manifest.json or image.json records: its profile's
+// reproducible.sourceDateEpoch (seconds); nullopt when it has none.
+std::optional<std::int64_t> BuildTimeOf(const std::string& json_text);
+
+// CheckDowngrade refuses a build made before the running one (by their recorded build
+// times) unless allow_downgrade is given; a running build whose time is unknown counts
+// as newer than any, so the refusal holds. Equal times are no downgrade. The result is
+// a note for the log.
+Result<std::string> CheckDowngrade(std::optional<std::int64_t> running, std::optional<std::int64_t> next,
+                                   bool allow_downgrade);
+
+// kEtcdFloor is the free space an update leaves on the state partition, where etcd
+// keeps its data, while the downloaded build sits there: etcd cuts its write-ahead log
+// into 64 MiB segments that it preallocates whole, and writes a snapshot of its
+// database when it compacts the log; on a full file system etcd stops, which costs the
+// cluster a member in the middle of a rolling update. 256 MiB is a new log segment
+// and a snapshot of a database of up to about 150 MiB (a small cluster's is a few
+// MiB), with room for the journal; it is measured without ext4's reserved blocks,
+// which are a further margin for etcd (it runs as root). `update apply --min-free`
+// sets another floor.
+inline constexpr std::uint64_t kEtcdFloor = 256ull << 20;
+
+// CheckRoom refuses to put need bytes on a file system with free bytes available
+// when fewer than floor bytes would be left; the message names the numbers and the fix.
+Status CheckRoom(std::uint64_t free, std::uint64_t need, std::uint64_t floor, const std::string& where);
+
+// GateVerdict is the health gate's answer for a boot whose slots it could not read.
+struct GateVerdict {
+  bool pass = false;
+  std::string message;
+};
+
+// UnreadableBoot judges a boot when the gate cannot read the node's disk or ESP (error
+// says why). It fails closed: the boot is not committed, unless it cannot be a trial
+// at all: a live boot (ISO or PXE, sprout.live= on cmdline) has no slots, and a boot
+// that systemd-boot reports (its LoaderInfo EFI variable) without a boot counter
+// (no LoaderBootCountPath) is of a committed entry. efi_counted is nullopt when the EFI
+// variables cannot be read or systemd-boot set none.
+GateVerdict UnreadableBoot(const std::string& cmdline, std::optional<bool> efi_counted, const std::string& error);
+
+}  // namespace sprout::update

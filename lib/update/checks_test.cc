@@ -1,0 +1,130 @@
+#include "update/checks.h"
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "util/fs.h"
+#include "util/sign.h"
+
+using namespace sprout;
+using namespace sprout::update;
+
+namespace {
+
+struct Keys {
+  TempDir dir{std::filesystem::temp_directory_path(), "sprout-trust-test"};
+  std::string priv, pub, other_priv, other_pub;
+  Keys() {
+    REQUIRE(GenerateEd25519(dir.path() / "k.key", dir.path() / "k.pub"));
+    REQUIRE(GenerateEd25519(dir.path() / "o.key", dir.path() / "o.pub"));
+    priv = ReadFile(dir.path() / "k.key").value();
+    pub = ReadFile(dir.path() / "k.pub").value();
+    other_priv = ReadFile(dir.path() / "o.key").value();
+    other_pub = ReadFile(dir.path() / "o.pub").value();
+  }
+};
+
+TrustInputs Trusting(const std::optional<std::string>& key, const std::string& manifest,
+                     const std::optional<std::string>& sig) {
+  TrustInputs in;
+  in.trusted_key = key;
+  in.trusted_key_name = "/etc/sprout/update.pub";
+  in.manifest = manifest;
+  in.signature = sig;
+  in.source = "http://198.18.0.1:8081/";
+  return in;
+}
+
+}  // namespace
+
+TEST_CASE("trust: a node with a trust root takes only builds signed by it", "[update][trust]") {
+  Keys k;
+  const std::string manifest = "{\"rootHash\":\"b\"}\n";
+  auto good = Trusting(k.pub, manifest, SignEd25519(k.priv, manifest).value());
+  auto v = CheckTrust(good);
+  REQUIRE(v);
+  CHECK(v->verified);
+  CHECK(v->note == "signature of manifest.json checked with /etc/sprout/update.pub");
+
+  auto unsigned_build = Trusting(k.pub, manifest, std::nullopt);
+  auto r = CheckTrust(unsigned_build);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().find("is not signed (no manifest.json.sig)") != std::string::npos);
+  unsigned_build.insecure_unsigned = true;  // the flag never overrides a trust root
+  CHECK_FALSE(CheckTrust(unsigned_build));
+
+  auto wrong = Trusting(k.pub, manifest, SignEd25519(k.other_priv, manifest).value());
+  r = CheckTrust(wrong);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().find("signature does not match") != std::string::npos);
+  wrong.insecure_unsigned = true;
+  CHECK_FALSE(CheckTrust(wrong));
+
+  auto changed = Trusting(k.pub, manifest + " ", SignEd25519(k.priv, manifest).value());
+  CHECK_FALSE(CheckTrust(changed));
+}
+
+TEST_CASE("trust: a node without a trust root refuses every build unless --insecure-unsigned", "[update][trust]") {
+  Keys k;
+  const std::string manifest = "{}";
+  for (const auto& sig :
+       {std::optional<std::string>(), std::optional<std::string>(SignEd25519(k.priv, manifest).value())}) {
+    auto in = Trusting(std::nullopt, manifest, sig);
+    auto r = CheckTrust(in);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().find("this node has no update trust root (/etc/sprout/update.pub)") != std::string::npos);
+    CHECK(r.error().find("--insecure-unsigned") != std::string::npos);
+    in.insecure_unsigned = true;
+    auto v = CheckTrust(in);
+    REQUIRE(v);
+    CHECK_FALSE(v->verified);
+    CHECK(v->note.starts_with("WARNING: --insecure-unsigned: "));
+  }
+}
+
+TEST_CASE("downgrade: an older build is refused unless allowed", "[update]") {
+  CHECK(CheckDowngrade(1700000000, 1700000000, false));  // the same time: not older
+  CHECK(CheckDowngrade(1700000000, 1700000100, false));
+  auto r = CheckDowngrade(1700000100, 1700000000, false);
+  REQUIRE_FALSE(r);
+  CHECK(r.error() ==
+        "refusing a downgrade: the new build's time is 1700000000, the running build's 1700000100 "
+        "(reproducible.sourceDateEpoch), so the new build is older; pass --allow-downgrade to install it anyway");
+  auto allowed = CheckDowngrade(1700000100, 1700000000, true);
+  REQUIRE(allowed);
+  CHECK(allowed->starts_with("downgrade allowed by --allow-downgrade"));
+  // Unknown times cannot show the build is not older.
+  CHECK_FALSE(CheckDowngrade(std::nullopt, 1700000000, false));
+  CHECK_FALSE(CheckDowngrade(1700000000, std::nullopt, false));
+  CHECK(CheckDowngrade(std::nullopt, std::nullopt, true));
+}
+
+TEST_CASE("build time: the profile's reproducible.sourceDateEpoch", "[update]") {
+  CHECK(BuildTimeOf(R"({"profile":{"reproducible":{"sourceDateEpoch":1700000000}}})") == 1700000000);
+  CHECK_FALSE(BuildTimeOf(R"({"profile":{}})"));
+  CHECK_FALSE(BuildTimeOf("not json"));
+  CHECK_FALSE(BuildTimeOf(R"({"profile":{"reproducible":{"sourceDateEpoch":"1700000000"}}})"));
+}
+
+TEST_CASE("room: the download must leave the etcd floor free", "[update]") {
+  const std::uint64_t mib = 1 << 20;
+  CHECK(CheckRoom(1000 * mib, 300 * mib, kEtcdFloor, "/var/lib/sprout"));
+  CHECK(CheckRoom(556 * mib, 300 * mib, kEtcdFloor, "/var/lib/sprout"));  // exactly the floor left
+  auto r = CheckRoom(555 * mib, 300 * mib, kEtcdFloor, "/var/lib/sprout");
+  REQUIRE_FALSE(r);
+  CHECK(r.error() ==
+        "not enough room in /var/lib/sprout: the build needs 300.0 MiB and 256.0 MiB must stay free for etcd, but "
+        "only 555.0 MiB is free; free space there, or set another floor with --min-free BYTES (docs/updates.md)");
+  CHECK_FALSE(CheckRoom(100 * mib, 300 * mib, 0, "/var"));  // less free than the build itself
+}
+
+TEST_CASE("gate: a boot that cannot be read is not committed, unless it cannot be a trial", "[update]") {
+  const std::string disk = "root=/dev/mapper/root sprout.roothash=abc sprout.verity.data=PARTUUID=x";
+  auto v = UnreadableBoot(disk, std::nullopt, "cannot mount the ESP");
+  CHECK_FALSE(v.pass);
+  CHECK(v.message.starts_with("cannot mount the ESP; this boot cannot be judged, so it is not committed"));
+  CHECK_FALSE(UnreadableBoot(disk, true, "x").pass);  // systemd-boot says: a counted entry
+  CHECK(UnreadableBoot(disk, false, "x").pass);       // systemd-boot says: no counter, committed
+  CHECK(UnreadableBoot("root=/dev/mapper/root sprout.roothash=abc sprout.live=iso fstab=no", std::nullopt, "x").pass);
+  CHECK_FALSE(UnreadableBoot("", std::nullopt, "cannot read /proc/cmdline").pass);
+}
