@@ -21,6 +21,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "dns/query.h"
@@ -129,19 +130,26 @@ class Controller {
     std::uint64_t done = ~std::uint64_t{0};
     auto next_check = Clock::now();
     while (!g_dns_stop) {
-      std::uint64_t gen = 0;
+      bool due = false;
       {
+        // Wakes for a change once every kind has been listed, or after a second (the
+        // health check, a reload to retry, the stop flag).
         std::unique_lock lock(mu_);
-        changed_.wait_for(lock, std::chrono::seconds(1), [&] { return generation_ != done || g_dns_stop; });
-        gen = generation_;
+        due = changed_.wait_for(lock, std::chrono::seconds(1),
+                                [&] { return (generation_ != done && synced_.size() == 3) || g_dns_stop; });
       }
-      if (gen != done && synced_all()) {
+      if (!pending_reload_.empty()) Reload({});
+      if (due && !g_dns_stop) {
         Sleep(std::chrono::milliseconds(o_.debounce_ms));  // let a burst of events settle
         std::unique_lock lock(mu_);
-        gen = generation_;
+        const std::uint64_t gen = generation_;
         const dns::Objects snapshot = objects_;
         lock.unlock();
-        if (Render(snapshot)) done = gen;
+        if (Render(snapshot)) {
+          done = gen;
+        } else {
+          Sleep(std::chrono::seconds(1));  // a zone file could not be written: try again, not at once
+        }
       }
       if (Clock::now() >= next_check) {
         Check();
@@ -166,17 +174,17 @@ class Controller {
   std::vector<std::string> skipped_;
   std::string server_ = "not checked yet";
   std::string reload_problem_;
+  std::set<std::string> pending_reload_;  // zones written but not yet reloaded
   std::string status_written_;
 
-  bool synced_all() {
-    std::lock_guard lock(mu_);
-    return synced_.size() == 3;
-  }
-
+  // SetApi records a watch's state; a problem is logged when it changes, compared
+  // without the times in it, so a retry that fails the same way logs nothing.
   void SetApi(const std::string& kind, const std::string& problem) {
     std::lock_guard lock(mu_);
     auto& have = api_[kind];
-    if (have != problem && !problem.empty()) Log(LOG_WARNING, kind + ": " + problem + " (retrying)");
+    if (WithoutTimings(have) != WithoutTimings(problem) && !problem.empty()) {
+      Log(LOG_WARNING, kind + ": " + problem + " (retrying)");
+    }
     have = problem;
   }
 
@@ -257,7 +265,8 @@ class Controller {
   // first boot (no records yet: authoritative NXDOMAIN); zones already on disk (any
   // later boot) are left as they are, so the last known names answer at once.
   void WriteInitialZones() {
-    const auto files = dns::ZoneFiles(c_, {}, static_cast<std::uint32_t>(std::time(nullptr)));
+    const auto files = dns::ZoneFiles(c_, dns::ClusterRecords(dns::Objects{}, c_.domain).records,
+                                      static_cast<std::uint32_t>(std::time(nullptr)));
     std::vector<std::string> wrote;
     std::error_code ec;
     fs::create_directories(o_.zones_dir, ec);
@@ -270,11 +279,11 @@ class Controller {
       }
       wrote.push_back(zone);
     }
-    if (!wrote.empty()) Reload(wrote);
+    Reload(wrote);
   }
 
   // Render writes every zone whose records changed and has knotd reload those;
-  // false when something failed (the next round tries again).
+  // false when a zone file could not be written (the next round tries again).
   bool Render(const dns::Objects& objects) {
     const auto records = dns::ClusterRecords(objects, c_.domain);
     const auto unserialled = dns::ZoneFiles(c_, records.records, 0);
@@ -300,15 +309,19 @@ class Controller {
       }
       wrote.push_back(zone);
     }
-    if (!Reload(wrote)) return false;
     for (const auto& zone : wrote) written_[zone] = unserialled.at(zone);
+    Reload(wrote);  // a failed reload is kept and retried every second
     return ok;
   }
 
-  bool Reload(const std::vector<std::string>& zones) {
-    if (zones.empty()) return true;
+  // Reload has knotd load zones, and any whose reload failed before (knotd not yet up:
+  // its socket comes a while after it starts on a slow node); those are kept for the
+  // next try, once a second.
+  void Reload(const std::vector<std::string>& zones) {
+    pending_reload_.insert(zones.begin(), zones.end());
+    if (pending_reload_.empty()) return;
     Command cmd{{o_.knotc, "-s", (o_.run_dir / "knot.sock").string(), "zone-reload"}};
-    for (const auto& z : zones) cmd.argv.push_back(z);
+    for (const auto& z : pending_reload_) cmd.argv.push_back(z);
     auto run = Run(cmd);
     std::string problem;
     if (!run) {
@@ -316,11 +329,11 @@ class Controller {
     } else if (run->exit_code != 0) {
       problem = "knotc zone-reload failed: " + std::string(Trim(run->output));
     }
-    if (problem != reload_problem_) {
+    if (WithoutTimings(problem) != WithoutTimings(reload_problem_)) {
       if (!problem.empty()) Log(LOG_WARNING, problem + " (the zone files are written; retrying)");
       reload_problem_ = problem;
     }
-    return problem.empty();
+    if (problem.empty()) pending_reload_.clear();
   }
 
   void Check() {

@@ -42,7 +42,8 @@ Result<std::map<std::string, std::string>> ReadPkiFiles(const std::filesystem::p
   std::error_code ec;
   if (std::filesystem::exists(pki_dir / pki::kEncryptionKeyFile, ec)) {
     auto text = ReadFile(pki_dir / pki::kEncryptionKeyFile);
-    if (!text) return Fail("cannot read " + (pki_dir / pki::kEncryptionKeyFile).string() + " for the bundle: " + text.error());
+    if (!text)
+      return Fail("cannot read " + (pki_dir / pki::kEncryptionKeyFile).string() + " for the bundle: " + text.error());
     files[pki::kEncryptionKeyFile] = *text;
   }
   return files;

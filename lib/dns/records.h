@@ -83,7 +83,10 @@ struct Record {
   std::string name;
   std::string type;  // A, AAAA, CNAME, SRV, PTR, TXT
   std::string data;
-  auto operator<=>(const Record&) const = default;
+  bool operator==(const Record& o) const { return name == o.name && type == o.type && data == o.data; }
+  bool operator<(const Record& o) const {
+    return name != o.name ? name < o.name : type != o.type ? type < o.type : data < o.data;
+  }
 };
 
 // Records is the cluster's records, sorted and without duplicates, and how many objects

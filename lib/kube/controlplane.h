@@ -15,10 +15,10 @@ namespace sprout::kube {
 
 // ControlPlanePaths says where the files go (kubeadm's layout by default).
 struct ControlPlanePaths {
-  std::filesystem::path kubernetes_dir = "/etc/kubernetes";          // *.conf
-  std::filesystem::path pki_dir = "/etc/kubernetes/pki";             // CAs (from formation) and pki/* files
-  std::filesystem::path templates = "/usr/share/sprout/staticpods";  // the baked templates
-  std::filesystem::path manifests = "/etc/kubernetes/manifests";     // the kubelet's staticPodPath
+  std::filesystem::path kubernetes_dir = "/etc/kubernetes";           // *.conf
+  std::filesystem::path pki_dir = "/etc/kubernetes/pki";              // CAs (from formation) and pki/* files
+  std::filesystem::path templates = "/usr/share/sprout/staticpods";   // the baked templates
+  std::filesystem::path manifests = "/etc/kubernetes/manifests";      // the kubelet's staticPodPath
   std::filesystem::path audit_log_dir = "/var/log/kubernetes/audit";  // the apiserver's audit log (state partition)
 };
 

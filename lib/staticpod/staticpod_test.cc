@@ -1,10 +1,10 @@
 #include "staticpod/staticpod.h"
 
+#include <yaml-cpp/yaml.h>
+
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
-
-#include <yaml-cpp/yaml.h>
 
 #include "shoot/shoot.h"
 #include "util/fs.h"
