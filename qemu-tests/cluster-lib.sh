@@ -12,6 +12,8 @@
 #   disk  a copy-on-write qcow2 over the image, under UEFI (the default);
 #   raw   its own sparse copy of the raw image, booted as a raw disk under UEFI;
 #   iso   the hybrid ISO beside the image (NAME.iso) as a CD under UEFI; /var in memory;
+#   isodisk  the same ISO as a virtio disk under UEFI (as when written to a USB stick);
+#         QEMU keeps the node's writes in a snapshot, so the file stays unchanged;
 #   pxe   network boot under SeaBIOS: the NIC's iPXE ROM asks DHCP on the bridge and
 #         fetches pxe/boot.ipxe, the kernel and the initrd (root inside) over HTTP from
 #         the harness (cluster_pxe_server); /var in memory.
@@ -178,7 +180,7 @@ vm_start() {
   local medium=${CLUSTER_MEDIUM[$i]:-disk} tap=tap$i mem=$CLUSTER_MEM
   local boot=() firmware=(-drive "if=pflash,format=raw,unit=0,readonly=on,file=$FW_CODE"
     -drive "if=pflash,format=raw,unit=1,file=$dir/node-$i.vars")
-  if [ "$CLUSTER_ARCH" != amd64 ] && { [ "$medium" = iso ] || [ "$medium" = pxe ]; }; then
+  if [ "$CLUSTER_ARCH" != amd64 ] && [ "$medium" != disk ] && [ "$medium" != raw ]; then
     echo "node-$i: an $CLUSTER_ARCH node boots from disk or raw only (docs/arm64.md)" >&2
     return 1
   fi
@@ -203,10 +205,13 @@ vm_start() {
     iso)
       [ -f "$CLUSTER_ISO" ] || { echo "node-$i: no ISO at $CLUSTER_ISO (build with --format raw,iso)" >&2; return 1; }
       boot=(-cdrom "$CLUSTER_ISO") ;;
+    isodisk)
+      [ -f "$CLUSTER_ISO" ] || { echo "node-$i: no ISO at $CLUSTER_ISO (build with --format raw,iso)" >&2; return 1; }
+      boot=(-drive "if=virtio,format=raw,snapshot=on,file=$CLUSTER_ISO") ;;
     pxe)
       cluster_pxe_server || return 1
       boot=(-boot n) firmware=() mem=$CLUSTER_PXE_MEM ;;
-    *) echo "node-$i: unknown medium '$medium' (disk, raw, iso or pxe)" >&2; return 1 ;;
+    *) echo "node-$i: unknown medium '$medium' (disk, raw, iso, isodisk or pxe)" >&2; return 1 ;;
   esac
   # UEFI nodes keep their own firmware variables across restarts; PXE nodes use SeaBIOS.
   [ "${#firmware[@]}" -eq 0 ] || [ -f "$dir/node-$i.vars" ] || cp "$FW_VARS" "$dir/node-$i.vars"

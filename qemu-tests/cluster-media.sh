@@ -7,6 +7,11 @@
 #          bridge and fetches pxe/boot.ipxe, the kernel and the initrd over HTTP.
 # They form one etcd cluster with no human step: three voting members with the right
 # peer URLs, and a key written through the ISO node reads back through the PXE node.
+# Then node-4 boots the same ISO as a virtio disk under UEFI (as when it is written to a
+# USB stick) and joins as a fourth control-plane node: a learner, promoted. Each live
+# node shows its root read-only squashfs on the verity device and /var in memory, seeded
+# from the image. (qemu-tests/media.sh boots the smoke profile's ISO and PXE bundle
+# alone, by hand; this run carries its checks in CI, sharing the cluster's boots.)
 # Usage: qemu-tests/cluster-media.sh IMAGE.raw   (IMAGE.iso and pxe/ must sit beside it:
 #   sprout build ... --format raw,iso,pxe; needs root; KEEP_LOGS=1 keeps the logs)
 set -uo pipefail
@@ -47,6 +52,17 @@ check "iPXE fetched the script, kernel and initrd over HTTP" \
 check "node-3 runs on its static address, not the firmware's lease" \
   "$(node_ssh 3 ip -4 -o addr show scope global | awk '{print $4}' | tr '\n' ' ')" '^198\.18\.0\.13/24 $'
 
+# What every live boot must show: the verity root, and /var in memory seeded from the
+# image's factory copy of it.
+live_root() {
+  node_ssh "$1" 'findmnt -n -o FSTYPE,OPTIONS,SOURCE / | sed "s/,.* / /"; dmsetup table root | cut -d" " -f3;
+    test -e /var/.sprout-seeded && test -s /var/lib/dpkg/status && echo seeded' | tr -s ' \n' ' '
+}
+for i in 2 3; do
+  check "node-$i (${CLUSTER_MEDIUM[$i]}): root read-only squashfs on the verity device, /var seeded from the image" \
+    "$(live_root "$i")" '^squashfs ro /dev/mapper/root verity seeded $'
+done
+
 expect_healthy "etcd healthy on all three nodes after they became members"
 expect_member_list 3 "etcd has three voting members, one per medium, with their peer URLs" \
   '^node-1:https://198\.18\.0\.11:2380:voter node-2:https://198\.18\.0\.12:2380:voter node-3:https://198\.18\.0\.13:2380:voter$'
@@ -58,6 +74,27 @@ check "a key written through the ISO node reads back through the PXE node" \
   "$([ "$got" = "$value" ] && echo same || echo "'$got' != '$value'")" '^same$'
 got=$(cluster_etcdctl 1 get /sprout/test/media --print-value-only)
 check "and through the raw-disk node" "$([ "$got" = "$value" ] && echo same || echo "'$got' != '$value'")" '^same$'
+
+echo "== the ISO as a disk: a fourth control-plane node joins"
+CLUSTER_MEDIUM[4]=isodisk
+node_config 4 control-plane "${peers[@]}"
+t4=$SECONDS
+vm_start 4 || { failed=1; exit 1; }
+if wait_until 900 "node-4 a voting member" eval 'is_member "$(node_phase 4)"'; then
+  check "node-4 (the ISO as a disk) joined and was promoted (seconds from power-on)" "$((SECONDS - t4))" '^[0-9]+$'
+else
+  check "node-4 (the ISO as a disk) joined and was promoted" "timeout" '^[0-9]+$'
+  tail -n 25 "$CLUSTER_DIR/node-4.serial"
+fi
+check "node-4 booted the ISO as a disk (/var in memory)" "$(medium_of 4)" '^sprout\.live=iso tmpfs tmpfs $'
+check "node-4's initrd found the ISO on the virtio disk" \
+  "$(grep -ao 'sprout: live medium /dev/[a-z0-9]*' "$CLUSTER_DIR/node-4.serial" | head -1)" 'medium /dev/vda$'
+check "node-4 (isodisk): root read-only squashfs on the verity device, /var seeded from the image" \
+  "$(live_root 4)" '^squashfs ro /dev/mapper/root verity seeded $'
+expect_member_list 4 "four voting members: raw, ISO as a CD, PXE, ISO as a disk" \
+  '^node-1:https://198\.18\.0\.11:2380:voter node-2:https://198\.18\.0\.12:2380:voter node-3:https://198\.18\.0\.13:2380:voter node-4:https://198\.18\.0\.14:2380:voter$'
+got=$(cluster_etcdctl 4 get /sprout/test/media --print-value-only)
+check "the key reads back through the ISO-disk node" "$([ "$got" = "$value" ] && echo same || echo "'$got' != '$value'")" '^same$'
 
 echo "cluster-media: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
