@@ -7,8 +7,10 @@
 # over TLS only with a client certificate. Then a workload: a Deployment of the
 # preloaded toolbox image, its Service, and a pod that reaches it through the ClusterIP
 # (kube-proxy, iptables mode); still nothing pulled. The controller-manager's and
-# scheduler's insecure ports refuse connections, and a Secret is encrypted in etcd. One
-# boot carries every check.
+# scheduler's insecure ports refuse connections, and a Secret is encrypted in etcd. The
+# node agent routes a peer Node's pod subnet and refuses a hostile one. Then the upstream
+# [Conformance] tests that need no pod run against it (docs/conformance.md). One boot
+# carries every check.
 # Usage: qemu-tests/kubernetes.sh IMAGE   (needs root; KEEP_LOGS=1 keeps logs)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -217,6 +219,52 @@ cluster_kubectl create secret generic sprout-known --from-literal=value="$plain"
 raw=$(cluster_etcdctl 1 get /registry/secrets/default/sprout-known --print-value-only 2>&1 | tr -c '[:print:]' '.')
 check "a Secret's value is not in etcd in plaintext, but encrypted (aescbc)" \
   "$([[ "$raw" == *"$plain"* ]] && echo "plaintext: ${raw:0:60}" || echo "${raw:0:27}")" '^k8s:enc:aescbc:v1:sprout-1:$'
+# Pod routes (issue 34): the node agent routes a Node's pod subnet via its InternalIP
+# only when the subnet lies in the Shoot's pods network, clear of the node and service
+# networks. Two Node objects made by the admin: "peer", with a pod subnet of the pods
+# network, is routed; "hostile", whose pod subnet is node-2's address (198.18.0.12/32)
+# via an address no node has, is logged and listed as skipped, never routed.
+cat >"$CLUSTER_DIR/nodes.yaml" <<'EOF'
+apiVersion: v1
+kind: Node
+metadata: {name: peer}
+spec: {podCIDR: 10.244.77.0/24, podCIDRs: [10.244.77.0/24], taints: [{key: sprout.test/fake, effect: NoSchedule}]}
+status: {addresses: [{type: InternalIP, address: 198.18.0.77}]}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: hostile}
+spec: {podCIDR: 198.18.0.12/32, podCIDRs: [198.18.0.12/32], taints: [{key: sprout.test/fake, effect: NoSchedule}]}
+status: {addresses: [{type: InternalIP, address: 198.18.0.66}]}
+EOF
+cluster_kubectl create -f "$CLUSTER_DIR/nodes.yaml" >/dev/null
+peer_routed() { node_ssh 1 ip route show 10.244.77.0/24 | grep -q 'via 198\.18\.0\.77'; }
+wait_until 120 "the agent's route to the peer Node's pod subnet" peer_routed
+check "the node agent routes a Node's pod subnet inside the pods network via its InternalIP (ip route)" \
+  "$(node_ssh 1 ip route show 10.244.77.0/24)" '^10\.244\.77\.0/24 via 198\.18\.0\.77'
+check "no route via the hostile Node's address; 198.18.0.12 is reached directly (ip route)" \
+  "$(node_ssh 1 'ip route show | grep -c 198.18.0.66; ip route get 198.18.0.12 | head -n 1' | tr '\n' ' ')" \
+  '^0 198\.18\.0\.12 dev [a-z0-9]+ src 198\.18\.0\.11'
+check "the hostile pod subnet is logged and listed as skipped (kubernetes.json)" \
+  "$(node_ssh 1 cat /var/lib/sprout/kubernetes.json | python3 -c 'import json,sys; print(json.load(sys.stdin).get("skippedRoutes"))')" \
+  'node hostile podCIDR 198\.18\.0\.12/32: '
+check "the journal says so once" \
+  "$(node_ssh 1 journalctl -b -u sprout-firstboot --no-pager -o cat | grep -c 'not routing node hostile podCIDR 198.18.0.12/32')" '^1$'
+cluster_kubectl delete node peer hostile >/dev/null 2>&1
+
+# The upstream conformance suite (docs/conformance.md): e2e.test, compiled from the same
+# Debian source as this node's components, runs the [Conformance] tests that need no pod
+# (qemu-tests/conformance/api-only.txt) against this node from the harness's namespace.
+# CONFORMANCE=0 leaves them out.
+if [ "${CONFORMANCE:-1}" != 0 ]; then
+  . "$here/conformance/lib.sh"
+  conformance_list=$here/conformance/api-only.txt
+  wanted=$(grep -cv '^\s*\(#\|$\)' "$conformance_list")
+  CONFORMANCE_NODES=1 conformance_run "$conformance_list" "$CLUSTER_DIR/conformance"
+  check "the upstream [Conformance] tests that need no pod pass ($wanted listed; e2e.test ran ${CONFORMANCE_SECONDS:-?} s)" \
+    "$(tail -n 1 "$CLUSTER_DIR/conformance/summary.txt" 2>/dev/null)" "^conformance: $wanted passed, 0 failed, 0 skipped\$"
+fi
+
 timeline=$(node_timeline 1)
 up=$(echo "$timeline" | sed -n 's/^up=\([0-9.]*\) .*/\1/p')
 echo "figures: power-on to Ready ${ready} s; the same boot reached multi-user.target ${up:-?} s after its kernel" \

@@ -1,0 +1,91 @@
+#!/bin/bash
+# The conformance suite's recipe (images/conformance/compile.sh, docs/conformance.md):
+# e2e.test compiled from the same Debian source as the components holds every one of
+# the 311 [Conformance] tests the tree's conformance.yaml lists, by name (a ginkgo dry
+# run of its [Conformance] focus, read through its JUnit report by
+# qemu-tests/conformance/summary.py); every test CI's single-node list names is one of
+# them; the summary counts a failure, a skip and a test missing from the report; and a
+# second run of the recipe is a cache hit that prints the same folder.
+set -u
+name=conformance_suite_test
+for tool in go /usr/bin/python3; do
+  if ! command -v "$tool" >/dev/null; then
+    echo "$name: skipped: '$tool' not found (scripts/install-deps installs golang-go and python3)"
+    exit 0
+  fi
+done
+SRC=$(readlink -f "${SPROUT_SOURCE_DIR:-$(dirname "$0")/..}")
+CACHE=${SPROUT_CACHE:-/var/cache/sprout}
+if [ ! -w "$(dirname "$CACHE")" ] && [ ! -w "$CACHE" ]; then
+  echo "$name: skipped: the cache $CACHE is not writable (set SPROUT_CACHE)"
+  exit 0
+fi
+WORK=$(mktemp -d /tmp/sprt-conf.XXXXXX)
+passed=0 failed=0
+ok() { echo "ok: $*"; passed=$((passed + 1)); }
+bad() { echo "FAIL: $*"; failed=$((failed + 1)); }
+finish() {
+  rm -rf "$WORK"
+  echo "$passed passed, $failed failed"
+  [ "$failed" -eq 0 ] || exit 1
+}
+trap finish EXIT
+
+E2E=$(bash "$SRC/images/conformance/compile.sh" "$CACHE" 2>"$WORK/compile.log") || {
+  bad "the conformance suite did not compile:"
+  tail -n 20 "$WORK/compile.log"
+  exit 1
+}
+for f in e2e.test ginkgo conformance.yaml; do
+  [ -s "$E2E/$f" ] && ok "the recipe made $f" || bad "the recipe made no $f in $E2E"
+done
+(cd "$E2E" && sha256sum --quiet -c SHA256SUMS) && ok "SHA256SUMS holds for the folder" || bad "SHA256SUMS does not hold in $E2E"
+again=$(bash "$SRC/images/conformance/compile.sh" "$CACHE" 2>"$WORK/again.log")
+if [ "$again" = "$E2E" ] && grep -q '^conformance: cached: ' "$WORK/again.log"; then
+  ok "a second run is a cache hit: $(grep '^conformance: cached' "$WORK/again.log")"
+else
+  bad "a second run printed '$again' ($(tail -n 1 "$WORK/again.log"))"
+fi
+
+# The tree's list of the release's conformance tests.
+/usr/bin/python3 -c 'import sys, yaml; [print(t["codename"]) for t in yaml.safe_load(open(sys.argv[1]))]' \
+  "$E2E/conformance.yaml" >"$WORK/listed.txt"
+n=$(wc -l <"$WORK/listed.txt")
+[ "$n" = 311 ] && ok "conformance.yaml lists the 311 [Conformance] tests of 1.20" || bad "conformance.yaml lists $n tests, not 311"
+
+# A dry run reports every focused test as passed without running it.
+if (cd "$WORK" && timeout 300 "$E2E/e2e.test" --ginkgo.dryRun --ginkgo.focus='\[Conformance\]' --ginkgo.noColor \
+  --report-dir "$WORK/dry" >"$WORK/dry.log" 2>&1); then
+  ok "e2e.test runs (a dry run of its [Conformance] focus): $(grep -o 'Ran [0-9]* of [0-9]* Specs' "$WORK/dry.log")"
+else
+  bad "the dry run failed: $(tail -n 3 "$WORK/dry.log" | tr '\n' ' ')"
+fi
+summary() { /usr/bin/python3 "$SRC/qemu-tests/conformance/summary.py" "$@" | tail -n 1; }
+got=$(summary "$WORK/dry/junit_01.xml" "$WORK/listed.txt")
+[ "$got" = "conformance: 311 passed, 0 failed, 0 skipped" ] &&
+  ok "the suite holds every test conformance.yaml names: $got" || bad "against conformance.yaml: $got"
+list=$SRC/qemu-tests/conformance/api-only.txt
+want=$(grep -cv '^\s*\(#\|$\)' "$list")
+got=$(summary "$WORK/dry/junit_01.xml" "$list")
+[ "$got" = "conformance: $want passed, 0 failed, 0 skipped" ] &&
+  ok "every test of CI's single-node list is a [Conformance] test of the suite: $got" || bad "api-only.txt: $got"
+grep -v '^\s*\(#\|$\)' "$list" | grep -vxFf "$WORK/listed.txt" | sed 's/^/     not in conformance.yaml: /'
+
+# The summary counts what did not pass, and what the report lacks.
+cat >"$WORK/report.xml" <<'EOF'
+<testsuite name="Kubernetes e2e suite" tests="4" failures="1">
+  <testcase name="test a [Conformance]" time="1.5"></testcase>
+  <testcase name="test b [Conformance]" time="2"><failure type="Failure">timed out waiting
+for the condition</failure></testcase>
+  <testcase name="test c [Conformance]" time="0"><skipped message="skipped: needs two nodes"></skipped></testcase>
+</testsuite>
+EOF
+printf '%s\n' '# a comment' 'test a [Conformance]' 'test b [Conformance]' 'test c [Conformance]' 'test d [Conformance]' >"$WORK/want.txt"
+out=$(/usr/bin/python3 "$SRC/qemu-tests/conformance/summary.py" "$WORK/report.xml" "$WORK/want.txt")
+rc=$?
+echo "$out" | sed 's/^/     /'
+[ "$rc" = 1 ] && [ "$(echo "$out" | tail -n 1)" = "conformance: 1 passed, 1 failed, 2 skipped" ] &&
+  echo "$out" | grep -q 'FAILED  test b \[Conformance\]: timed out waiting / for the condition' &&
+  echo "$out" | grep -q 'SKIPPED  test d \[Conformance\]: not in the report' &&
+  ok "the summary counts a failure (with its message), a skip and a missing test, and exits 1" ||
+  bad "the summary of a report with a failure, a skip and a missing test (status $rc)"
