@@ -158,6 +158,15 @@ kubectl_as admin.conf create namespace sprout-check >/dev/null 2>&1
 kubectl_as admin.conf create configmap marker -n sprout-check --from-literal=k=written-$$ >/dev/null 2>&1
 got=$(kubectl_as admin.conf get configmap marker -n sprout-check -o jsonpath='{.data.k}' 2>/dev/null)
 [ "$got" = "written-$$" ] && ok "a ConfigMap written through the apiserver reads back" || bad "read back '$got'"
+# Indented JSON (?pretty=true, or a curl, wget or browser User-Agent) walks the object's
+# maps through json-iterator and reflect2; reflect2 1.0.1 under Go 1.19 crashed the
+# apiserver there (images/kubernetes/patches).
+pretty=$(kubectl_as admin.conf get --raw "/api/v1/namespaces/sprout-check/configmaps/marker?pretty=true" 2>&1)
+if grep -q "^    \"k\": \"written-$$\"" <<<"$pretty" && kubectl_as admin.conf get --raw /readyz >/dev/null 2>&1; then
+  ok "the apiserver indents a ConfigMap's data map for ?pretty=true and keeps running"
+else
+  bad "a ?pretty=true read: '$(head -c 200 <<<"$pretty" | tr '\n' ' ')'; the apiserver's log ends: $(tail -n 3 "$WORK/kube-apiserver.log" | tr '\n' ' ' | cut -c1-300)"
+fi
 if wait_for 120 kubectl_as admin.conf get serviceaccount default -n sprout-check; then
   ok "the controller-manager made the new namespace's default ServiceAccount"
 else

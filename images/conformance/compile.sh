@@ -4,7 +4,8 @@
 # components, and prints the folder holding them. Usage: compile.sh CACHE-DIR
 #
 # The folder is CACHE-DIR/kubernetes/e2e/KEY, where KEY is the sha256 of the source
-# package's .dsc and of this recipe and images/kubernetes/source: the same inputs give
+# package's .dsc, this recipe, images/kubernetes/source and the components' patches to
+# the tree (images/kubernetes/patches, applied here too): the same inputs give
 # the same folder, and a second run compiles nothing. The source package comes from
 # images/kubernetes/compile.sh's cache (that recipe fetches it once), and the Go build
 # cache is shared with it, so the packages the components already compiled are reused.
@@ -29,7 +30,8 @@ trap 'rm -rf ${work:+"$work"}' EXIT
 bash "$kube/compile.sh" "$cache" >/dev/null
 dsc="$cache/kubernetes/source/$version/${package}_${version#*:}.dsc"
 [ -f "$dsc" ] || { log "the components' recipe left no source package at $dsc"; exit 1; }
-key=$( (sha256sum "$dsc" | cut -d' ' -f1; cat "$kube/source" "$here/compile.sh") | sha256sum | cut -c1-32)
+key=$( (sha256sum "$dsc" | cut -d' ' -f1; cat "$kube/source" "$here/compile.sh" "$kube"/patches/*.patch) |
+  sha256sum | cut -c1-32)
 out="$cache/kubernetes/e2e/$key"
 if [ -f "$out/.complete" ]; then
   log "cached: $out"
@@ -40,7 +42,12 @@ fi
 # 2. Unpack (dpkg-source checks the tarballs against the .dsc).
 work=$(mktemp -d "$cache/kubernetes/work.XXXXXX")
 log "unpacking $(basename "$dsc")"
-(cd "$work" && dpkg-source -x "$dsc" tree >/dev/null)
+(cd "$work" && dpkg-source -x "$dsc" tree >/dev/null 2>&1) || { log "dpkg-source -x $dsc failed"; exit 1; }
+# The components' patches to the tree apply here too (a test client walks maps with the
+# same json-iterator; images/kubernetes/patches says why each).
+for p in "$kube"/patches/*.patch; do
+  patch -d "$work/tree" -p1 --forward --quiet <"$p" >&2 || { log "$p does not apply; the source changed"; exit 1; }
+done
 mkdir -p "$work/gopath/src/k8s.io"
 ln -s "$work/tree" "$work/gopath/src/k8s.io/kubernetes"
 export GOPATH="$work/gopath" GO111MODULE=off CGO_ENABLED=0 GOFLAGS= GOCACHE="$cache/kubernetes/gocache"

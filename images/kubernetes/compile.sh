@@ -4,8 +4,8 @@
 #
 # The binaries are cached under CACHE-DIR/kubernetes/bin/KEY, where KEY is the sha256
 # of the source package's .dsc (which names the sha256 of every tarball in it) and of
-# this recipe's `source` and `compile.sh` (and of the target architecture when it is
-# not amd64); a second build finds them and compiles
+# this recipe's `source`, `compile.sh` and `patches/` (and of the target architecture
+# when it is not amd64); a second build finds them and compiles
 # nothing. The source itself is kept under CACHE-DIR/kubernetes/source/VERSION, so a
 # rebuild after a cleaned bin folder needs no network either.
 #
@@ -61,7 +61,8 @@ case $goarch in
   amd64 | arm64) ;;
   *) log "no Kubernetes build for architecture '$goarch'; architectures: amd64, arm64"; exit 2 ;;
 esac
-key=$( (sha256sum "$dsc" | cut -d' ' -f1; cat "$here/source" "$here/compile.sh"; [ "$goarch" = amd64 ] || echo "$goarch") |
+key=$( (sha256sum "$dsc" | cut -d' ' -f1; cat "$here/source" "$here/compile.sh" "$here"/patches/*.patch
+  [ "$goarch" = amd64 ] || echo "$goarch") |
   sha256sum | cut -c1-32)
 bin="$cache/kubernetes/bin/$key"
 if [ -f "$bin/.complete" ]; then
@@ -87,6 +88,14 @@ for f in pkg/registry/rbac/rest/storage_rbac.go pkg/registry/scheduling/rest/sto
   n=$(grep -c 'wait\.Poll(1\*time\.Second, 30\*time\.Second, ' "$work/tree/$f" || true)
   [ "$n" = 1 ] || { log "$f: expected one 30-second start-up poll to lengthen, found ${n:-0}; the source changed"; exit 1; }
   sed -i 's/wait\.Poll(1\*time\.Second, 30\*time\.Second, /wait.Poll(1*time.Second, 10*time.Minute, /' "$work/tree/$f"
+done
+
+# 2b. sprout's patches to the tree (patches/*.patch, in name order; each says why). A
+#     patch that no longer applies stops the build: the source changed under it.
+for p in "$here"/patches/*.patch; do
+  log "applying $(basename "$p")"
+  patch -d "$work/tree" -p1 --forward --quiet <"$p" >&2 ||
+    { log "$p does not apply to $(basename "$dsc"); the source changed"; exit 1; }
 done
 
 # 3. Compile in GOPATH mode, as the package's debian/rules does; one Go build cache per
