@@ -1,53 +1,101 @@
 #!/usr/bin/env python3
-"""Summarizes an e2e.test JUnit report against the list of tests that were asked for.
+"""Summarizes e2e.test JUnit reports against the list of tests that were asked for.
 
-Usage: summary.py JUNIT.xml [WANTED.txt]
+Usage: summary.py [--wanted LIST] REPORT...
+       summary.py --focus LIST [--serial | --parallel]
 
-WANTED.txt names one test a line, exactly as e2e.test names it (blank lines and lines
-starting with # are ignored); without it, every test the report shows as run counts.
-ginkgo reports every test it did not focus on as skipped, so only the wanted tests are
-counted: each is passed, failed (with the first lines of its failure), skipped (with
-the reason ginkgo gave), or missing from the report. Prints one line a test that did not
-pass, then "conformance: N passed, N failed, N skipped"; exits 1 unless every wanted
+REPORT is a JUnit file, or a folder whose junit_*.xml files (at any depth) are read: a
+parallel run writes one a ginkgo node. LIST names one test a line, exactly as e2e.test
+names it (blank lines and lines starting with # are ignored); without it, every test a
+report shows as run counts. ginkgo reports the tests outside its focus as skipped, so
+only the listed tests are counted: each passed, failed (with the first lines of its
+failure), skipped (with ginkgo's reason) or missing from every report. A test some
+report shows failed is failed; else passed if one shows it passed. Prints one line a
+test, then "conformance: N passed, N failed, N skipped"; exits 1 unless every listed
 test passed.
+
+--focus prints the ginkgo focus that selects exactly the listed tests: with --serial
+only those marked [Serial] (they may not run beside others), with --parallel the rest;
+nothing when there are none.
 """
+import argparse
+import glob
+import os
+import re
 import sys
 import xml.etree.ElementTree as ET
 
+RANK = {"skipped": 0, "passed": 1, "failed": 2}
 
-def results(path):
-    """name -> (verdict, detail) for every test case in the report."""
-    out = {}
-    for case in ET.parse(path).getroot().iter("testcase"):
-        name = case.get("name", "")
-        failure = case.find("failure")
-        if failure is None:
-            failure = case.find("error")
-        skipped = case.find("skipped")
-        if failure is not None:
-            text = (failure.get("message") or "") + "\n" + (failure.text or "")
-            lines = [l.strip() for l in text.splitlines() if l.strip()]
-            out[name] = ("failed", " / ".join(lines[:3])[:400])
-        elif skipped is not None:
-            out[name] = ("skipped", (skipped.get("message") or skipped.text or "").strip()[:200])
+
+def wanted_tests(path):
+    """The test names of a list file: one a line, blank lines and # comments ignored."""
+    with open(path) as fh:
+        return [l.strip() for l in fh if l.strip() and not l.startswith("#")]
+
+
+def focus(names):
+    """A ginkgo focus selecting exactly these tests. ginkgo 1 matches it against the names
+    of a test's containers and the test, joined by spaces (with "[Top Level]" first)."""
+    return "|".join(r"(^|\s)" + re.escape(n) + "$" for n in names)
+
+
+def report_files(paths):
+    for p in paths:
+        if os.path.isdir(p):
+            yield from sorted(glob.glob(os.path.join(p, "**", "junit_*.xml"), recursive=True))
         else:
-            out[name] = ("passed", case.get("time", ""))
+            yield p
+
+
+def results(paths):
+    """name -> (verdict, detail) over every test case of the reports."""
+    out = {}
+    for path in report_files(paths):
+        for case in ET.parse(path).getroot().iter("testcase"):
+            name = case.get("name", "")
+            failure = case.find("failure")
+            if failure is None:
+                failure = case.find("error")
+            skipped = case.find("skipped")
+            if failure is not None:
+                text = (failure.get("message") or "") + "\n" + (failure.text or "")
+                lines = [l.strip() for l in text.splitlines() if l.strip()]
+                got = ("failed", " / ".join(lines[:3])[:400])
+            elif skipped is not None:
+                why = (skipped.get("message") or skipped.text or "").strip()[:200]
+                got = ("skipped", why or "not run (outside ginkgo's focus, or the suite stopped before it)")
+            else:
+                got = ("passed", case.get("time", ""))
+            if name not in out or RANK[got[0]] > RANK[out[name][0]]:
+                out[name] = got
     return out
 
 
 def main():
-    if len(sys.argv) not in (2, 3):
+    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    ap.add_argument("--wanted")
+    ap.add_argument("--focus")
+    ap.add_argument("--serial", action="store_true")
+    ap.add_argument("--parallel", action="store_true")
+    ap.add_argument("reports", nargs="*")
+    a = ap.parse_args()
+    if a.focus:
+        names = wanted_tests(a.focus)
+        if a.serial:
+            names = [n for n in names if "[Serial]" in n]
+        elif a.parallel:
+            names = [n for n in names if "[Serial]" not in n]
+        print(focus(names))
+        return 0
+    if not a.reports:
         print(__doc__.strip(), file=sys.stderr)
         return 2
-    got = results(sys.argv[1])
-    if len(sys.argv) == 3:
-        with open(sys.argv[2]) as fh:
-            wanted = [l.strip() for l in fh if l.strip() and not l.startswith("#")]
-    else:
-        wanted = [n for n, (v, _) in got.items() if v != "skipped"]
+    got = results(a.reports)
+    wanted = wanted_tests(a.wanted) if a.wanted else [n for n, (v, _) in got.items() if v != "skipped"]
     counts = {"passed": 0, "failed": 0, "skipped": 0}
     for name in wanted:
-        verdict, detail = got.get(name, ("skipped", "not in the report (the focus did not select it)"))
+        verdict, detail = got.get(name, ("skipped", "not in any report (the focus did not select it)"))
         counts[verdict] += 1
         if verdict == "passed":
             print(f"  passed  {name} ({float(detail or 0):.1f} s)")
