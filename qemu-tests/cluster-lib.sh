@@ -379,6 +379,21 @@ node_on_root() {
 # falls back to its old slot, or a timeout). One line per node; ROLL_FIGURES gets
 # "node-I apply=S down=S committed=S" per node (seconds: the apply; from the reboot
 # until the node's etcd endpoint was healthy again; until the commit).
+# cluster_refusal_copies BUILD DIR: under DIR, the two copies of BUILD (a signed build's
+# output folder) that a node of an image signed with BUILD's key must refuse: DIR/unsigned
+# (every file but manifest.json.sig) and DIR/wrong (signed with a key made here). Links,
+# not copies, for the large files.
+cluster_refusal_copies() {
+  local build=$1 dir=$2 f
+  mkdir -p "$dir/unsigned" "$dir/wrong" || return 1
+  for f in "$build"/*; do
+    [ "$(basename "$f")" = manifest.json.sig ] && continue
+    ln -sf "$f" "$dir/unsigned/" && ln -sf "$f" "$dir/wrong/" || return 1
+  done
+  openssl genpkey -algorithm ed25519 -out "$CLUSTER_DIR/other-update.key" 2>/dev/null &&
+    openssl pkeyutl -sign -rawin -inkey "$CLUSTER_DIR/other-update.key" -in "$build/manifest.json" \
+      -out "$dir/wrong/manifest.json.sig"
+}
 # cluster_refuses I URL WANT: node I, asked to apply the build at URL, refuses it with
 # a message matching the regex WANT (its last lines go to stderr; nothing is written: the
 # signature is checked before the image is downloaded). For the builds a node of a

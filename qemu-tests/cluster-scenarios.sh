@@ -96,15 +96,9 @@ else
   # Served: B itself (signed with the image's key), and two copies a node of the signed
   # image must refuse: B without its signature, and B signed with a key made here.
   served=$CLUSTER_DIR/builds
-  mkdir -p "$served/unsigned" "$served/wrong"
+  mkdir -p "$served"
   ln -sfn "$update_build" "$served/b"
-  for f in "$update_build"/*; do
-    [ "$(basename "$f")" = manifest.json.sig ] && continue
-    ln -sf "$f" "$served/unsigned/" && ln -sf "$f" "$served/wrong/"
-  done
-  openssl genpkey -algorithm ed25519 -out "$CLUSTER_DIR/other-update.key" 2>/dev/null
-  openssl pkeyutl -sign -rawin -inkey "$CLUSTER_DIR/other-update.key" -in "$update_build/manifest.json" \
-    -out "$served/wrong/manifest.json.sig"
+  cluster_refusal_copies "$update_build" "$served"
   cluster_build_server "$served" b || check "the build server answers on the bridge" "not started" '^serving$'
   check "node-1 of the signed image refuses B unsigned" \
     "$(cluster_refuses 1 "${CLUSTER_BUILDS_URL}unsigned/" 'is not signed \(no manifest\.json\.sig\) and this node trusts only builds signed by /etc/sprout/update\.pub' && echo refused)" '^refused$'

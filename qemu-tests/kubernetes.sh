@@ -7,8 +7,9 @@
 # over TLS only with a client certificate. Then a workload: a Deployment of the
 # preloaded toolbox image, its Service, and a pod that reaches it through the ClusterIP
 # (kube-proxy, iptables mode); still nothing pulled. The controller-manager's and
-# scheduler's insecure ports refuse connections, and a Secret is encrypted in etcd. The
-# node agent routes a peer Node's pod subnet and refuses a hostile one. Then the upstream
+# scheduler's insecure ports refuse connections, and a Secret is encrypted in etcd. A
+# signed image's node refuses its build unsigned or signed with another key. The node
+# agent routes a peer Node's pod subnet and refuses a hostile one. Then the upstream
 # [Conformance] tests that need no pod run against it (docs/conformance.md). One boot
 # carries every check.
 # Usage: qemu-tests/kubernetes.sh IMAGE   (needs root; KEEP_LOGS=1 keeps logs)
@@ -219,6 +220,20 @@ cluster_kubectl create secret generic sprout-known --from-literal=value="$plain"
 raw=$(cluster_etcdctl 1 get /registry/secrets/default/sprout-known --print-value-only 2>&1 | tr -c '[:print:]' '.')
 check "a Secret's value is not in etcd in plaintext, but encrypted (aescbc)" \
   "$([[ "$raw" == *"$plain"* ]] && echo "plaintext: ${raw:0:60}" || echo "${raw:0:27}")" '^k8s:enc:aescbc:v1:sprout-1:$'
+# Updates (issue 34): a node of a signed image trusts only builds signed with the image's
+# key. Served on the bridge: this image's own build without its signature, and signed
+# with another key; node-1 refuses both before it downloads anything.
+build_dir=$(dirname "$image")
+if [ -f "$build_dir/manifest.json.sig" ]; then
+  cluster_refusal_copies "$build_dir" "$CLUSTER_DIR/builds" &&
+    cluster_build_server "$CLUSTER_DIR/builds" unsigned || check "the build server answers on the bridge" "not started" '^serving$'
+  check "node-1 of the signed image refuses its build unsigned" \
+    "$(cluster_refuses 1 "${CLUSTER_BUILDS_URL}unsigned/" 'is not signed \(no manifest\.json\.sig\) and this node trusts only builds signed by /etc/sprout/update\.pub' && echo refused)" '^refused$'
+  check "node-1 of the signed image refuses its build signed with another key" \
+    "$(cluster_refuses 1 "${CLUSTER_BUILDS_URL}wrong/" 'the signature does not match .*this node trusts only builds signed by /etc/sprout/update\.pub' && echo refused)" '^refused$'
+else
+  echo "   SKIP the signed-update refusals: $image was built without --sign (run-tests signs it; sprout build --sign KEY)"
+fi
 # Pod routes (issue 34): the node agent routes a Node's pod subnet via its InternalIP
 # only when the subnet lies in the Shoot's pods network, clear of the node and service
 # networks. Two Node objects made by the admin: "peer", with a pod subnet of the pods
