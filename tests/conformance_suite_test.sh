@@ -71,10 +71,11 @@ got=$(summary "$WORK/dry/junit_01.xml" "$list")
   ok "every test of CI's single-node list is a [Conformance] test of the suite: $got" || bad "api-only.txt: $got"
 grep -v '^\s*\(#\|$\)' "$list" | grep -vxFf "$WORK/listed.txt" | sed 's/^/     not in conformance.yaml: /'
 # The runner's two passes (qemu-tests/conformance/lib.sh), under the compiled ginkgo as
-# it runs them: the tests not marked [Serial] two at a time, then the [Serial] ones;
+# it runs them: most two at a time, then those that run alone ([Serial], and those that
+# make custom resource definitions: summary.py's SERIAL);
 # between them they select exactly the listed tests, and the summary reads the reports
 # of every ginkgo node.
-serial=$(grep -c '\[Serial\]' "$list")
+serial=$(grep -cE '\[Serial\]|\] CustomResourceDefinition resources ' "$list")
 runs=""
 for pass in parallel serial; do
   focus=$(/usr/bin/python3 "$SRC/qemu-tests/conformance/summary.py" --focus "$list" --$pass)

@@ -4,12 +4,13 @@
 # conformance_run LIST DIR: runs the [Conformance] tests that LIST names (one a line, as
 # e2e.test names them) with e2e.test compiled from the same Debian source as the cluster
 # (images/conformance/compile.sh, cached), inside the harness's network namespace as the
-# cluster's admin. The tests not marked [Serial] run first, CONFORMANCE_PARALLEL (default
-# 4) at a time under ginkgo (they spend most of their time waiting on controllers); then
-# the [Serial] ones, one at a time. Writes the suite's own JUnit reports (one a ginkgo
+# cluster's admin. Most tests run first, CONFORMANCE_PARALLEL (default 4) at a time under
+# ginkgo (they spend most of their time waiting on controllers); then, one at a time,
+# those marked [Serial] and those that create custom resource definitions (summary.py's
+# SERIAL says why). Writes the suite's own JUnit reports (one a ginkgo
 # node) and logs under DIR/parallel and DIR/serial, and DIR/summary.txt; prints the
 # summary (a line a test, then "conformance: N passed, N failed, N skipped") and returns
-# 0 when every listed test passed. CONFORMANCE_TIMEOUT bounds each pass (default 1800 s).
+# 0 when every listed test passed. CONFORMANCE_TIMEOUT bounds each pass (default 1200 s).
 CONFORMANCE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 conformance_run() {
@@ -35,11 +36,11 @@ conformance_run() {
     nodes=1
     [ "$pass" = serial ] || nodes=${CONFORMANCE_PARALLEL:-4}
     mkdir -p "$dir/$pass"
-    timeout "${CONFORMANCE_TIMEOUT:-1800}" ip netns exec "$CLUSTER_NS" "$e2e/ginkgo" -nodes="$nodes" -noColor \
+    timeout "${CONFORMANCE_TIMEOUT:-1200}" ip netns exec "$CLUSTER_NS" "$e2e/ginkgo" -nodes="$nodes" -noColor \
       -focus="$focus" "$e2e/e2e.test" -- "${args[@]}" --report-dir "$dir/$pass" >"$dir/$pass/e2e.log" 2>&1
     case $? in
       0) ;;
-      124) echo "   the $pass pass stopped after ${CONFORMANCE_TIMEOUT:-1800} s (CONFORMANCE_TIMEOUT)" >&2; rc=1 ;;
+      124) echo "   the $pass pass stopped after ${CONFORMANCE_TIMEOUT:-1200} s (CONFORMANCE_TIMEOUT)" >&2; rc=1 ;;
       *) rc=1 ;;
     esac
     echo "   $pass pass ($nodes at a time): $(grep -ao 'Ran [0-9]* of [0-9]* Specs in [0-9.]* seconds' "$dir/$pass/e2e.log" |
