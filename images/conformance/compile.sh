@@ -68,13 +68,18 @@ gofmt -s -w test/e2e/generated/bindata.go
 
 # 4. Compile. (The tree's `providerless` build tag would leave the cloud SDKs out, but in
 #    1.20 the suite's own Azure provider lacks the tag, so the suite does not build with it.)
-v=k8s.io/kubernetes/vendor/k8s.io/component-base/version
 release=${kube_version#v}
 major=${release%%.*}
 minor=${release#*.}
 minor=${minor%%.*}
-ldflags="-s -w -buildid= -X $v.gitVersion=$kube_version -X $v.gitCommit=$kube_commit -X $v.gitTreeState=clean"
-ldflags+=" -X $v.buildDate=$build_date -X $v.gitMajor=$major -X $v.gitMinor=$minor"
+# Both version packages, as the tree's hack/lib/version.sh stamps them: the servers'
+# /version answers from client-go's, which otherwise says v0.0.0-master+<commit> (and
+# the conformance suite then skips the tests gated on the server's version).
+ldflags="-s -w -buildid="
+for v in k8s.io/kubernetes/vendor/k8s.io/component-base/version k8s.io/kubernetes/vendor/k8s.io/client-go/pkg/version; do
+  ldflags+=" -X $v.gitVersion=$kube_version -X $v.gitCommit=$kube_commit -X $v.gitTreeState=clean"
+  ldflags+=" -X $v.buildDate=$build_date -X $v.gitMajor=$major -X $v.gitMinor=$minor"
+done
 mkdir -p "$work/bin"
 start=$SECONDS
 log "compiling e2e.test ($(go version | cut -d' ' -f3))"
