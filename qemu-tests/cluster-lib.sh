@@ -62,7 +62,8 @@ cluster_init() {
 
 # cluster_watchdog start|stop: while running, reads every running node's QEMU every 2 s:
 # a KVM error in its log (node-I.log, since its last start) or a QEMU that sits still
-# (no serial output and no CPU time for QEMU_STALL_SECONDS) is a verdict, written to
+# (no serial output and no CPU time for QEMU_STALL_SECONDS), or one that ended with a
+# KVM error, is a verdict, written to
 # DIR/watchdog.verdict with the node, QEMU's line and the fix; the harness gets SIGUSR1
 # and ends the run with it (cluster_watchdog_fired). A QEMU that ended is a verdict only
 # after `cluster_watchdog exits on` (scenarios that reboot or kill nodes leave it off, or
@@ -89,7 +90,11 @@ cluster_watchdog() {
         pid=$(cat "$f" 2>/dev/null) || continue
         verdict=""
         line=$(qemu_kvm_error "$CLUSTER_DIR/node-$i.log")
-        if ! kill -0 "$pid" 2>/dev/null; then
+        if ! kill -0 "$pid" 2>/dev/null && [ -n "$line" ] && [ -f "$f" ]; then
+          # Ended with a KVM error (an assertion of QEMU's KVM code aborts it at once):
+          # news even while ends are expected, since a node stopped on purpose has none.
+          verdict="node-$i: KVM cannot run this guest; its QEMU ended, and its log ($CLUSTER_DIR/node-$i.log) says: \"$line\"; fix: run with SPROUT_QEMU_ACCEL=tcg (software emulation)"
+        elif ! kill -0 "$pid" 2>/dev/null; then
           [ -f "$CLUSTER_DIR/watchdog.exits" ] && [ -f "$f" ] || continue
           verdict="node-$i: its QEMU ($(cluster_accel_name)) ended; $(node_stopped_why "$i"); see $CLUSTER_DIR/node-$i.log and node-$i.serial"
           [ -z "$line" ] || verdict+="; fix: run with SPROUT_QEMU_ACCEL=tcg (software emulation)"

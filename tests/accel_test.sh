@@ -104,7 +104,7 @@ else
     check "a node that KVM stops ends the cluster run" "$out" 'status 1$'
     check "... within 60 s" "$took" '^([0-9]|[1-5][0-9])$'
     check "... naming the node, QEMU's line and the fix" "$out" \
-      'cluster: stopped: node-1: KVM cannot run this guest; its QEMU log \(.*node-1\.log\) says: "(KVM internal error|emulation failure).*"; fix: run with SPROUT_QEMU_ACCEL=tcg'
+      'cluster: stopped: node-1: KVM cannot run this guest; its (QEMU ended, and its |QEMU )log \(.*node-1\.log\) says: "[^"]*('"$QEMU_KVM_ERRORS"')[^"]*"; fix: run with SPROUT_QEMU_ACCEL=tcg'
   fi
   # 7. A node that sits still (QEMU started paused: no output, no CPU) ends the run.
   t=$SECONDS
