@@ -8,26 +8,13 @@
 # second run of the recipe is a cache hit that prints the same folder.
 set -u
 name=conformance_suite_test
-for tool in go /usr/bin/python3; do
-  if ! command -v "$tool" >/dev/null; then
-    echo "$name: skipped: '$tool' not found (scripts/install-deps installs golang-go and python3)"
-    exit 0
-  fi
-done
-SRC=$(readlink -f "${SPROUT_SOURCE_DIR:-$(dirname "$0")/..}")
-CACHE=${SPROUT_CACHE:-/var/cache/sprout}
-if [ ! -w "$(dirname "$CACHE")" ] && [ ! -w "$CACHE" ]; then
-  echo "$name: skipped: the cache $CACHE is not writable (set SPROUT_CACHE)"
-  exit 0
-fi
+. "$(dirname "$0")/lib/checks.sh"
+tests_require "golang-go and python3" go /usr/bin/python3
+tests_cache
 WORK=$(mktemp -d /tmp/sprt-conf.XXXXXX)
-passed=0 failed=0
-ok() { echo "ok: $*"; passed=$((passed + 1)); }
-bad() { echo "FAIL: $*"; failed=$((failed + 1)); }
 finish() {
   rm -rf "$WORK"
-  echo "$passed passed, $failed failed"
-  [ "$failed" -eq 0 ] || exit 1
+  tests_end
 }
 trap finish EXIT
 

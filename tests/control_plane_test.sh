@@ -15,63 +15,10 @@
 # Traffic stays inside the namespace (198.18.0.31 on a veth pair whose both ends are inside it, and lo).
 set -u
 name=control_plane_test
-if [ "$(id -u)" -ne 0 ]; then
-  echo "$name: skipped: needs root to create a network namespace"
-  exit 0
-fi
-for tool in ip etcd etcdctl /usr/bin/python3 go; do
-  if ! command -v "$tool" >/dev/null; then
-    echo "$name: skipped: '$tool' not found (scripts/install-deps installs iproute2, etcd-server, etcd-client, python3, golang-go)"
-    exit 0
-  fi
-done
-FIRSTBOOT=$(readlink -f "${SPROUT_FIRSTBOOT:?set SPROUT_FIRSTBOOT to the sprout-firstboot binary}")
-SRC=$(readlink -f "${SPROUT_SOURCE_DIR:-$(dirname "$0")/..}")
-CACHE=${SPROUT_CACHE:-/var/cache/sprout}
-# Compiles once (about 15 minutes cold on 2 cores); a cached build returns at once.
-BIN=$(bash "$SRC/images/kubernetes/compile.sh" "$CACHE" 2>"$CACHE/kubernetes-compile.log") || {
-  echo "$name: FAIL: compiling Kubernetes failed; see $CACHE/kubernetes-compile.log"
-  tail -n 20 "$CACHE/kubernetes-compile.log"
-  exit 1
-}
-NS=sprt-cp
-IP=198.18.0.31
-WORK=$(mktemp -d /tmp/sprt-cp.XXXXXX)
-K8S=$WORK/kubernetes
-PIDS=()
-passed=0 failed=0
-ok() { echo "ok: $*"; passed=$((passed + 1)); }
-bad() { echo "FAIL: $*"; failed=$((failed + 1)); }
-
-cleanup() {
-  local pid
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null; done
-  sleep 1
-  for pid in $(ip netns pids "$NS" 2>/dev/null); do kill -9 "$pid" 2>/dev/null; done
-  wait 2>/dev/null
-  ip netns del "$NS" 2>/dev/null
-  if [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]; then
-    rm -rf "$WORK"
-  else
-    echo "$name: logs kept in $WORK"
-    for f in "$WORK"/*.log; do [ -f "$f" ] && { echo "--- $f (tail)"; tail -n 12 "$f"; }; done
-  fi
-  echo "$passed passed, $failed failed"
-  # An EXIT trap's last status is not the script's: without this exit, a run with
-  # failures ended 0 and ctest counted it passed.
-  [ "$failed" -eq 0 ] || exit 1
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-ip netns del "$NS" 2>/dev/null
-ip netns add "$NS"
-ip -n "$NS" link set lo up
-ip -n "$NS" link add eth0 type veth peer name eth1  # both ends inside: a link with no way out
-ip -n "$NS" link set eth1 up
-ip -n "$NS" addr add "$IP/24" dev eth0
-ip -n "$NS" link set eth0 up
-in_ns() { ip netns exec "$NS" "$@"; }
+. "$(dirname "$0")/lib/kube-netns.sh"
+kube_netns_require "iproute2, etcd-server, etcd-client, python3, golang-go" ip etcd etcdctl /usr/bin/python3 go
+kube_netns_compile
+kube_netns_up sprt-cp 198.18.0.31
 kubectl_as() {  # kubectl_as KUBECONFIG ARGS...: the compiled kubectl 1.20, in the namespace
   local conf=$1
   shift
@@ -100,16 +47,6 @@ start_firstboot() {
     --manifests-dir "$K8S/manifests" --audit-log-dir "$WORK/audit" >>"$WORK/firstboot.log" 2>&1 &
   FB=$!
   PIDS+=("$FB")
-}
-
-wait_for() {  # wait_for SECONDS COMMAND...: until COMMAND succeeds (bounded)
-  local deadline=$(($(date +%s) + $1))
-  shift
-  while [ "$(date +%s)" -lt "$deadline" ]; do
-    "$@" >/dev/null 2>&1 && return 0
-    sleep 0.5
-  done
-  return 1
 }
 
 # 1. Formation founds etcd and, as a member, writes the control plane.

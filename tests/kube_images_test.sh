@@ -7,32 +7,17 @@
 # the list of components.
 set -u
 name=kube_images_test
-for tool in go /usr/bin/python3 tar; do
-  if ! command -v "$tool" >/dev/null; then
-    echo "$name: skipped: '$tool' not found (scripts/install-deps installs golang-go and python3)"
-    exit 0
-  fi
-done
-SRC=$(readlink -f "${SPROUT_SOURCE_DIR:-$(dirname "$0")/..}")
-CACHE=${SPROUT_CACHE:-/var/cache/sprout}
-if [ ! -w "$(dirname "$CACHE")" ] && [ ! -w "$CACHE" ]; then
-  echo "$name: skipped: the cache $CACHE is not writable (set SPROUT_CACHE)"
-  exit 0
-fi
+. "$(dirname "$0")/lib/checks.sh"
+tests_require "golang-go and python3" go /usr/bin/python3 tar
+tests_cache
 BIN=$(bash "$SRC/images/kubernetes/compile.sh" "$CACHE" 2>"$CACHE/kubernetes-compile.log") || {
   echo "$name: FAIL: compiling Kubernetes failed; see $CACHE/kubernetes-compile.log"
   exit 1
 }
 WORK=$(mktemp -d /tmp/sprt-kimg.XXXXXX)
-passed=0 failed=0
-ok() { echo "ok: $*"; passed=$((passed + 1)); }
-bad() { echo "FAIL: $*"; failed=$((failed + 1)); }
 finish() {
   rm -rf "$WORK"
-  echo "$passed passed, $failed failed"
-  # An EXIT trap's last status is not the script's: without this exit, a run with
-  # failures would end 0 and ctest would count it passed.
-  [ "$failed" -eq 0 ] || exit 1
+  tests_end
 }
 trap finish EXIT
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "image/arch.h"  // Arch, with the partition types of each architecture
 #include "image/gpt.h"
-#include "profile/profile.h"
 #include "update/build.h"
 #include "update/entries.h"
 #include "update/gpt_patch.h"
