@@ -1,10 +1,7 @@
 #include "backup/bundle.h"
 
-#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/kdf.h>
-#include <openssl/params.h>
 
 #include <algorithm>
 #include <cstring>
@@ -36,28 +33,9 @@ using Key = std::array<std::uint8_t, 32>;
 
 Result<Key> BundleKey(std::string_view secret, std::string_view cluster, const Salt& salt) {
   if (secret.empty()) return Fail("the cluster secret is empty");
-  std::unique_ptr<EVP_KDF, decltype(&EVP_KDF_free)> kdf(EVP_KDF_fetch(nullptr, "HKDF", nullptr), EVP_KDF_free);
-  if (!kdf) return Fail("OpenSSL has no HKDF implementation");
-  std::unique_ptr<EVP_KDF_CTX, decltype(&EVP_KDF_CTX_free)> ctx(EVP_KDF_CTX_new(kdf.get()), EVP_KDF_CTX_free);
-  if (!ctx) return Fail("cannot create an HKDF context");
-  // OSSL_PARAM wants non-const pointers although it only reads these buffers.
-  std::string digest = "SHA256";
-  std::string key(secret);
   std::string salt_bytes(kHkdfLabel);
   salt_bytes.append(reinterpret_cast<const char*>(salt.data()), salt.size());
-  std::string info = "backup:" + std::string(cluster);
-  OSSL_PARAM params[] = {
-      OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, digest.data(), 0),
-      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, key.data(), key.size()),
-      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, salt_bytes.data(), salt_bytes.size()),
-      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, info.data(), info.size()),
-      OSSL_PARAM_construct_end(),
-  };
-  Key out{};
-  int rc = EVP_KDF_derive(ctx.get(), out.data(), out.size(), params);
-  OPENSSL_cleanse(key.data(), key.size());
-  if (rc != 1) return Fail("HKDF-SHA256 key derivation failed");
-  return out;
+  return HkdfSha256(secret, salt_bytes, "backup:" + std::string(cluster));
 }
 
 using CipherCtx = std::unique_ptr<EVP_CIPHER_CTX, decltype(&EVP_CIPHER_CTX_free)>;

@@ -1,11 +1,8 @@
 #include "formation/auth.h"
 
-#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
-#include <openssl/kdf.h>
-#include <openssl/params.h>
 
 #include <algorithm>
 #include <memory>
@@ -26,27 +23,7 @@ constexpr std::string_view kWorkerSecretLabel = "sprout worker secret v1";
 
 Result<Key> DeriveKey(std::string_view secret, std::string_view cluster_name) {
   if (secret.empty()) return Fail("the cluster secret is empty; give one in the profile or at boot");
-  std::unique_ptr<EVP_KDF, decltype(&EVP_KDF_free)> kdf(EVP_KDF_fetch(nullptr, "HKDF", nullptr), EVP_KDF_free);
-  if (!kdf) return Fail("OpenSSL has no HKDF implementation");
-  std::unique_ptr<EVP_KDF_CTX, decltype(&EVP_KDF_CTX_free)> ctx(EVP_KDF_CTX_new(kdf.get()), EVP_KDF_CTX_free);
-  if (!ctx) return Fail("cannot create an HKDF context");
-  // OSSL_PARAM wants non-const pointers although it only reads these buffers.
-  std::string digest = "SHA256";
-  std::string key(secret);
-  std::string salt(kHkdfSalt);
-  std::string info = "cluster:" + std::string(cluster_name);
-  OSSL_PARAM params[] = {
-      OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, digest.data(), 0),
-      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, key.data(), key.size()),
-      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, salt.data(), salt.size()),
-      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, info.data(), info.size()),
-      OSSL_PARAM_construct_end(),
-  };
-  Key out{};
-  int rc = EVP_KDF_derive(ctx.get(), out.data(), out.size(), params);
-  OPENSSL_cleanse(key.data(), key.size());
-  if (rc != 1) return Fail("HKDF-SHA256 key derivation failed");
-  return out;
+  return HkdfSha256(secret, kHkdfSalt, "cluster:" + std::string(cluster_name));
 }
 
 ClusterTag TagFor(std::string_view cluster_name) {

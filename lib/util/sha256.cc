@@ -1,8 +1,13 @@
 #include "util/sha256.h"
 
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/kdf.h>
+#include <openssl/params.h>
 
 #include <fstream>
+#include <memory>
 #include <vector>
 
 #include "util/text.h"
@@ -46,6 +51,30 @@ Result<std::string> Sha256File(const std::filesystem::path& path) {
   }
   if (in.bad()) return Fail("read error while hashing " + path.string());
   return h.HexDigest();
+}
+
+Result<std::array<std::uint8_t, 32>> HkdfSha256(std::string_view key, std::string_view salt, std::string_view info) {
+  std::unique_ptr<EVP_KDF, decltype(&EVP_KDF_free)> kdf(EVP_KDF_fetch(nullptr, "HKDF", nullptr), EVP_KDF_free);
+  if (!kdf) return Fail("OpenSSL has no HKDF implementation");
+  std::unique_ptr<EVP_KDF_CTX, decltype(&EVP_KDF_CTX_free)> ctx(EVP_KDF_CTX_new(kdf.get()), EVP_KDF_CTX_free);
+  if (!ctx) return Fail("cannot create an HKDF context");
+  // OSSL_PARAM wants non-const pointers although it only reads these buffers.
+  std::string digest = "SHA256";
+  std::string key_bytes(key);
+  std::string salt_bytes(salt);
+  std::string info_bytes(info);
+  OSSL_PARAM params[] = {
+      OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, digest.data(), 0),
+      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, key_bytes.data(), key_bytes.size()),
+      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, salt_bytes.data(), salt_bytes.size()),
+      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, info_bytes.data(), info_bytes.size()),
+      OSSL_PARAM_construct_end(),
+  };
+  std::array<std::uint8_t, 32> out{};
+  int rc = EVP_KDF_derive(ctx.get(), out.data(), out.size(), params);
+  OPENSSL_cleanse(key_bytes.data(), key_bytes.size());
+  if (rc != 1) return Fail("HKDF-SHA256 key derivation failed");
+  return out;
 }
 
 }  // namespace sprout

@@ -37,4 +37,9 @@ std::string Sha256Hex(std::string_view data);
 // Sha256File hashes a file's contents and returns hex.
 Result<std::string> Sha256File(const std::filesystem::path& path);
 
+// HkdfSha256 derives a 32-byte key from KEY material with HKDF-SHA256 (RFC 5869),
+// extracting with SALT and expanding with INFO. Each use names its purpose and version
+// in SALT or INFO, so two uses never share a key made from the same secret.
+Result<std::array<std::uint8_t, 32>> HkdfSha256(std::string_view key, std::string_view salt, std::string_view info);
+
 }  // namespace sprout
