@@ -14,24 +14,9 @@
 
 namespace {
 
-const char* kUsage = R"(sprout builds bootable node images for self-hosted Kubernetes control planes.
-
-Usage:
-  sprout validate PROFILE [--print]        check a profile; every problem is reported at once
-  sprout build PROFILE -o DIR [options]    build the profile's images into DIR
-  sprout base PROFILE|RECIPE [--force]     build the base OS once and cache it (needs root)
-  sprout pull PROFILE [--offline]          fetch the profile's container images into the cache
-  sprout personalize IMAGE [settings]      write per-node settings (secret, hostname, role, address,
-                                           peers, SSH key) into an image; the root is not touched
-  sprout worker-secret --cluster-secret F  print the worker secret of a cluster secret (what a worker
-                                           is given instead, as worker-secret= in fw_cfg or the
-                                           config area; docs/personalization.md)
-  sprout boot IMAGE [--snapshot]           boot an image in QEMU with UEFI and a serial console
-  sprout keygen -o PREFIX                  make an Ed25519 key pair PREFIX.key, PREFIX.pub
-  sprout verify DIR [--key PUB]            check a build's outputs against its sums and signature
-  sprout inspect IMAGE [--json]            show an image's partitions, root hash, profile, images
-  sprout help                              show this text
-
+// kIntro and kStart frame the command table in `sprout help` (Usage below).
+const char* kIntro = "sprout builds bootable node images for self-hosted Kubernetes control planes.\n\nUsage:\n";
+const char* kStart = R"(
 Start with:
   sprout validate profiles/default.yaml
   sudo sprout base profiles/default.yaml
@@ -43,6 +28,7 @@ The cache (bases, images, compiled Kubernetes) is shared: root and the quickstar
 and still find the bases root built. SPROUT_CACHE_DIR or --cache-dir choose another.
 
 Profiles are YAML; docs/profiles.md describes every setting and how `extends:` merges.
+Each command explains its options: sprout COMMAND --help.
 )";
 
 int Fail(const std::string& message) {
@@ -106,25 +92,26 @@ int Run(cxxopts::Options& o, const Positional& p, int argc, char** argv, const R
   return Run(o, Required{p.name, p.missing}, argc, argv, run);
 }
 
-// MediaCommand runs keygen, verify and inspect.
-int MediaCommand(const std::string& command, int argc, char** argv) {
-  cxxopts::Options o("sprout " + command, "");
-  if (command == "keygen") {
-    o.custom_help("-o PREFIX");
-    o.add_options()("o,output", "prefix of PREFIX.key (private, mode 0600) and PREFIX.pub",
-                    cxxopts::value<std::string>());
-    return Run(o, Required{"output", "keygen needs -o PREFIX, such as -o keys/site"}, argc, argv,
-               [](const cxxopts::ParseResult& a) { return sprout::cli::Keygen(a["output"].as<std::string>()); });
-  }
-  if (command == "verify") {
-    o.add_options()("key", "Ed25519 public key (PEM) the manifest's signature must match",
-                    cxxopts::value<std::string>());
-    return Run(o, Positional{"dir", "output directory", "DIR [--key PUB]", "verify needs a DIR, the -o of a build"},
-               argc, argv, [](const cxxopts::ParseResult& a) {
-                 return sprout::cli::Verify(a["dir"].as<std::string>(),
-                                            a.count("key") ? a["key"].as<std::string>() : "");
-               });
-  }
+int Keygen(int argc, char** argv) {
+  cxxopts::Options o("sprout keygen", "Make an Ed25519 key pair for signing builds (sprout build --sign).");
+  o.custom_help("-o PREFIX");
+  o.add_options()("o,output", "prefix of PREFIX.key (private, mode 0600) and PREFIX.pub",
+                  cxxopts::value<std::string>());
+  return Run(o, Required{"output", "keygen needs -o PREFIX, such as -o keys/site"}, argc, argv,
+             [](const cxxopts::ParseResult& a) { return sprout::cli::Keygen(a["output"].as<std::string>()); });
+}
+
+int Verify(int argc, char** argv) {
+  cxxopts::Options o("sprout verify", "Check a build's outputs against its sums and, with --key, its signature.");
+  o.add_options()("key", "Ed25519 public key (PEM) the manifest's signature must match", cxxopts::value<std::string>());
+  return Run(o, Positional{"dir", "output directory", "DIR [--key PUB]", "verify needs a DIR, the -o of a build"}, argc,
+             argv, [](const cxxopts::ParseResult& a) {
+               return sprout::cli::Verify(a["dir"].as<std::string>(), a.count("key") ? a["key"].as<std::string>() : "");
+             });
+}
+
+int Inspect(int argc, char** argv) {
+  cxxopts::Options o("sprout inspect", "Show an image's partitions, root hash, update slots, profile and images.");
   o.add_options()("json", "print JSON");
   return Run(o,
              Positional{"image", "raw, qcow2 or ISO image", "IMAGE [--json]",
@@ -134,11 +121,237 @@ int MediaCommand(const std::string& command, int argc, char** argv) {
              });
 }
 
+int Validate(int argc, char** argv) {
+  cxxopts::Options o("sprout validate", "Check a profile and everything it extends; all problems are listed.");
+  o.add_options()("print", "print the resolved profile as JSON");
+  return Run(
+      o, Positional{"profile", "profile file", "PROFILE", "validate needs a PROFILE, such as profiles/default.yaml"},
+      argc, argv, [](const cxxopts::ParseResult& a) {
+        return sprout::cli::Validate(a["profile"].as<std::string>(), a.count("print") > 0);
+      });
+}
+
+int Build(int argc, char** argv) {
+  cxxopts::Options o("sprout build", "Build a profile's images. Runs without root once the base is cached.");
+  o.add_options()("o,output", "output directory", cxxopts::value<std::string>())("cache-dir", kCacheHelp,
+                                                                                 cxxopts::value<std::string>())(
+      "build-base", "build the base recipe if it is not cached yet (needs root or user namespaces)")(
+      "j,jobs", "compressor threads (default: all cores)", cxxopts::value<int>()->default_value("0"))(
+      "format", "outputs to make, overriding the profile: raw,iso,pxe,qcow2", cxxopts::value<std::string>())(
+      "offline", "never use the network: container images must be in the cache")(
+      "ca-bundle", "extra CA bundle (PEM) for registries", cxxopts::value<std::string>())(
+      "sign", "sign manifest.json with this Ed25519 private key (see sprout keygen)", cxxopts::value<std::string>())(
+      "arch", "build for amd64 or arm64, overriding the profile's arch", cxxopts::value<std::string>());
+  return Run(
+      o,
+      Positional{"profile", "profile file", "PROFILE -o DIR", "build needs a PROFILE, such as profiles/default.yaml"},
+      argc, argv, [](const cxxopts::ParseResult& a) {
+        if (!a.count("output")) return Fail("build needs an output directory: -o DIR");
+        sprout::cli::BuildOptions b;
+        b.profile = a["profile"].as<std::string>();
+        b.out_dir = a["output"].as<std::string>();
+        b.cache_dir = CacheDir(a);
+        b.build_base = a.count("build-base") > 0;
+        b.jobs = a["jobs"].as<int>();
+        b.offline = a.count("offline") > 0;
+        Set<std::string>(a, "ca-bundle", b.ca_bundle);
+        Set<std::string>(a, "sign", b.sign_key);
+        if (a.count("arch")) {
+          b.arch = sprout::ParseArchName(a["arch"].as<std::string>());
+          if (!b.arch) return Fail("--arch takes amd64 or arm64; " + sprout::ArchHint(a["arch"].as<std::string>()));
+        }
+        if (a.count("format")) {
+          for (const auto& f : sprout::Split(a["format"].as<std::string>(), ',')) {
+            auto format = sprout::ParseFormatName(f);
+            if (!format) {
+              return Fail("--format takes raw, iso, pxe and qcow2 (comma-separated); '" + f + "' is not one");
+            }
+            b.formats.push_back(*format);
+          }
+        }
+        return sprout::cli::Build(b);
+      });
+}
+
+int Pull(int argc, char** argv) {
+  cxxopts::Options o("sprout pull", "Fetch the container images a profile lists into the cache (docs/images.md).");
+  o.add_options()("cache-dir", kCacheHelp, cxxopts::value<std::string>())(
+      "offline", "never use the network; fail naming any image not in the cache")(
+      "ca-bundle", "extra CA bundle (PEM) for registries", cxxopts::value<std::string>())(
+      "parallel", "concurrent blob downloads", cxxopts::value<int>()->default_value("6"))(
+      "layout", "also write the images as one OCI layout into this directory", cxxopts::value<std::string>())(
+      "arch", "pull for amd64 or arm64, overriding the profile's arch", cxxopts::value<std::string>());
+  return Run(o, Positional{"profile", "profile file", "PROFILE", "pull needs a PROFILE, such as profiles/default.yaml"},
+             argc, argv, [](const cxxopts::ParseResult& a) {
+               sprout::cli::PullCliOptions p;
+               if (a.count("arch")) {
+                 p.arch = sprout::ParseArchName(a["arch"].as<std::string>());
+                 if (!p.arch)
+                   return Fail("--arch takes amd64 or arm64; " + sprout::ArchHint(a["arch"].as<std::string>()));
+               }
+               p.profile = a["profile"].as<std::string>();
+               p.cache_dir = CacheDir(a);
+               p.offline = a.count("offline") > 0;
+               Set<std::string>(a, "ca-bundle", p.ca_bundle);
+               Set<std::string>(a, "layout", p.layout);
+               p.parallel = a["parallel"].as<int>();
+               return sprout::cli::Pull(p);
+             });
+}
+
+int Base(int argc, char** argv) {
+  cxxopts::Options o("sprout base", "Build the base OS of a profile (or a recipe directory) into the cache.");
+  o.add_options()("cache-dir", kCacheHelp, cxxopts::value<std::string>())("force", "rebuild even if cached")(
+      "arch", "build for amd64 or arm64 (default: the profile's arch; amd64 for a recipe)",
+      cxxopts::value<std::string>());
+  return Run(o,
+             Positional{"what", "profile or recipe", "PROFILE|RECIPE",
+                        "base needs a PROFILE or a recipe directory, such as images/base"},
+             argc, argv, [](const cxxopts::ParseResult& a) {
+               std::optional<sprout::Arch> arch;
+               if (a.count("arch")) {
+                 arch = sprout::ParseArchName(a["arch"].as<std::string>());
+                 if (!arch)
+                   return Fail("--arch takes amd64 or arm64; " + sprout::ArchHint(a["arch"].as<std::string>()));
+               }
+               return sprout::cli::Base(a["what"].as<std::string>(), CacheDir(a), a.count("force") > 0, arch);
+             });
+}
+
+int Personalize(int argc, char** argv) {
+  cxxopts::Options o("sprout personalize",
+                     "Write per-cluster and per-node settings into a raw image's config area, without\n"
+                     "rebuilding and without touching the root. Settings add to those already there.\n"
+                     "At boot, fw_cfg (opt/sprout/config) overrides them and the kernel command line\n"
+                     "(sprout.KEY=VALUE) overrides both.");
+  o.add_options()("cluster-secret", "file whose bytes are the cluster secret (at least 16)",
+                  cxxopts::value<std::string>())("hostname", "node name", cxxopts::value<std::string>())(
+      "role", "control-plane or worker", cxxopts::value<std::string>())(
+      "address", "static address with prefix, e.g. 198.18.0.10/24", cxxopts::value<std::string>())(
+      "gateway", "default gateway", cxxopts::value<std::string>())(
+      "peer", "a static peer address (repeat or comma-separate)", cxxopts::value<std::vector<std::string>>())(
+      "ssh-key", "file with an SSH public key, for debugging", cxxopts::value<std::string>())(
+      "backup-dir", "where this control-plane node writes etcd backups: a folder or nfs://HOST/PATH",
+      cxxopts::value<std::string>())("restore-from",
+                                     "a fresh control-plane node forms the cluster from this backup bundle (a path or\n"
+                                     "nfs://HOST/PATH/NAME.sprout-backup); see docs/backup.md",
+                                     cxxopts::value<std::string>())(
+      "print", "show the current settings (secret redacted) and change nothing")("clear",
+                                                                                 "drop the current settings first");
+  return Run(o, Positional{"image", "raw image", "IMAGE", "personalize needs an IMAGE, such as out/default.raw"}, argc,
+             argv, [](const cxxopts::ParseResult& a) {
+               sprout::cli::PersonalizeOptions p;
+               p.image = a["image"].as<std::string>();
+               Set<std::string>(a, "cluster-secret", p.secret_file);
+               Set<std::string>(a, "ssh-key", p.ssh_key_file);
+               Set<std::string>(a, "hostname", p.hostname);
+               Set<std::string>(a, "role", p.role);
+               Set<std::string>(a, "address", p.address);
+               Set<std::string>(a, "gateway", p.gateway);
+               Set<std::vector<std::string>>(a, "peer", p.peers);
+               Set<std::string>(a, "backup-dir", p.backup_dir);
+               Set<std::string>(a, "restore-from", p.restore_from);
+               p.print = a.count("print") > 0;
+               p.clear = a.count("clear") > 0;
+               return sprout::cli::Personalize(p);
+             });
+}
+
+int WorkerSecret(int argc, char** argv) {
+  cxxopts::Options o("sprout worker-secret",
+                     "Print the worker secret of a cluster secret: 64 hex digits, one-way derived, which a\n"
+                     "worker node is given instead of the cluster secret (worker-secret=... in fw_cfg or the\n"
+                     "config area; sprout personalize --role worker writes it for you).");
+  o.add_options()("cluster-secret", "file whose bytes are the cluster secret", cxxopts::value<std::string>());
+  return Run(o, Required{"cluster-secret", "worker-secret needs --cluster-secret FILE"}, argc, argv,
+             [](const cxxopts::ParseResult& a) {
+               return sprout::cli::PrintWorkerSecret(a["cluster-secret"].as<std::string>());
+             });
+}
+
+int Boot(int argc, char** argv) {
+  cxxopts::Options o("sprout boot",
+                     "Boot an image in QEMU: UEFI firmware (OVMF), serial console on this terminal.\n"
+                     "Quit with Ctrl-A then X. Extra QEMU arguments go after --.");
+  o.add_options()("snapshot", "discard every write when QEMU exits")(
+      "kvm",
+      "use KVM when a probe boot under it works, else software emulation, saying why "
+      "(SPROUT_QEMU_ACCEL=kvm|tcg|auto overrides)")("m,memory", "memory in MiB",
+                                                    cxxopts::value<std::string>()->default_value("2048"))(
+      "smp", "virtual CPUs", cxxopts::value<int>()->default_value("2"));
+  std::vector<std::string> extra;
+  for (int i = 0; i < argc; ++i) {
+    if (std::string(argv[i]) == "--") {
+      for (int j = i + 1; j < argc; ++j) extra.emplace_back(argv[j]);
+      argc = i;
+      break;
+    }
+  }
+  return Run(
+      o, Positional{"image", "raw image", "IMAGE [-- QEMU-ARGS...]", "boot needs an IMAGE, such as out/default.raw"},
+      argc, argv, [&extra](const cxxopts::ParseResult& a) {
+        sprout::cli::BootOptions b;
+        b.image = a["image"].as<std::string>();
+        b.snapshot = a.count("snapshot") > 0;
+        b.memory = a["memory"].as<std::string>();
+        b.cpus = a["smp"].as<int>();
+        b.kvm = a.count("kvm") > 0;
+        b.extra = extra;
+        return sprout::cli::Boot(b);
+      });
+}
+
+// Command is one row of sprout's command table: `sprout help` is made from it, and Main
+// runs the row whose name is argv[1] with the rest of the arguments.
+struct Command {
+  const char* name;
+  const char* synopsis;  // what follows "sprout " in the help, such as "build PROFILE -o DIR [options]"
+  const char* summary;   // one line; "\n" continues it under itself
+  int (*run)(int argc, char** argv);
+};
+
+const Command kCommands[] = {
+    {"validate", "validate PROFILE [--print]", "check a profile; every problem is reported at once", Validate},
+    {"build", "build PROFILE -o DIR [options]", "build the profile's images into DIR", Build},
+    {"base", "base PROFILE|RECIPE [--force]", "build the base OS once and cache it (needs root)", Base},
+    {"pull", "pull PROFILE [--offline]", "fetch the profile's container images into the cache", Pull},
+    {"personalize", "personalize IMAGE [settings]",
+     "write per-node settings (secret, hostname, role, address,\npeers, SSH key) into an image; the root is not "
+     "touched",
+     Personalize},
+    {"worker-secret", "worker-secret --cluster-secret F",
+     "print the worker secret of a cluster secret (what a worker\nis given instead, as worker-secret= in fw_cfg or "
+     "the\nconfig area; docs/personalization.md)",
+     WorkerSecret},
+    {"boot", "boot IMAGE [--snapshot]", "boot an image in QEMU with UEFI and a serial console", Boot},
+    {"keygen", "keygen -o PREFIX", "make an Ed25519 key pair PREFIX.key, PREFIX.pub", Keygen},
+    {"verify", "verify DIR [--key PUB]", "check a build's outputs against its sums and signature", Verify},
+    {"inspect", "inspect IMAGE [--json]", "show an image's partitions, root hash, profile, images", Inspect},
+};
+
+// Usage is `sprout help`: the introduction, one entry a command, and where to start.
+std::string Usage() {
+  constexpr std::size_t kColumn = 43;  // where the summaries start
+  std::string out = kIntro;
+  auto entry = [&out](const std::string& synopsis, const std::string& summary) {
+    std::string line = "  sprout " + synopsis;
+    line.append(line.size() < kColumn ? kColumn - line.size() : 1, ' ');
+    bool first = true;
+    for (const auto& part : sprout::Split(summary, '\n')) {
+      out += (first ? line : std::string(kColumn, ' ')) + part + "\n";
+      first = false;
+    }
+  };
+  for (const auto& c : kCommands) entry(c.synopsis, c.summary);
+  entry("help", "show this text");
+  return out + kStart;
+}
+
 int Main(int argc, char** argv) {
   // Children that stop reading (a packer that failed) must give an error, not kill sprout.
   std::signal(SIGPIPE, SIG_IGN);
   if (argc < 2 || std::string(argv[1]) == "help" || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
-    std::cout << kUsage;
+    std::cout << Usage();
     return argc < 2 ? 2 : 0;
   }
   if (std::string(argv[1]) == "--version") {
@@ -146,192 +359,14 @@ int Main(int argc, char** argv) {
     return 0;
   }
   std::string command = argv[1];
-  // Each subcommand has its own options; argv[1] is dropped so cxxopts sees the rest.
-  int sub_argc = argc - 1;
-  char** sub_argv = argv + 1;
-  try {
-    if (command == "validate") {
-      cxxopts::Options o("sprout validate", "Check a profile and everything it extends; all problems are listed.");
-      o.add_options()("print", "print the resolved profile as JSON");
-      return Run(
-          o,
-          Positional{"profile", "profile file", "PROFILE", "validate needs a PROFILE, such as profiles/default.yaml"},
-          sub_argc, sub_argv, [](const cxxopts::ParseResult& a) {
-            return sprout::cli::Validate(a["profile"].as<std::string>(), a.count("print") > 0);
-          });
+  for (const auto& c : kCommands) {
+    if (command != c.name) continue;
+    try {
+      // Each command has its own options; argv[1] is dropped so cxxopts sees the rest.
+      return c.run(argc - 1, argv + 1);
+    } catch (const cxxopts::exceptions::exception& e) {
+      return Fail(std::string(e.what()) + "\nsee `sprout " + command + " --help`");
     }
-    if (command == "build") {
-      cxxopts::Options o("sprout build", "Build a profile's images. Runs without root once the base is cached.");
-      o.add_options()("o,output", "output directory", cxxopts::value<std::string>())("cache-dir", kCacheHelp,
-                                                                                     cxxopts::value<std::string>())(
-          "build-base", "build the base recipe if it is not cached yet (needs root or user namespaces)")(
-          "j,jobs", "compressor threads (default: all cores)", cxxopts::value<int>()->default_value("0"))(
-          "format", "outputs to make, overriding the profile: raw,iso,pxe,qcow2", cxxopts::value<std::string>())(
-          "offline", "never use the network: container images must be in the cache")(
-          "ca-bundle", "extra CA bundle (PEM) for registries", cxxopts::value<std::string>())(
-          "sign", "sign manifest.json with this Ed25519 private key (see sprout keygen)",
-          cxxopts::value<std::string>())("arch", "build for amd64 or arm64, overriding the profile's arch",
-                                         cxxopts::value<std::string>());
-      return Run(
-          o,
-          Positional{"profile", "profile file", "PROFILE -o DIR",
-                     "build needs a PROFILE, such as profiles/default.yaml"},
-          sub_argc, sub_argv, [](const cxxopts::ParseResult& a) {
-            if (!a.count("output")) return Fail("build needs an output directory: -o DIR");
-            sprout::cli::BuildOptions b;
-            b.profile = a["profile"].as<std::string>();
-            b.out_dir = a["output"].as<std::string>();
-            b.cache_dir = CacheDir(a);
-            b.build_base = a.count("build-base") > 0;
-            b.jobs = a["jobs"].as<int>();
-            b.offline = a.count("offline") > 0;
-            Set<std::string>(a, "ca-bundle", b.ca_bundle);
-            Set<std::string>(a, "sign", b.sign_key);
-            if (a.count("arch")) {
-              b.arch = sprout::ParseArchName(a["arch"].as<std::string>());
-              if (!b.arch) return Fail("--arch takes amd64 or arm64; " + sprout::ArchHint(a["arch"].as<std::string>()));
-            }
-            if (a.count("format")) {
-              for (const auto& f : sprout::Split(a["format"].as<std::string>(), ',')) {
-                auto format = sprout::ParseFormatName(f);
-                if (!format) {
-                  return Fail("--format takes raw, iso, pxe and qcow2 (comma-separated); '" + f + "' is not one");
-                }
-                b.formats.push_back(*format);
-              }
-            }
-            return sprout::cli::Build(b);
-          });
-    }
-    if (command == "pull") {
-      cxxopts::Options o("sprout pull", "Fetch the container images a profile lists into the cache (docs/images.md).");
-      o.add_options()("cache-dir", kCacheHelp, cxxopts::value<std::string>())(
-          "offline", "never use the network; fail naming any image not in the cache")(
-          "ca-bundle", "extra CA bundle (PEM) for registries", cxxopts::value<std::string>())(
-          "parallel", "concurrent blob downloads", cxxopts::value<int>()->default_value("6"))(
-          "layout", "also write the images as one OCI layout into this directory", cxxopts::value<std::string>())(
-          "arch", "pull for amd64 or arm64, overriding the profile's arch", cxxopts::value<std::string>());
-      return Run(
-          o, Positional{"profile", "profile file", "PROFILE", "pull needs a PROFILE, such as profiles/default.yaml"},
-          sub_argc, sub_argv, [](const cxxopts::ParseResult& a) {
-            sprout::cli::PullCliOptions p;
-            if (a.count("arch")) {
-              p.arch = sprout::ParseArchName(a["arch"].as<std::string>());
-              if (!p.arch) return Fail("--arch takes amd64 or arm64; " + sprout::ArchHint(a["arch"].as<std::string>()));
-            }
-            p.profile = a["profile"].as<std::string>();
-            p.cache_dir = CacheDir(a);
-            p.offline = a.count("offline") > 0;
-            Set<std::string>(a, "ca-bundle", p.ca_bundle);
-            Set<std::string>(a, "layout", p.layout);
-            p.parallel = a["parallel"].as<int>();
-            return sprout::cli::Pull(p);
-          });
-    }
-    if (command == "keygen" || command == "verify" || command == "inspect") {
-      return MediaCommand(command, sub_argc, sub_argv);
-    }
-    if (command == "base") {
-      cxxopts::Options o("sprout base", "Build the base OS of a profile (or a recipe directory) into the cache.");
-      o.add_options()("cache-dir", kCacheHelp, cxxopts::value<std::string>())("force", "rebuild even if cached")(
-          "arch", "build for amd64 or arm64 (default: the profile's arch; amd64 for a recipe)",
-          cxxopts::value<std::string>());
-      return Run(o,
-                 Positional{"what", "profile or recipe", "PROFILE|RECIPE",
-                            "base needs a PROFILE or a recipe directory, such as images/base"},
-                 sub_argc, sub_argv, [](const cxxopts::ParseResult& a) {
-                   std::optional<sprout::Arch> arch;
-                   if (a.count("arch")) {
-                     arch = sprout::ParseArchName(a["arch"].as<std::string>());
-                     if (!arch)
-                       return Fail("--arch takes amd64 or arm64; " + sprout::ArchHint(a["arch"].as<std::string>()));
-                   }
-                   return sprout::cli::Base(a["what"].as<std::string>(), CacheDir(a), a.count("force") > 0, arch);
-                 });
-    }
-    if (command == "personalize") {
-      cxxopts::Options o("sprout personalize",
-                         "Write per-cluster and per-node settings into a raw image's config area, without\n"
-                         "rebuilding and without touching the root. Settings add to those already there.\n"
-                         "At boot, fw_cfg (opt/sprout/config) overrides them and the kernel command line\n"
-                         "(sprout.KEY=VALUE) overrides both.");
-      o.add_options()("cluster-secret", "file whose bytes are the cluster secret (at least 16)",
-                      cxxopts::value<std::string>())("hostname", "node name", cxxopts::value<std::string>())(
-          "role", "control-plane or worker", cxxopts::value<std::string>())(
-          "address", "static address with prefix, e.g. 198.18.0.10/24", cxxopts::value<std::string>())(
-          "gateway", "default gateway", cxxopts::value<std::string>())(
-          "peer", "a static peer address (repeat or comma-separate)", cxxopts::value<std::vector<std::string>>())(
-          "ssh-key", "file with an SSH public key, for debugging", cxxopts::value<std::string>())(
-          "backup-dir", "where this control-plane node writes etcd backups: a folder or nfs://HOST/PATH",
-          cxxopts::value<std::string>())(
-          "restore-from",
-          "a fresh control-plane node forms the cluster from this backup bundle (a path or\n"
-          "nfs://HOST/PATH/NAME.sprout-backup); see docs/backup.md",
-          cxxopts::value<std::string>())("print", "show the current settings (secret redacted) and change nothing")(
-          "clear", "drop the current settings first");
-      return Run(o, Positional{"image", "raw image", "IMAGE", "personalize needs an IMAGE, such as out/default.raw"},
-                 sub_argc, sub_argv, [](const cxxopts::ParseResult& a) {
-                   sprout::cli::PersonalizeOptions p;
-                   p.image = a["image"].as<std::string>();
-                   Set<std::string>(a, "cluster-secret", p.secret_file);
-                   Set<std::string>(a, "ssh-key", p.ssh_key_file);
-                   Set<std::string>(a, "hostname", p.hostname);
-                   Set<std::string>(a, "role", p.role);
-                   Set<std::string>(a, "address", p.address);
-                   Set<std::string>(a, "gateway", p.gateway);
-                   Set<std::vector<std::string>>(a, "peer", p.peers);
-                   Set<std::string>(a, "backup-dir", p.backup_dir);
-                   Set<std::string>(a, "restore-from", p.restore_from);
-                   p.print = a.count("print") > 0;
-                   p.clear = a.count("clear") > 0;
-                   return sprout::cli::Personalize(p);
-                 });
-    }
-    if (command == "worker-secret") {
-      cxxopts::Options o("sprout worker-secret",
-                         "Print the worker secret of a cluster secret: 64 hex digits, one-way derived, which a\n"
-                         "worker node is given instead of the cluster secret (worker-secret=... in fw_cfg or the\n"
-                         "config area; sprout personalize --role worker writes it for you).");
-      o.add_options()("cluster-secret", "file whose bytes are the cluster secret", cxxopts::value<std::string>());
-      return Run(o, Required{"cluster-secret", "worker-secret needs --cluster-secret FILE"}, sub_argc, sub_argv,
-                 [](const cxxopts::ParseResult& a) {
-                   return sprout::cli::PrintWorkerSecret(a["cluster-secret"].as<std::string>());
-                 });
-    }
-    if (command == "boot") {
-      cxxopts::Options o("sprout boot",
-                         "Boot an image in QEMU: UEFI firmware (OVMF), serial console on this terminal.\n"
-                         "Quit with Ctrl-A then X. Extra QEMU arguments go after --.");
-      o.add_options()("snapshot", "discard every write when QEMU exits")(
-          "kvm",
-          "use KVM when a probe boot under it works, else software emulation, saying why "
-          "(SPROUT_QEMU_ACCEL=kvm|tcg|auto overrides)")("m,memory", "memory in MiB",
-                                                        cxxopts::value<std::string>()->default_value("2048"))(
-          "smp", "virtual CPUs", cxxopts::value<int>()->default_value("2"));
-      std::vector<std::string> extra;
-      for (int i = 0; i < sub_argc; ++i) {
-        if (std::string(sub_argv[i]) == "--") {
-          for (int j = i + 1; j < sub_argc; ++j) extra.emplace_back(sub_argv[j]);
-          sub_argc = i;
-          break;
-        }
-      }
-      return Run(
-          o,
-          Positional{"image", "raw image", "IMAGE [-- QEMU-ARGS...]", "boot needs an IMAGE, such as out/default.raw"},
-          sub_argc, sub_argv, [&extra](const cxxopts::ParseResult& a) {
-            sprout::cli::BootOptions b;
-            b.image = a["image"].as<std::string>();
-            b.snapshot = a.count("snapshot") > 0;
-            b.memory = a["memory"].as<std::string>();
-            b.cpus = a["smp"].as<int>();
-            b.kvm = a.count("kvm") > 0;
-            b.extra = extra;
-            return sprout::cli::Boot(b);
-          });
-    }
-  } catch (const cxxopts::exceptions::exception& e) {
-    return Fail(std::string(e.what()) + "\nsee `sprout " + command + " --help`");
   }
   return Fail("unknown command '" + command + "'; see `sprout help`");
 }

@@ -125,16 +125,67 @@ int Backup(const sprout::node::RunFlags& flags, const sprout::firstboot::BackupF
 
 namespace {
 
+// NodeArgs are the flags of the commands that act on this node's settings and state.
+struct NodeArgs {
+  sprout::node::RunFlags flags;
+  sprout::firstboot::BackupFlags backup;
+  std::string subcommand;  // backup: now | list
+  bool json = false;       // status --json
+};
+
+// Command is one row of sprout-firstboot's command table: --help lists it, and Main runs
+// the row named by the first argument (run without one). A command either parses its
+// own flags (own_main: update, dns) or takes the node's flags (with_flags).
+struct Command {
+  const char* name;
+  const char* synopsis;
+  const char* summary;
+  int (*own_main)(int argc, char** argv);
+  int (*with_flags)(const NodeArgs& n);
+};
+
+const Command kCommands[] = {
+    {"run", "run [flags]", "form or join the cluster, then keep it (the systemd unit runs this)", nullptr,
+     [](const NodeArgs& n) { return sprout::firstboot::Run(n.flags, n.backup); }},
+    {"status", "status [--json]", "phase, peers, cluster, backups, slots, DNS, Kubernetes", nullptr,
+     [](const NodeArgs& n) { return Status(n.flags.state_dir, n.json); }},
+    {"config", "config", "the node's merged settings and where each came from (never the secret)", nullptr,
+     [](const NodeArgs&) { return ShowConfig(); }},
+    {"backup", "backup now|list", "take an etcd backup now, or list this cluster's bundles", nullptr,
+     [](const NodeArgs& n) { return Backup(n.flags, n.backup, n.subcommand); }},
+    {"update", "update COMMAND ...", "A/B updates of this node (sprout-firstboot update --help)",
+     sprout::firstboot::UpdateMain, nullptr},
+    {"dns", "dns [flags]", "the cluster DNS controller (sprout-firstboot dns --help)", sprout::firstboot::DnsMain,
+     nullptr},
+};
+
+// Intro is the top of --help: what the program is and its commands, from the table.
+std::string Intro() {
+  std::string out = "Runs on every sprout node at boot: discovers peers and forms or joins the cluster.\n\nCommands:\n";
+  for (const auto& c : kCommands) {
+    std::string line = std::string("  sprout-firstboot ") + c.synopsis;
+    line.append(line.size() < 40 ? 40 - line.size() : 1, ' ');
+    out += line + c.summary + "\n";
+  }
+  return out;
+}
+
+const Command* Find(const std::string& name) {
+  for (const auto& c : kCommands) {
+    if (name == c.name) return &c;
+  }
+  return nullptr;
+}
+
 int Main(int argc, char** argv) {
-  // `update` has its own flags (firstboot/update.h).
-  if (argc > 1 && std::string(argv[1]) == "update") return sprout::firstboot::UpdateMain(argc - 1, argv + 1);
-  // So has `dns`, the node's cluster DNS controller (firstboot/dns.h).
-  if (argc > 1 && std::string(argv[1]) == "dns") return sprout::firstboot::DnsMain(argc - 1, argv + 1);
-  cxxopts::Options options("sprout-firstboot",
-                           "Runs on every sprout node at boot: discovers peers and forms or joins the cluster.\n");
+  if (argc > 1) {
+    const Command* own = Find(argv[1]);
+    if (own && own->own_main) return own->own_main(argc - 1, argv + 1);
+  }
+  cxxopts::Options options("sprout-firstboot", Intro());
   options.add_options()("state-dir", "where the node keeps its state",
                         cxxopts::value<std::string>()->default_value("/var/lib/sprout"))(
-      "command", "run | status | config | backup | update | dns", cxxopts::value<std::string>()->default_value("run"))(
+      "command", "one of the commands above", cxxopts::value<std::string>()->default_value("run"))(
       "subcommand", "backup: now | list", cxxopts::value<std::string>()->default_value(""))(
       "name", "node name (default: configured hostname, else the host name)", cxxopts::value<std::string>())(
       "listen", "this node's IPv4 address (default: sprout.address)", cxxopts::value<std::string>())(
@@ -196,7 +247,7 @@ int Main(int argc, char** argv) {
                                      cxxopts::value<std::string>()->default_value("etcdctl"))(
       "json", "status: print JSON")("h,help", "show this help");
   options.parse_positional({"command", "subcommand"});
-  options.positional_help("[run|status|config|backup now|backup list|update ...|dns ...]");
+  options.positional_help("[COMMAND] [backup: now|list]");
   cxxopts::ParseResult args;
   try {
     args = options.parse(argc, argv);
@@ -208,9 +259,23 @@ int Main(int argc, char** argv) {
     std::cout << options.help();
     return 0;
   }
-  auto str = [&](const char* key) { return args.count(key) ? args[key].as<std::string>() : std::string(); };
   std::string command = args["command"].as<std::string>();
-  sprout::node::RunFlags s;
+  const Command* c = Find(command);
+  if (!c) {
+    std::string names;
+    for (const auto& k : kCommands) names += (names.empty() ? "" : ", ") + std::string(k.name);
+    std::cerr << "sprout-firstboot: unknown command '" << command << "'; the commands are " << names
+              << " (sprout-firstboot --help)\n";
+    return 2;
+  }
+  if (!c->with_flags) {
+    std::cerr << "sprout-firstboot: " << command << " comes first and takes its own flags: sprout-firstboot " << command
+              << " --help\n";
+    return 2;
+  }
+  auto str = [&](const char* key) { return args.count(key) ? args[key].as<std::string>() : std::string(); };
+  NodeArgs n;
+  sprout::node::RunFlags& s = n.flags;
   s.state_dir = args["state-dir"].as<std::string>();
   s.name = str("name");
   s.listen = str("listen");
@@ -236,15 +301,12 @@ int Main(int argc, char** argv) {
   if (args.count("backup-interval")) s.backup_interval = args["backup-interval"].as<long>();
   if (args.count("backup-keep")) s.backup_keep = args["backup-keep"].as<int>();
   s.restore_from = str("restore-from");
-  sprout::firstboot::BackupFlags backup;  // the rest comes from the resolved settings (WithSettings)
-  backup.etcdctl = args["etcdctl"].as<std::string>();
-  backup.scheduled = args.count("scheduled") > 0;
-  if (command == "run") return sprout::firstboot::Run(s, backup);
-  if (command == "status") return Status(s.state_dir, args.count("json") > 0);
-  if (command == "config") return ShowConfig();
-  if (command == "backup") return Backup(s, backup, args["subcommand"].as<std::string>());
-  std::cerr << "sprout-firstboot: unknown command '" << command << "'; use run, status, config or backup\n";
-  return 2;
+  // The rest of the backup flags comes from the resolved settings (WithSettings).
+  n.backup.etcdctl = args["etcdctl"].as<std::string>();
+  n.backup.scheduled = args.count("scheduled") > 0;
+  n.subcommand = args["subcommand"].as<std::string>();
+  n.json = args.count("json") > 0;
+  return c->with_flags(n);
 }
 
 }  // namespace

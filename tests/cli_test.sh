@@ -40,6 +40,12 @@ check "unknown command exits 2 with a pointer to help" "$rc:$out" "^2:.*unknown 
 out=$("$SPROUT" build "$src/profiles/default.yaml" 2>&1); rc=$?
 check "build without -o explains" "$rc:$out" '^2:.*-o DIR'
 out=$("$SPROUT" help); check "help teaches the first commands" "$out" 'sprout build profiles/default.yaml -o out/'
+# The help is made from the command table: every command it lists explains itself.
+no_help=""
+for c in $(sed -n 's/^  sprout \([a-z-]*\) .*/\1/p' <<<"$out" | sort -u); do
+  [ "$c" = help ] || "$SPROUT" "$c" --help | grep -q "^  sprout $c" || no_help+=" $c"
+done
+check "every command in the help answers --help with its own usage" "$(sed -n 's/^  sprout \([a-z-]*\) .*/\1/p' <<<"$out" | sort -u | wc -l) listed;${no_help:- none} without" '^1[0-9] listed; none without$'
 
 # --- build from a tiny fake base
 base="$work/fakebase"
