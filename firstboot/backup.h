@@ -7,7 +7,7 @@
 #include <string>
 #include <thread>
 
-#include "formation/daemon.h"
+#include "formationd/daemon.h"
 #include "node/settings.h"
 #include "util/result.h"
 

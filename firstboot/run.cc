@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "firstboot/node_agent.h"
-#include "formation/daemon.h"
-#include "formation/node_state.h"
+#include "formationd/daemon.h"
+#include "formationd/node_state.h"
 #include "kube/api.h"
 #include "kube/controlplane.h"
 #include "node/cluster.h"

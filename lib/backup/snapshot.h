@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "backup/catalog.h"
-#include "formation/etcd.h"
+#include "formationd/etcd.h"
 #include "util/result.h"
 
 namespace sprout::backup {

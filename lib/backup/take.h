@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "backup/bundle.h"
-#include "formation/etcd.h"
+#include "formationd/etcd.h"
 #include "util/result.h"
 
 namespace sprout::backup {

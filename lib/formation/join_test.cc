@@ -11,8 +11,9 @@
 #include <mutex>
 #include <thread>
 
-#include "formation/daemon.h"
-#include "formation/join_endpoint.h"
+#include "formationd/daemon.h"
+#include "formationd/join_endpoint.h"
+#include "formationd/join_net.h"
 #include "util/fs.h"
 
 using namespace sprout::formation;

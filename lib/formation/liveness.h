@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "formation/auth.h"
-#include "formation/transport.h"
 #include "formation/wire.h"
 
 namespace sprout::formation {

@@ -5,6 +5,8 @@
 // layout is documented in docs/formation.md; this file only knows bytes, not keys.
 #pragma once
 
+#include <netinet/in.h>
+
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -16,6 +18,12 @@
 #include "util/result.h"
 
 namespace sprout::formation {
+
+// Datagram is one received UDP payload and where it came from.
+struct Datagram {
+  std::vector<std::uint8_t> bytes;  // the payload
+  sockaddr_in from{};               // the sender's address
+};
 
 // kWireVersion is the frame version this code writes and the only one it reads.
 inline constexpr std::uint8_t kWireVersion = 1;

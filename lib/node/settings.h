@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "formation/daemon.h"
-#include "formation/transport.h"
+#include "formationd/daemon.h"
+#include "formationd/transport.h"
 #include "node/cluster.h"
 #include "nodeconfig/nodeconfig.h"
 

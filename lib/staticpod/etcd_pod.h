@@ -7,7 +7,7 @@
 #include <map>
 #include <string>
 
-#include "formation/etcd.h"
+#include "formationd/etcd.h"
 #include "staticpod/staticpod.h"
 
 namespace sprout {

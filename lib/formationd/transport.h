@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "formation/wire.h"  // Datagram
 #include "util/result.h"
 
 namespace sprout::formation {
@@ -25,12 +26,6 @@ struct TransportConfig {
   std::uint16_t port = kDefaultPort;  // the UDP port of every node
   std::string group = kDefaultGroup;  // multicast group; empty disables multicast
   std::vector<std::string> peers;     // static peer IPv4 addresses, reached by unicast
-};
-
-// Datagram is one received UDP payload and where it came from.
-struct Datagram {
-  std::vector<std::uint8_t> bytes;  // the payload
-  sockaddr_in from{};               // the sender's address
 };
 
 // ParseIPv4 turns dotted-quad text into an address, or nothing.

@@ -1,4 +1,4 @@
-#include "formation/etcd_supervisor.h"
+#include "formationd/etcd_supervisor.h"
 
 #include <catch2/catch.hpp>
 #include <memory>

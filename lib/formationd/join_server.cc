@@ -12,8 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "formation/join.h"
-#include "formation/join_tls.h"
-#include "formation/journal.h"
+#include "formationd/join_net.h"
+#include "formationd/join_tls.h"
+#include "formationd/journal.h"
 #include "util/fs.h"
 
 namespace sprout::formation {

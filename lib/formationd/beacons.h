@@ -20,7 +20,7 @@
 #include "formation/auth.h"
 #include "formation/liveness.h"
 #include "formation/node.h"
-#include "formation/transport.h"
+#include "formationd/transport.h"
 
 namespace sprout::formation {
 

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "formation/etcd.h"
 #include "formation/join.h"
-#include "formation/transport.h"
+#include "formationd/etcd.h"
+#include "formationd/transport.h"
 #include "util/result.h"
 
 namespace sprout::formation {

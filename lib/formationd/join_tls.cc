@@ -1,4 +1,4 @@
-#include "formation/join_tls.h"
+#include "formationd/join_tls.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

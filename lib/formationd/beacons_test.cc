@@ -1,4 +1,4 @@
-#include "formation/beacons.h"
+#include "formationd/beacons.h"
 
 #include <arpa/inet.h>
 

@@ -1,4 +1,4 @@
-#include "formation/etcd.h"
+#include "formationd/etcd.h"
 
 #include <curl/curl.h>
 #include <fcntl.h>

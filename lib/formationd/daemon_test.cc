@@ -1,9 +1,9 @@
-#include "formation/daemon.h"
+#include "formationd/daemon.h"
 
 #include <catch2/catch.hpp>
 
-#include "formation/etcd.h"
-#include "formation/transport.h"
+#include "formationd/etcd.h"
+#include "formationd/transport.h"
 #include "util/fs.h"
 
 namespace f = sprout::formation;

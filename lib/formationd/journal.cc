@@ -1,4 +1,4 @@
-#include "formation/journal.h"
+#include "formationd/journal.h"
 
 #include <sys/uio.h>
 #include <systemd/sd-journal.h>

@@ -1,9 +1,9 @@
-#include "formation/beacons.h"
+#include "formationd/beacons.h"
 
 #include <algorithm>
 #include <utility>
 
-#include "formation/journal.h"
+#include "formationd/journal.h"
 
 namespace sprout::formation {
 

@@ -1,4 +1,4 @@
-#include "formation/membership.h"
+#include "formationd/membership.h"
 
 #include <algorithm>
 #include <chrono>
@@ -7,7 +7,8 @@
 #include <utility>
 #include <variant>
 
-#include "formation/journal.h"
+#include "formationd/join_net.h"
+#include "formationd/journal.h"
 
 namespace sprout::formation {
 

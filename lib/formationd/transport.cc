@@ -1,4 +1,4 @@
-#include "formation/transport.h"
+#include "formationd/transport.h"
 
 #include <arpa/inet.h>
 #include <sys/socket.h>

@@ -1,8 +1,8 @@
-#include "formation/status.h"
+#include "formationd/status.h"
 
 #include <systemd/sd-daemon.h>
 
-#include "formation/journal.h"
+#include "formationd/journal.h"
 
 namespace sprout::formation {
 

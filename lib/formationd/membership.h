@@ -17,11 +17,11 @@
 #include <vector>
 
 #include "formation/auth.h"
-#include "formation/etcd.h"
 #include "formation/join.h"
-#include "formation/join_endpoint.h"
 #include "formation/node.h"
-#include "formation/options.h"
+#include "formationd/etcd.h"
+#include "formationd/join_endpoint.h"
+#include "formationd/options.h"
 
 namespace sprout::formation {
 

@@ -13,6 +13,7 @@
 #include "formation/auth.h"
 #include "formation/join.h"
 #include "formation/wire.h"
+#include "formationd/join_net.h"
 #include "util/result.h"
 
 namespace sprout::formation {

@@ -1,7 +1,7 @@
-#include "formation/join_endpoint.h"
+#include "formationd/join_endpoint.h"
 
-#include "formation/etcd.h"
-#include "formation/journal.h"
+#include "formationd/etcd.h"
+#include "formationd/journal.h"
 #include "pki/pki.h"
 #include "util/fs.h"
 #include "util/text.h"

@@ -16,13 +16,13 @@
 #include <vector>
 
 #include "formation/auth.h"
-#include "formation/etcd.h"
 #include "formation/join.h"
-#include "formation/journal.h"
 #include "formation/node.h"
-#include "formation/options.h"
-#include "formation/status.h"
-#include "formation/transport.h"
+#include "formationd/etcd.h"
+#include "formationd/journal.h"
+#include "formationd/options.h"
+#include "formationd/status.h"
+#include "formationd/transport.h"
 #include "util/result.h"
 
 namespace sprout::formation {

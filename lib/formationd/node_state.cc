@@ -1,4 +1,4 @@
-#include "formation/node_state.h"
+#include "formationd/node_state.h"
 
 #include <nlohmann/json.hpp>
 

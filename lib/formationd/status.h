@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "formation/node.h"
-#include "formation/node_state.h"
+#include "formationd/node_state.h"
 
 namespace sprout::formation {
 

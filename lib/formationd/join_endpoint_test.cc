@@ -1,7 +1,8 @@
-#include "formation/join_endpoint.h"
+#include "formationd/join_endpoint.h"
 
 #include <catch2/catch.hpp>
 
+#include "formationd/join_net.h"
 #include "util/fs.h"
 
 namespace f = sprout::formation;

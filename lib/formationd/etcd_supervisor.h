@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "formation/etcd.h"
-#include "formation/journal.h"
 #include "formation/node.h"
+#include "formationd/etcd.h"
+#include "formationd/journal.h"
 
 namespace sprout::formation {
 

@@ -1,4 +1,4 @@
-#include "formation/status.h"
+#include "formationd/status.h"
 
 #include <catch2/catch.hpp>
 

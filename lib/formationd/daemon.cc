@@ -1,4 +1,4 @@
-#include "formation/daemon.h"
+#include "formationd/daemon.h"
 
 #include <poll.h>
 #include <sys/random.h>
@@ -11,11 +11,11 @@
 #include <variant>
 
 #include "formation/auth.h"
-#include "formation/beacons.h"
-#include "formation/etcd_supervisor.h"
-#include "formation/join_endpoint.h"
-#include "formation/membership.h"
-#include "formation/status.h"
+#include "formationd/beacons.h"
+#include "formationd/etcd_supervisor.h"
+#include "formationd/join_endpoint.h"
+#include "formationd/membership.h"
+#include "formationd/status.h"
 #include "pki/pki.h"
 #include "util/fs.h"
 #include "util/text.h"

@@ -1,4 +1,4 @@
-#include "formation/membership.h"
+#include "formationd/membership.h"
 
 #include <catch2/catch.hpp>
 #include <chrono>

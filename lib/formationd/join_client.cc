@@ -11,7 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "formation/join.h"
-#include "formation/join_tls.h"
+#include "formationd/join_net.h"
+#include "formationd/join_tls.h"
 #include "util/fs.h"
 
 namespace sprout::formation {
