@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "kube/certs.h"
+#include "tests/golden.h"
 #include "util/fs.h"
 
 using namespace sprout;
@@ -89,15 +90,5 @@ TEST_CASE("Golden: the apiserver's encryption configuration (a sample key) and a
   const std::pair<std::string, std::string> files[] = {
       {"encryption-config.yaml", EncryptionConfigYaml("c2FtcGxlIGtleSwgbm90IGEgY2x1c3RlcidzIGtleSE=")},
       {"audit-policy.yaml", AuditPolicyYaml()}};
-  for (const auto& [name, text] : files) {
-    const std::filesystem::path golden = std::string(SPROUT_SOURCE_DIR) + "/tests/golden/apiserver/" + name;
-    if (std::getenv("SPROUT_UPDATE_GOLDEN") != nullptr) {
-      std::filesystem::create_directories(golden.parent_path());
-      REQUIRE(WriteFileAtomic(golden, text).ok());
-    }
-    auto want = ReadFile(golden);
-    INFO("golden file " << golden << " (SPROUT_UPDATE_GOLDEN=1 rewrites it)");
-    REQUIRE(want.ok());
-    CHECK(text == *want);
-  }
+  for (const auto& [name, text] : files) sprout::testing::CheckGolden("apiserver/" + name, text);
 }

@@ -2,8 +2,13 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdio>
+#include <string>
+#include <vector>
 
+#include "tests/golden.h"
 #include "util/fs.h"
 
 using namespace sprout;
@@ -75,6 +80,21 @@ TEST_CASE("kube: the control-plane step writes certificates, kubeconfigs and thr
   CHECK(apiserver->find("--audit-log-path=" + (paths.audit_log_dir / "audit.log").string()) != std::string::npos);
   CHECK(std::filesystem::exists(dir.path() / "audit-policy.yaml"));
   CHECK(Mode(paths.audit_log_dir) == 0700);
+  // Every file the step wrote, with its mode (scripts/cis-report reads this for the CIS
+  // file-permission checks, docs/cis.md). Files only: WriteFileAtomic sets a file's mode
+  // whatever the umask, while a folder's depends on it.
+  std::string modes;
+  std::vector<std::string> lines;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir.path())) {
+    if (!e.is_regular_file()) continue;
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", Mode(e.path()));
+    lines.push_back(std::string(mode) + " " + std::filesystem::relative(e.path(), dir.path()).string());
+  }
+  std::sort(lines.begin(), lines.end(),
+            [](const std::string& a, const std::string& b) { return a.substr(5) < b.substr(5); });
+  for (const auto& l : lines) modes += l + "\n";
+  sprout::testing::CheckGolden("files/control-plane.modes", modes);
 
   auto second = WriteControlPlane(paths, node, pods);
   REQUIRE(second);

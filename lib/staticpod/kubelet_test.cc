@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "tests/golden.h"
 #include "util/fs.h"
 
 namespace sprout {
@@ -77,18 +78,9 @@ TEST_CASE("containerd's sandbox is the preloaded pause image, with systemd cgrou
   CHECK(c.find("bin_dir = \"/usr/lib/cni\"") != std::string::npos);
 }
 
-// GoldenFile compares text with tests/golden/kubelet/NAME; SPROUT_UPDATE_GOLDEN=1
-// rewrites it. scripts/cis-report reads these files (docs/cis.md).
+// GoldenFile compares text with tests/golden/kubelet/NAME (tests/golden.h).
 void GoldenFile(const std::string& name, const std::string& text) {
-  const std::filesystem::path golden = std::string(SPROUT_SOURCE_DIR) + "/tests/golden/kubelet/" + name;
-  if (std::getenv("SPROUT_UPDATE_GOLDEN") != nullptr) {
-    std::filesystem::create_directories(golden.parent_path());
-    REQUIRE(WriteFileAtomic(golden, text).ok());
-  }
-  auto want = ReadFile(golden);
-  INFO("golden file " << golden << " (SPROUT_UPDATE_GOLDEN=1 rewrites it)");
-  REQUIRE(want.ok());
-  CHECK(text == *want);
+  sprout::testing::CheckGolden("kubelet/" + name, text);
 }
 
 TEST_CASE("Golden: the default image's kubelet configuration, unit and a worker's arguments") {

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "shoot/shoot.h"
+#include "tests/golden.h"
 #include "util/fs.h"
 
 namespace sprout {
@@ -48,15 +49,7 @@ StaticPodInput InputFor(const std::string& shoot_file, int nodes) {
 // Golden compares a rendered manifest with tests/golden/staticpods/CASE/COMPONENT.yaml;
 // SPROUT_UPDATE_GOLDEN=1 rewrites the golden files instead.
 void Golden(const std::string& which, const std::string& component, const std::string& rendered) {
-  const fs::path golden = kSource + "/tests/golden/staticpods/" + which + "/" + component + ".yaml";
-  if (std::getenv("SPROUT_UPDATE_GOLDEN") != nullptr) {
-    fs::create_directories(golden.parent_path());
-    REQUIRE(WriteFileAtomic(golden, rendered).ok());
-  }
-  auto want = ReadFile(golden);
-  INFO("golden file " << golden << " (SPROUT_UPDATE_GOLDEN=1 rewrites it)");
-  REQUIRE(want.ok());
-  CHECK(rendered == *want);
+  sprout::testing::CheckGolden("staticpods/" + which + "/" + component + ".yaml", rendered);
 }
 
 void RenderAll(const std::string& which, const StaticPodInput& in) {
