@@ -19,13 +19,11 @@ namespace sprout::formation {
 
 using join_tls::Ctx;
 using join_tls::NewCtx;
-using join_tls::ReadExactly;
 using join_tls::ReadUntil;
 using join_tls::SetTimeouts;
 using join_tls::SockAddr;
 using join_tls::Ssl;
 using join_tls::SslErrors;
-using join_tls::SteadyMs;
 using join_tls::WriteAll;
 
 namespace {
