@@ -13,6 +13,7 @@
 #include "formation/auth.h"
 #include "formationd/beacons.h"
 #include "formationd/etcd_supervisor.h"
+#include "formationd/founding.h"
 #include "formationd/join_endpoint.h"
 #include "formationd/membership.h"
 #include "formationd/status.h"
@@ -151,111 +152,12 @@ class Loop {
     return true;
   }
 
-  // Found starts a founding member: the founder makes the PKI (once), the others
-  // fetch it from the founder's join endpoint in the background first. A founder never
-  // makes a second PKI (DecideFounderPki): one whose PKI from an earlier run is there but
-  // unusable says so loudly, names the file and the fix, and fetches the PKI from the
-  // other founding members, as they did from it; with nobody to ask it waits for a
-  // person. A lost bootstrap token alone is fetched back, or made anew when no other
-  // member holds it; the CAs stay.
+  // Found starts a founding member as PlanFounding (founding.h) decides: with the
+  // credentials it has or made, or after fetching them from the other founding members.
   void Found(const StartEtcdNew& s) {
-    EtcdArgs args = EtcdNewArgs(etcd_config_, s);
-    std::error_code ec;
-    if (o_.restore && !std::filesystem::exists(o_.etcd_data_dir / "member", ec)) return Restore(s, args);
-    auto files = CredentialFiles(o_);
-    auto local = LoadLocalCredentials(files, s.founding);
-    auto cas = pki::LoadCAs(files.pki_dir);
-    auto traces = TracesOfEarlierFounding(files, etcd_config_.data_dir);
-    FounderPkiInput in;
-    in.founder = s.founding.founder == o_.name;
-    in.local_loads = local.ok();
-    in.cas_load = cas.ok();
-    in.traces = !traces.empty();
-    in.other_members = std::any_of(s.founding.members.begin(), s.founding.members.end(),
-                                   [this](const Member& m) { return m.name != o_.name; });
-    std::string why = local ? "" : local.error();
-    switch (DecideFounderPki(in)) {
-      case FounderPki::kUseLocal:
-        return Serve(*local, args);
-      case FounderPki::kFetch:
-        if (in.founder) {
-          Journal(LOG_ERR,
-                  "founder: this node made the PKI of " + s.founding.token + " before (" + Join(traces, ", ") +
-                      ") but cannot use it: " + why +
-                      "; not making a second PKI, which would split it from the other members; fetching the PKI "
-                      "from them instead (if no member answers, restore that file from a backup or another "
-                      "control-plane node)",
-                  {{"PHASE", "error"}, {"PKI_PROBLEM", why}});
-        }
-        return membership_.FetchFoundingCredentials(s.founding, args);
-      case FounderPki::kNewToken: {
-        auto token = MakeBootstrapToken();
-        if (!token) return Journal(LOG_ERR, "cannot make a bootstrap token: " + token.error(), {{"PHASE", "error"}});
-        Journal(LOG_WARNING,
-                "founder: " + why + "; keeping the CAs under " + o_.pki_dir.string() +
-                    " and making a new bootstrap token, since no other founding member holds the old one",
-                {{"PHASE", "founding"}, {"PKI_PROBLEM", why}});
-        return Serve(Credentials{*cas, *token, ApiEndpoints(s.founding)}, args);
-      }
-      case FounderPki::kRefuse: {
-        std::string message = "founder: this node made or held a PKI before (" + Join(traces, ", ") +
-                              ") but cannot use it: " + why +
-                              "; not making a second PKI and not starting etcd; no other founding member to fetch "
-                              "it from: restore that file from a backup, then restart sprout-firstboot";
-        Journal(LOG_ERR, message, {{"PHASE", "error"}, {"PKI_PROBLEM", why}});
-        sd_notifyf(0, "STATUS=error: %s", message.c_str());
-        return;
-      }
-      case FounderPki::kMake:
-        break;
-    }
-    auto made = MakeFounderCredentials(s.founding);
-    if (!made) {
-      Journal(LOG_ERR, "cannot make the cluster PKI: " + made.error(), {{"PHASE", "error"}});
-      return;
-    }
-    // Installed, then marked, then served. Every CA file counts as a trace, so even a
-    // crash before the mark never leads to a second PKI.
-    auto installed = InstallCredentials(files, *made);
-    if (installed) installed = WriteFileAtomic(files.founded, s.founding.token + "\n");
-    if (!installed) {
-      Journal(LOG_ERR, "cannot install the cluster PKI: " + installed.error(), {{"PHASE", "error"}});
-      return;
-    }
-    Journal(LOG_INFO, "founder: made the etcd, Kubernetes and front-proxy CAs under " + o_.pki_dir.string(),
-            {{"PHASE", "founding"}});
-    Serve(*made, args);
-  }
-
-  // Restore starts a founding member from the backup of o_.restore: the bundle's PKI
-  // (the same on every restoring member, so nothing is fetched), its etcd data made from
-  // the snapshot with this founding's initial cluster and a token of the restore. A
-  // failure starts nothing and says why (STATUS=error); a restart tries again.
-  void Restore(const StartEtcdNew& s, EtcdArgs args) {
-    const RestorePlan& r = *o_.restore;
-    args.initial_cluster_token = s.founding.token + r.token_suffix;
-    Credentials c = r.credentials;
-    c.api_endpoints = ApiEndpoints(s.founding);
-    auto fail = [&](const std::string& why) {
-      std::string message = "restore from " + r.source + " failed, etcd not started: " + why;
-      Journal(LOG_ERR, message, {{"PHASE", "error"}, {"RESTORE_FROM", r.source}});
-      sd_notifyf(0, "STATUS=error: %s", message.c_str());
-    };
-    auto files = CredentialFiles(o_);
-    if (auto st = InstallCredentials(files, c); !st) return fail(st.error());
-    if (s.founding.founder == o_.name) {
-      if (auto st = WriteFileAtomic(files.founded, s.founding.token + "\n"); !st) return fail(st.error());
-    }
-    // A data dir left empty by an earlier try is removed; one with data is never touched
-    // (Found only comes here without etcd's member folder).
-    std::error_code ec;
-    std::filesystem::remove(o_.etcd_data_dir, ec);
-    if (auto st = r.make_data_dir(args); !st) return fail(st.error());
-    Journal(LOG_INFO,
-            "restored etcd from " + r.source + " as founding member of " + args.initial_cluster_token + " (" +
-                args.initial_cluster + ")",
-            {{"PHASE", "founding"}, {"RESTORE_FROM", r.source}, {"CLUSTER_TOKEN", args.initial_cluster_token}});
-    Serve(c, args);
+    auto plan = PlanFounding(o_, etcd_config_, s);
+    if (plan.kind == FoundingPlan::kServe) Serve(plan.credentials, plan.args);
+    if (plan.kind == FoundingPlan::kFetch) membership_.FetchFoundingCredentials(s.founding, plan.args);
   }
 
   // Serve installs credentials, starts etcd with args and the join endpoint.
