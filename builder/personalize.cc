@@ -13,8 +13,8 @@
 #include "formation/auth.h"
 #include "image/gpt.h"
 #include "image/plan.h"
-#include "node/settings.h"
 #include "nodeconfig/nodeconfig.h"
+#include "settings/settings.h"
 #include "util/fs.h"
 #include "util/text.h"
 
@@ -122,7 +122,7 @@ int Personalize(const PersonalizeOptions& o) {
   if (!given) return fail(given.error());
   // A worker's config area gets the worker secret derived from the cluster secret, never
   // the cluster secret itself: a worker's image must yield no control-plane secret.
-  auto merged_or = node::SecretsForRole(o.clear ? *given : MergeNodeConfig({*existing, *given}));
+  auto merged_or = settings::SecretsForRole(o.clear ? *given : MergeNodeConfig({*existing, *given}));
   if (!merged_or) return fail(merged_or.error());
   NodeConfig merged = *merged_or;
   if (merged.worker_secret && o.secret_file) {

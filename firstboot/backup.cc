@@ -19,7 +19,7 @@
 #include "formationd/etcd.h"
 #include "formationd/join_net.h"
 #include "formationd/journal.h"
-#include "formationd/node_state.h"
+#include "formationd/state_file.h"
 #include "pki/pki.h"
 #include "util/fs.h"
 #include "util/sha256.h"
@@ -37,7 +37,7 @@ const char* kLocalClient = "https://127.0.0.1:2379";
 
 // Options fills what one backup needs from the node's settings; the identity comes
 // from the running cluster (its member list) and the node's state (the token).
-Result<backup::BackupOptions> Options(const node::NodeSettings& settings, const BackupFlags& b) {
+Result<backup::BackupOptions> Options(const settings::NodeSettings& settings, const BackupFlags& b) {
   const auto& f = settings.formation;
   if (b.sink.empty())
     return Fail("no backup sink: give --backup-dir or sprout.backup-dir (a local folder, or nfs://HOST/PATH)");
@@ -99,7 +99,8 @@ struct Copies {
 // address from the member list the bundle's identity holds); each peer checks it opens
 // with the cluster's secret before it keeps it. Bounded: a peer that does not answer
 // costs a few seconds (PushBackupCopy's timeouts).
-Copies CopyToPeers(const node::NodeSettings& settings, const backup::BackupOptions& o, const backup::BackupResult& r) {
+Copies CopyToPeers(const settings::NodeSettings& settings, const backup::BackupOptions& o,
+                   const backup::BackupResult& r) {
   const auto& f = settings.formation;
   auto keys = formation::DeriveNodeKeys(f);
   if (!keys) return {"no copies: " + keys.error(), true};
@@ -120,7 +121,7 @@ Copies CopyToPeers(const node::NodeSettings& settings, const backup::BackupOptio
   return {Join(done, "; "), failed};
 }
 
-void ReportCopies(const node::NodeSettings& settings, const Copies& copies, std::ostream* out) {
+void ReportCopies(const settings::NodeSettings& settings, const Copies& copies, std::ostream* out) {
   backup::NoteCopies(settings.formation.state_dir, copies.text);
   formation::Journal(copies.failed ? LOG_WARNING : LOG_INFO,
                      "backup: copies on the other control-plane nodes: " + copies.text,
@@ -130,7 +131,7 @@ void ReportCopies(const node::NodeSettings& settings, const Copies& copies, std:
 
 }  // namespace
 
-formation::BackupCopyStore BackupCopyStoreFor(const node::NodeSettings& settings, int keep) {
+formation::BackupCopyStore BackupCopyStoreFor(const settings::NodeSettings& settings, int keep) {
   const auto& f = settings.formation;
   auto lock = std::make_shared<std::mutex>();
   return [cluster = f.cluster_name, secret = f.secret, dir = CopiesDir(f), node = f.name, keep,
@@ -161,7 +162,7 @@ formation::BackupCopyStore BackupCopyStoreFor(const node::NodeSettings& settings
   };
 }
 
-BackupFlags WithSettings(BackupFlags flags, const node::NodeSettings& settings) {
+BackupFlags WithSettings(BackupFlags flags, const settings::NodeSettings& settings) {
   flags.sink = settings.backup.sink;
   flags.keep = settings.backup.keep;
   flags.interval = settings.backup.interval;
@@ -169,7 +170,7 @@ BackupFlags WithSettings(BackupFlags flags, const node::NodeSettings& settings) 
   return flags;
 }
 
-int BackupNow(const node::NodeSettings& settings, const BackupFlags& b) {
+int BackupNow(const settings::NodeSettings& settings, const BackupFlags& b) {
   auto o = Options(settings, b);
   if (!o) {
     std::cerr << "sprout-firstboot: backup: " << o.error() << "\n";
@@ -207,7 +208,7 @@ int BackupNow(const node::NodeSettings& settings, const BackupFlags& b) {
   return 0;
 }
 
-int BackupList(const node::NodeSettings& settings, const BackupFlags& b) {
+int BackupList(const settings::NodeSettings& settings, const BackupFlags& b) {
   if (b.sink.empty()) {
     std::cerr << "sprout-firstboot: backup list: no sink; give --backup-dir (or sprout.backup-dir)\n";
     return 2;
@@ -264,7 +265,7 @@ std::string BackupStatusLines(const std::filesystem::path& state_dir) {
   return s.str();
 }
 
-Result<formation::RestorePlan> PrepareRestore(const node::NodeSettings& settings, const BackupFlags& b) {
+Result<formation::RestorePlan> PrepareRestore(const settings::NodeSettings& settings, const BackupFlags& b) {
   const auto& f = settings.formation;
   auto text = backup::ReadBundleAt(b.restore_from);
   if (!text) return Fail(text.error());
@@ -319,7 +320,7 @@ Result<formation::RestorePlan> PrepareRestore(const node::NodeSettings& settings
   return plan;
 }
 
-std::thread StartBackupScheduler(const node::NodeSettings& settings, const BackupFlags& b,
+std::thread StartBackupScheduler(const settings::NodeSettings& settings, const BackupFlags& b,
                                  const volatile std::sig_atomic_t* stop) {
   if (b.sink.empty() || b.interval <= 0 || settings.role != "control-plane") return {};
   return std::thread([settings, b, stop] {

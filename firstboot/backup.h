@@ -8,13 +8,13 @@
 #include <thread>
 
 #include "formationd/daemon.h"
-#include "node/settings.h"
+#include "settings/settings.h"
 #include "util/result.h"
 
 namespace sprout::firstboot {
 
 // BackupFlags are what a backup needs: the resolved settings (sink, schedule,
-// retention, restore-from: node::BackupSettings, copied by WithSettings) and the
+// retention, restore-from: settings::BackupSettings, copied by WithSettings) and the
 // command line's own (etcdctl, --scheduled).
 struct BackupFlags {
   std::string sink;                 // a folder or nfs://HOST/PATH; "" : no backups
@@ -26,14 +26,14 @@ struct BackupFlags {
 };
 
 // WithSettings is flags with the resolved backup settings filled in.
-BackupFlags WithSettings(BackupFlags flags, const node::NodeSettings& settings);
+BackupFlags WithSettings(BackupFlags flags, const settings::NodeSettings& settings);
 
 // BackupNow takes one manual backup on this node; returns the exit code.
-int BackupNow(const node::NodeSettings& settings, const BackupFlags& b);
+int BackupNow(const settings::NodeSettings& settings, const BackupFlags& b);
 
 // BackupList prints the bundles of this cluster in the sink, newest first, with size,
 // time, revision, sha256, and whether each opens with this node's secret.
-int BackupList(const node::NodeSettings& settings, const BackupFlags& b);
+int BackupList(const settings::NodeSettings& settings, const BackupFlags& b);
 
 // BackupStatusLines is what `status` says about backups (from <state>/backup.json).
 std::string BackupStatusLines(const std::filesystem::path& state_dir);
@@ -41,7 +41,7 @@ std::string BackupStatusLines(const std::filesystem::path& state_dir);
 // PrepareRestore opens the bundle b.restore_from with the node's secret and cluster
 // name (a corrupt or mismatched bundle is an error that says why), stages its snapshot
 // and PKI under <state>/restore (0700) and returns the daemon's plan.
-Result<formation::RestorePlan> PrepareRestore(const node::NodeSettings& settings, const BackupFlags& b);
+Result<formation::RestorePlan> PrepareRestore(const settings::NodeSettings& settings, const BackupFlags& b);
 
 // StartBackupScheduler runs scheduled backups until *stop (nothing when b has no sink
 // or interval): every few seconds it asks the local etcd who leads and lets the leader
@@ -49,9 +49,9 @@ Result<formation::RestorePlan> PrepareRestore(const node::NodeSettings& settings
 // BackupCopyStoreFor is how a control-plane node keeps the bundles its peers copy to it:
 // a bundle of this cluster that opens with its secret is written atomically to
 // <state>/backup-copies (0700), and the newest keep are kept there.
-formation::BackupCopyStore BackupCopyStoreFor(const node::NodeSettings& settings, int keep);
+formation::BackupCopyStore BackupCopyStoreFor(const settings::NodeSettings& settings, int keep);
 
-std::thread StartBackupScheduler(const node::NodeSettings& settings, const BackupFlags& b,
+std::thread StartBackupScheduler(const settings::NodeSettings& settings, const BackupFlags& b,
                                  const volatile std::sig_atomic_t* stop);
 
 }  // namespace sprout::firstboot

@@ -12,7 +12,7 @@
 #include "firstboot/dns.h"
 #include "firstboot/run.h"
 #include "firstboot/update.h"
-#include "formationd/node_state.h"
+#include "formationd/state_file.h"
 #include "formationd/transport.h"
 #include "nodeconfig/sources.h"
 #include "util/fs.h"
@@ -102,14 +102,15 @@ int Status(const std::filesystem::path& state_dir, bool json) {
 }
 
 // Backup runs `backup now` or `backup list` with the node's resolved settings.
-int Backup(const sprout::node::RunFlags& flags, const sprout::firstboot::BackupFlags& backup, const std::string& sub) {
+int Backup(const sprout::settings::RunFlags& flags, const sprout::firstboot::BackupFlags& backup,
+           const std::string& sub) {
   if (sub != "now" && sub != "list") {
     std::cerr << "sprout-firstboot: backup needs 'now' or 'list' (got '" << sub << "')\n";
     return 2;
   }
   auto resolved = sprout::firstboot::ResolveQuietly(flags);
   if (!resolved.ok()) {
-    for (const auto& e : resolved.errors) std::cerr << "sprout-firstboot: " << sprout::node::Describe(e) << "\n";
+    for (const auto& e : resolved.errors) std::cerr << "sprout-firstboot: " << sprout::settings::Describe(e) << "\n";
     return 2;
   }
   auto b = sprout::firstboot::WithSettings(backup, resolved.settings);
@@ -127,7 +128,7 @@ namespace {
 
 // NodeArgs are the flags of the commands that act on this node's settings and state.
 struct NodeArgs {
-  sprout::node::RunFlags flags;
+  sprout::settings::RunFlags flags;
   sprout::firstboot::BackupFlags backup;
   std::string subcommand;  // backup: now | list
   bool json = false;       // status --json
@@ -222,7 +223,7 @@ int Main(int argc, char** argv) {
       cxxopts::value<int>()->default_value(std::to_string(sprout::formation::kDefaultPort)))(
       "templates",
       "the static-pod templates of the control plane (kube-apiserver, kube-controller-manager, kube-scheduler)",
-      cxxopts::value<std::string>()->default_value(sprout::node::kStaticPodTemplates.string()))(
+      cxxopts::value<std::string>()->default_value(sprout::settings::kStaticPodTemplates.string()))(
       "manifests-dir", "where the control plane's static pods are written for the pod host",
       cxxopts::value<std::string>()->default_value("/etc/kubernetes/manifests"))(
       "audit-log-dir", "where the control plane's kube-apiserver writes its audit log (rotated)",
@@ -275,7 +276,7 @@ int Main(int argc, char** argv) {
   }
   auto str = [&](const char* key) { return args.count(key) ? args[key].as<std::string>() : std::string(); };
   NodeArgs n;
-  sprout::node::RunFlags& s = n.flags;
+  sprout::settings::RunFlags& s = n.flags;
   s.state_dir = args["state-dir"].as<std::string>();
   s.name = str("name");
   s.listen = str("listen");

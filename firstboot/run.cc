@@ -19,14 +19,14 @@
 #include <thread>
 #include <vector>
 
-#include "firstboot/node_agent.h"
+#include "firstboot/kube_agent.h"
 #include "formationd/daemon.h"
-#include "formationd/node_state.h"
+#include "formationd/state_file.h"
 #include "kube/api.h"
 #include "kube/controlplane.h"
-#include "node/cluster.h"
 #include "nodeconfig/apply.h"
 #include "nodeconfig/sources.h"
+#include "settings/cluster.h"
 #include "staticpod/etcd_pod.h"
 #include "staticpod/kubelet.h"
 #include "util/fs.h"
@@ -59,7 +59,7 @@ int Failed(const std::string& message, int code) {
 struct Inputs {
   NodeConfig config;
   ClusterRecord record;
-  node::HostFacts facts;
+  settings::HostFacts facts;
 };
 
 // LoadState reads what the node remembers; this start counts as one more boot. A
@@ -80,7 +80,7 @@ Result<NodeState> LoadState(const std::filesystem::path& state_dir) {
 
 // ReadInputs reads the node config sources (a broken source is skipped), the image's
 // cluster record, the secret file and the host name.
-Inputs ReadInputs(const node::RunFlags& flags, bool log = true) {
+Inputs ReadInputs(const settings::RunFlags& flags, bool log = true) {
   Inputs in;
   auto loaded = LoadNodeConfig();
   for (const auto& problem : loaded.problems) {
@@ -113,7 +113,7 @@ Inputs ReadInputs(const node::RunFlags& flags, bool log = true) {
   }
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) == 0) in.facts.host_name = host;
-  in.facts.etcd_template = ReadFile(node::kStaticPodTemplates / "etcd.yaml").ok();
+  in.facts.etcd_template = ReadFile(settings::kStaticPodTemplates / "etcd.yaml").ok();
   return in;
 }
 
@@ -151,10 +151,10 @@ bool SaveStart(const std::filesystem::path& state_dir, const NodeState& state) {
 }
 
 // SettingErrors ends the run on settings that cannot be used, naming every one.
-int SettingErrors(const std::vector<node::SettingError>& errors) {
+int SettingErrors(const std::vector<settings::SettingError>& errors) {
   std::string all;
-  for (const auto& e : errors) all += (all.empty() ? "" : "; ") + node::Describe(e);
-  for (const auto& e : errors) Log(LOG_ERR, "error", node::Describe(e));
+  for (const auto& e : errors) all += (all.empty() ? "" : "; ") + settings::Describe(e);
+  for (const auto& e : errors) Log(LOG_ERR, "error", settings::Describe(e));
   sd_notifyf(0, "STATUS=error: %s", all.c_str());
   return 2;
 }
@@ -168,7 +168,7 @@ int Idle(const std::filesystem::path& state_dir, NodeState state, const std::str
 
 // ControlPlanePathsFor places the control plane's files: kubeadm's layout around the
 // PKI folder formation fills, the templates and manifest folder from the flags.
-kube::ControlPlanePaths ControlPlanePathsFor(const node::RunFlags& flags, const formation::DaemonOptions& o) {
+kube::ControlPlanePaths ControlPlanePathsFor(const settings::RunFlags& flags, const formation::DaemonOptions& o) {
   kube::ControlPlanePaths paths;
   paths.pki_dir = o.pki_dir;
   paths.kubernetes_dir = o.pki_dir.parent_path();
@@ -186,7 +186,7 @@ kube::ControlPlaneNode ControlPlaneNodeFor(const formation::DaemonOptions& o, co
 // its kubeconfig (with the other control-plane files, kept when still good) and its
 // per-node arguments (kubelet.env: the node's name and address, the control-plane
 // taint), written beside the kubeconfigs.
-std::function<Status()> KubeletPrepare(const node::RunFlags& flags, const node::NodeSettings& settings,
+std::function<Status()> KubeletPrepare(const settings::RunFlags& flags, const settings::NodeSettings& settings,
                                        const ClusterRecord& record) {
   return [flags, o = settings.formation, record]() -> Status {
     const auto paths = ControlPlanePathsFor(flags, o);
@@ -203,10 +203,10 @@ std::function<Status()> KubeletPrepare(const node::RunFlags& flags, const node::
 // PodHost says how etcd runs: as a static pod under the kubelet or podman-kube@ when the
 // image carries its template and image, else as a child of this service (empty: the
 // daemon's default).
-std::function<std::unique_ptr<formation::EtcdLauncher>()> PodHost(const node::RunFlags& flags,
-                                                                  const node::NodeSettings& settings,
+std::function<std::unique_ptr<formation::EtcdLauncher>()> PodHost(const settings::RunFlags& flags,
+                                                                  const settings::NodeSettings& settings,
                                                                   const ClusterRecord& record) {
-  if (settings.etcd_launch != node::EtcdLaunch::kStaticPod) return {};
+  if (settings.etcd_launch != settings::EtcdLaunch::kStaticPod) return {};
   const bool kubelet = record.pod_host == "kubelet";
   Log(LOG_INFO, "config",
       "etcd runs as a static pod under " + std::string(kubelet ? "the kubelet" : "podman") + " from " +
@@ -215,7 +215,7 @@ std::function<std::unique_ptr<formation::EtcdLauncher>()> PodHost(const node::Ru
   return [images = record.images, cluster = settings.formation.cluster_name, manifests = flags.manifests_dir, kubelet,
           prepare] {
     StaticPodEtcdLauncher::Paths paths;
-    paths.templates = node::kStaticPodTemplates;
+    paths.templates = settings::kStaticPodTemplates;
     paths.manifests = manifests;
     using Host = StaticPodEtcdLauncher::Host;
     return std::make_unique<StaticPodEtcdLauncher>(paths, images, cluster, kubelet ? Host::kKubelet : Host::kPodman,
@@ -249,8 +249,8 @@ std::string WaitForAnApiserver(const std::filesystem::path& admin_conf, const st
 // kube-apiserver, kube-controller-manager and kube-scheduler (lib/kube). An image
 // without the Kubernetes components (no kube-apiserver in its cluster record) runs
 // etcd only, and says so.
-std::function<void(const formation::MemberInfo&)> ControlPlane(const node::RunFlags& flags,
-                                                               const node::NodeSettings& settings,
+std::function<void(const formation::MemberInfo&)> ControlPlane(const settings::RunFlags& flags,
+                                                               const settings::NodeSettings& settings,
                                                                const ClusterRecord& record) {
   if (!settings.formation.control_plane) return {};
   if (record.images.count("kube-apiserver") == 0) {
@@ -306,7 +306,7 @@ std::function<void(const formation::MemberInfo&)> ControlPlane(const node::RunFl
 
 // NodeAgent starts the node agent (firstboot/node_agent.h) on a kubelet node; on others
 // it returns an empty thread.
-std::thread NodeAgent(const node::NodeSettings& settings, const ClusterRecord& record) {
+std::thread NodeAgent(const settings::NodeSettings& settings, const ClusterRecord& record) {
   if (record.pod_host != "kubelet") return {};
   NodeAgentOptions o;
   o.node_name = settings.formation.name;
@@ -351,7 +351,7 @@ bool WaitForLocalAddress(const std::string& ip, std::chrono::seconds limit) {
 // report (READY, STATUS, state.json). A static address was just handed to
 // systemd-networkd, which applies it a moment later; joining the multicast group before
 // then fails, so it first waits for the address (bounded).
-int FormOrJoin(const node::NodeSettings& settings, const NodeState& state) {
+int FormOrJoin(const settings::NodeSettings& settings, const NodeState& state) {
   const auto& o = settings.formation;
   sd_notifyf(0, "STATUS=waiting for address %s", o.listen.c_str());
   if (!WaitForLocalAddress(o.listen, std::chrono::seconds(30))) {
@@ -362,12 +362,12 @@ int FormOrJoin(const node::NodeSettings& settings, const NodeState& state) {
 
 }  // namespace
 
-node::Resolved ResolveQuietly(const node::RunFlags& flags) {
+settings::Resolved ResolveQuietly(const settings::RunFlags& flags) {
   const Inputs in = ReadInputs(flags, false);
-  return node::ResolveSettings(flags, in.config, in.record, in.facts);
+  return settings::ResolveSettings(flags, in.config, in.record, in.facts);
 }
 
-int Run(const node::RunFlags& flags, const BackupFlags& backup_flags) {
+int Run(const settings::RunFlags& flags, const BackupFlags& backup_flags) {
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
   // 1. Load state: what this node remembers; this start is one more boot.
@@ -375,12 +375,12 @@ int Run(const node::RunFlags& flags, const BackupFlags& backup_flags) {
   if (!state) return Failed(state.error(), 1);
   // 2. Resolve settings: flag > node config > cluster record > default (lib/node/settings.h).
   const Inputs in = ReadInputs(flags);
-  auto resolved = node::ResolveSettings(flags, in.config, in.record, in.facts);
+  auto resolved = settings::ResolveSettings(flags, in.config, in.record, in.facts);
   // 3. Apply the node config to this host, only when told to (the unit passes --apply-system).
   if (flags.apply_system) ApplyToSystem(in.config, flags.state_dir);
   if (!SaveStart(flags.state_dir, *state)) return 1;
   if (!resolved.ok()) return SettingErrors(resolved.errors);
-  node::NodeSettings& settings = resolved.settings;
+  settings::NodeSettings& settings = resolved.settings;
   if (!settings.idle_reason.empty()) return Idle(flags.state_dir, *state, settings.idle_reason);
   const BackupFlags backup = WithSettings(backup_flags, settings);
   // 4. Start the pod host: etcd runs on it as a static pod, or as a child process.

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "firstboot/backup.h"
-#include "node/settings.h"
+#include "settings/settings.h"
 
 namespace sprout::firstboot {
 
@@ -10,10 +10,10 @@ namespace sprout::firstboot {
 // --apply-system), picks the pod host and forms or joins the cluster, reporting until
 // SIGTERM. Returns the process exit code.
 // With a backup folder and interval in backup, the node also takes scheduled backups.
-int Run(const node::RunFlags& flags, const BackupFlags& backup = {});
+int Run(const settings::RunFlags& flags, const BackupFlags& backup = {});
 
 // ResolveQuietly resolves the settings as Run does (flags, node config, cluster record),
 // without logging, for the commands that act on a configured node (backup).
-node::Resolved ResolveQuietly(const node::RunFlags& flags);
+settings::Resolved ResolveQuietly(const settings::RunFlags& flags);
 
 }  // namespace sprout::firstboot

@@ -25,7 +25,7 @@
 #include "image/gpt.h"
 #include "image/plan.h"
 #include "kube/api.h"
-#include "kube/nodes.h"
+#include "kube/node_list.h"
 #include "update/build.h"
 #include "update/checks.h"
 #include "update/entries.h"

@@ -34,9 +34,9 @@ grep -q '^lib/util/text.cc:1: error: lib/util includes profile/: lib/util may us
   ok "... naming the file, the line and the rule" || bad "... the message: $out"
 
 fresh
-sed -i '1i #include "firstboot/run.h"' "$WORK/t/lib/kube/nodes.cc"
+sed -i '1i #include "firstboot/run.h"' "$WORK/t/lib/kube/node_list.cc"
 out=$(python3 "$WORK/t/scripts/check-layers" "$WORK/t" 2>&1)
-grep -q '^lib/kube/nodes.cc:1: error: lib/kube includes firstboot/: lib/ never includes firstboot/' <<<"$out" &&
+grep -q '^lib/kube/node_list.cc:1: error: lib/kube includes firstboot/: lib/ never includes firstboot/' <<<"$out" &&
   ok "lib/ including firstboot/ fails the check" || bad "lib/ including firstboot/: $out"
 
 fresh

@@ -7,7 +7,7 @@
 #include <set>
 #include <sstream>
 
-#include "formation/node.h"
+#include "formation/election.h"
 
 namespace sprout::formation {
 

@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "formation/auth.h"
+#include "formation/election.h"
 #include "formation/liveness.h"
-#include "formation/node.h"
 #include "formationd/transport.h"
 
 namespace sprout::formation {

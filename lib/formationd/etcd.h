@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "formation/node.h"
+#include "formation/election.h"
 #include "util/result.h"
 
 namespace sprout::formation {

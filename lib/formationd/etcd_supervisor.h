@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "formation/node.h"
+#include "formation/election.h"
 #include "formationd/etcd.h"
 #include "formationd/journal.h"
 

@@ -4,8 +4,8 @@
 // fetches; these functions install files and log, and start nothing themselves.
 #pragma once
 
+#include "formation/election.h"
 #include "formation/join.h"
-#include "formation/node.h"
 #include "formationd/etcd.h"
 #include "formationd/options.h"
 

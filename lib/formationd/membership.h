@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "formation/auth.h"
+#include "formation/election.h"
 #include "formation/join.h"
-#include "formation/node.h"
 #include "formationd/etcd.h"
 #include "formationd/join_endpoint.h"
 #include "formationd/options.h"

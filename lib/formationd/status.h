@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "formation/node.h"
-#include "formationd/node_state.h"
+#include "formation/election.h"
+#include "formationd/state_file.h"
 
 namespace sprout::formation {
 

@@ -1,4 +1,4 @@
-#include "node/cluster.h"
+#include "settings/cluster.h"
 
 #include <nlohmann/json.hpp>
 

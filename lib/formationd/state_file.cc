@@ -1,4 +1,4 @@
-#include "formationd/node_state.h"
+#include "formationd/state_file.h"
 
 #include <nlohmann/json.hpp>
 

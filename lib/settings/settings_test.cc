@@ -1,4 +1,4 @@
-#include "node/settings.h"
+#include "settings/settings.h"
 
 #include <catch2/catch.hpp>
 #include <functional>
@@ -6,7 +6,7 @@
 #include "formation/auth.h"
 #include "util/text.h"
 
-namespace sprout::node {
+namespace sprout::settings {
 namespace {
 
 // Inputs is one row's input: every layer starts empty, so the defaults decide.
@@ -536,4 +536,4 @@ TEST_CASE("ResolveSettings validation table: every bad setting is named with its
 }
 
 }  // namespace
-}  // namespace sprout::node
+}  // namespace sprout::settings

@@ -12,10 +12,10 @@
 
 #include "formationd/daemon.h"
 #include "formationd/transport.h"
-#include "node/cluster.h"
 #include "nodeconfig/nodeconfig.h"
+#include "settings/cluster.h"
 
-namespace sprout::node {
+namespace sprout::settings {
 
 // kStaticPodTemplates is where an image keeps the control-plane templates.
 inline const std::filesystem::path kStaticPodTemplates = "/usr/share/sprout/staticpods";
@@ -116,4 +116,4 @@ Result<NodeConfig> SecretsForRole(NodeConfig config);
 Resolved ResolveSettings(const RunFlags& flags, const NodeConfig& config, const ClusterRecord& record,
                          const HostFacts& facts);
 
-}  // namespace sprout::node
+}  // namespace sprout::settings

@@ -19,7 +19,7 @@
 #include <functional>
 #include <string>
 
-#include "kube/nodes.h"
+#include "kube/node_list.h"
 
 namespace sprout::firstboot {
 

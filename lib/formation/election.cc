@@ -1,4 +1,4 @@
-#include "formation/node.h"
+#include "formation/election.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "firstboot/node_agent.h"
+#include "firstboot/kube_agent.h"
 
 #include <syslog.h>
 
@@ -13,7 +13,7 @@
 #include "kube/api.h"
 #include "kube/bootstrap.h"
 #include "kube/certs.h"
-#include "kube/nodes.h"
+#include "kube/node_list.h"
 #include "staticpod/kubelet.h"
 #include "util/fs.h"
 #include "util/process.h"

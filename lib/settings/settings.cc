@@ -1,11 +1,11 @@
-#include "node/settings.h"
+#include "settings/settings.h"
 
 #include <set>
 
 #include "backup/sink.h"
 #include "formation/auth.h"
 
-namespace sprout::node {
+namespace sprout::settings {
 namespace {
 
 // TrimNewlines drops the line ends a secret file may end with.
@@ -450,4 +450,4 @@ Resolved ResolveSettings(const RunFlags& flags, const NodeConfig& config, const 
   return Resolver(flags, config, record, facts).Run();
 }
 
-}  // namespace sprout::node
+}  // namespace sprout::settings

@@ -1,4 +1,4 @@
-#include "kube/nodes.h"
+#include "kube/node_list.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
