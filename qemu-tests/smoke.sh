@@ -1,8 +1,11 @@
 #!/bin/bash
-# QEMU smoke test: build the smoke image (as an unprivileged user when run as root, to
-# prove `sprout build` needs no root), boot it twice under UEFI with no network, and
-# check: multi-user.target reached, sprout-firstboot ready, root read-only squashfs,
-# /var on the state partition, and a file written in boot 1 read back in boot 2.
+# QEMU smoke test: build the smoke image offline (as an unprivileged user when run as
+# root, to prove `sprout build` needs no root), boot it twice under UEFI with its only
+# NIC on an empty QEMU hub, and check: multi-user.target reached, sprout-firstboot
+# ready, root read-only squashfs, /var on the state partition, the settings and their
+# sources, a file written in boot 1 read back in boot 2; and in boot 1 the preloaded
+# container images: containerd lists each with the digest the build recorded, runs a
+# busybox and an etcd container, and a second import skips them all.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
@@ -33,9 +36,10 @@ find_ovmf || exit 1
 mkdir -p "$CACHE"
 echo "== base OS (cached in $CACHE)"
 "$SPROUT" base "$top/profiles/default.yaml" --cache-dir "$CACHE" || exit 1
-# The default profile preloads container images; fetch them as this user so the
-# unprivileged build below only reads the cache (docs/images.md).
-"$SPROUT" pull "$top/profiles/default.yaml" --cache-dir "$CACHE" || exit 1
+# The default profile preloads container images, made from their recipes with no
+# network; make them as this user so the unprivileged build below only reads the cache
+# (docs/images.md).
+"$SPROUT" pull "$top/profiles/default.yaml" --cache-dir "$CACHE" --offline || exit 1
 
 echo "== build the smoke image"
 if [ "$(id -u)" -eq 0 ]; then
@@ -48,11 +52,11 @@ if [ "$(id -u)" -eq 0 ]; then
   chmod -R a+rX "$data"
   mkdir -p "$work/out" && chown sprout-build "$work/out"
   runuser -u sprout-build -- env HOME="$work" SPROUT_DATA_DIR="$data" SPROUT_FIRSTBOOT="$data/bin/sprout-firstboot" \
-    "$data/bin/sprout" build "$data/qemu-tests/smoke.yaml" -o "$work/out" --cache-dir "$CACHE" 2>&1 | tee "$work/build.log"
+    "$data/bin/sprout" build "$data/qemu-tests/smoke.yaml" -o "$work/out" --cache-dir "$CACHE" --offline 2>&1 | tee "$work/build.log"
   build_rc=${PIPESTATUS[0]}
   check "build as unprivileged user $(id -u sprout-build)" "$build_rc" '^0$'
 else
-  "$SPROUT" build "$here/smoke.yaml" -o "$work/out" --cache-dir "$CACHE" 2>&1 | tee "$work/build.log"
+  "$SPROUT" build "$here/smoke.yaml" -o "$work/out" --cache-dir "$CACHE" --offline 2>&1 | tee "$work/build.log"
   build_rc=${PIPESTATUS[0]}
   check "build as user $(id -u)" "$build_rc" '^0$'
 fi
@@ -92,7 +96,8 @@ for boot in 1 2; do
   # A NIC on a QEMU hub with nothing else attached: the node can configure its static
   # address, and no frame leaves the VM.
   export QEMU_EXTRA="-fw_cfg name=opt/sprout/config,file=$work/fwcfg-$boot.txt -netdev hubport,id=n0,hubid=7 -device virtio-net-pci,netdev=n0"
-  boot_vm "$work/disk.qcow2" "$work/vars.fd" "$work/serial-$boot.log" 420
+  # Boot 1 also imports the images and runs two containers.
+  boot_vm "$work/disk.qcow2" "$work/vars.fd" "$work/serial-$boot.log" "$([ "$boot" = 1 ] && echo 600 || echo 420)"
   rc=$?
   check "boot $boot: guest powered off by itself" "$rc" '^0$'
   log="$work/serial-$boot.log"
@@ -143,6 +148,26 @@ check "machine-id is set" "$id1" '^[0-9a-f]{32}$'
 key1=$(smoke_value "$work/serial-1.log" ssh-hostkey)
 check "SSH host key made at first boot" "$key1" '^SHA256:'
 check "SSH host key is stable across reboots" "$(same "$(smoke_value "$work/serial-2.log" ssh-hostkey)" "$key1")" '^same$'
+
+echo "== the preloaded images (boot 1)"
+log1=$work/serial-1.log
+images_value() { grep -a "SPROUT-IMAGES $1=" "$log1" | sed "s/^.*SPROUT-IMAGES $1=//" | tr -d '\r'; }
+want=$(python3 -c 'import json,sys; print(" ".join(i["reference"]+" "+i["manifestDigest"] for i in json.load(open(sys.argv[1]))["images"]))' "$work/out/manifest.json")
+nwant=$(($(wc -w <<<"$want") / 2))
+check "the build recorded the preloaded images" "$nwant" '^[1-9]'
+check "images report complete" "$(grep -ac 'SPROUT-IMAGES done' "$log1")" '^1$'
+check "the import unit succeeded" "$(images_value import)" '^active$'
+check "no default route: the NIC sits on an empty hub, so nothing could be pulled" "$(images_value default-routes)" '^0$'
+listed=$(images_value image | tr '\n' ';')
+for ref in $(tr ' ' '\n' <<<"$want" | grep '^localhost/'); do
+  digest=$(tr ' ' '\n' <<<"$want" | grep -A1 -x "$ref" | tail -n 1)
+  check "containerd lists $ref with the built digest" "$(grep -o "$ref $digest" <<<"$listed")" "^$ref $digest\$"
+done
+check "containerd has exactly the $nwant preloaded images" "$(images_value image | wc -l)" "^$nwant\$"
+check "a busybox container runs" "$(images_value busybox)" 'hello-from-busybox'
+check "an etcd container runs" "$(images_value etcd)" 'etcd Version: 3\.4'
+check "the import at boot imported every one" "$(images_value journal)" "^$nwant\$"
+check "a second import skips what is present" "$(images_value reimport)" 'etcd:3.4 already present.*busybox:1.35 already present'
 
 # Hand the pristine image to the tamper test, if asked.
 [ -n "${KEEP_IMAGE:-}" ] && cp --sparse=always "$image" "$KEEP_IMAGE"
