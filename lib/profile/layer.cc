@@ -1,0 +1,269 @@
+// LayerParser: one profile file's top level and the helpers its sections share.
+#include "profile/layer.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "oci/manifest.h"
+#include "oci/reference.h"
+#include "util/text.h"
+
+namespace sprout {
+
+namespace fs = std::filesystem;
+
+const char* KindName(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Scalar:
+      return "a scalar";
+    case YAML::NodeType::Null:
+      return "nothing";
+    default:
+      return "an undefined value";
+  }
+}
+
+Layer LayerParser::Parse(const YAML::Node& root) {
+  Layer layer;
+  layer.file = file_;
+  if (!root.IsMap()) {
+    diags_.Error(At(root),
+                 std::string("a profile must be a mapping of settings, but this file holds ") + KindName(root),
+                 "start with 'name: my-image' and see docs/profiles.md for every setting");
+    return layer;
+  }
+  CheckKeys(root, "the profile",
+            {"extends", "name",       "description",       "base",    "role",         "arch",     "formats",
+             "kernel",  "disk",       "overlays",          "files",   "reproducible", "hostname", "images",
+             "shoot",   "staticPods", "withoutStaticPods", "podHost", "kubelet",      "backup"});
+  ParseCluster(root, layer);
+  if (auto n = root["extends"]) {
+    if (auto s = String(n, "extends")) {
+      layer.extends = Resolve(*s);
+      layer.extends_where = At(n);
+    }
+  }
+  if (auto n = root["name"]) {
+    if (auto s = String(n, "name")) {
+      if (ValidName(*s)) {
+        layer.name = *s;
+      } else {
+        diags_.Error(
+            At(n),
+            "'name' must be 1-63 characters of a-z, 0-9 and '-', starting with a letter or digit; got '" + *s + "'",
+            "the name ends up in file names and volume labels, so keep it plain, like 'edge-rack'");
+      }
+    }
+  }
+  if (auto n = root["description"]) layer.description = String(n, "description");
+  if (auto n = root["hostname"]) {
+    if (auto s = String(n, "hostname")) {
+      if (ValidName(*s)) {
+        layer.hostname = *s;
+      } else {
+        diags_.Error(At(n), "'hostname' must be a DNS label (a-z, 0-9, '-'); got '" + *s + "'",
+                     "leave it out to have each node generate a unique hostname at first boot");
+      }
+    }
+  }
+  if (auto n = root["base"]) {
+    if (auto s = String(n, "base")) {
+      fs::path p = Resolve(*s);
+      layer.base_where = At(n);
+      std::error_code ec;
+      if (!fs::exists(p, ec)) {
+        diags_.Error(At(n), "base '" + *s + "' does not exist (looked for " + p.string() + ")",
+                     "name a base recipe directory (like ../images/base), a root tarball, or a root directory; "
+                     "relative paths start at the profile's folder");
+      } else {
+        layer.base = p;
+      }
+    }
+  }
+  if (auto n = root["role"]) {
+    if (auto s = String(n, "role")) {
+      if (*s == "control-plane") {
+        layer.role = Role::kControlPlane;
+      } else if (*s == "worker") {
+        layer.role = Role::kWorker;
+      } else {
+        auto guess = ClosestMatch(*s, {"control-plane", "worker"});
+        diags_.Error(At(n), "'role' must be 'control-plane' or 'worker'; got '" + *s + "'",
+                     guess ? "did you mean '" + *guess + "'?"
+                           : "control-plane nodes run etcd and the API server; workers run only workloads");
+      }
+    }
+  }
+  if (auto n = root["arch"]) {
+    if (auto s = String(n, "arch")) {
+      if (auto a = ParseArchName(*s)) {
+        layer.arch = *a;
+        layer.arch_where = At(n);
+      } else {
+        diags_.Error(At(n), "'arch' must be 'amd64' or 'arm64'; got '" + *s + "'", ArchHint(*s));
+      }
+    }
+  }
+  if (auto n = root["formats"]) ParseFormats(n, layer);
+  if (auto n = root["kernel"]) {
+    if (ExpectMap(n, "kernel")) {
+      CheckKeys(n, "'kernel'", {"cmdline"});
+      if (auto c = n["cmdline"]) {
+        for (auto& s : StringList(c, "kernel.cmdline")) layer.cmdline.push_back(s);
+      }
+    }
+  }
+  if (auto n = root["disk"]) {
+    if (ExpectMap(n, "disk")) {
+      CheckKeys(n, "'disk'", {"espSize", "stateSize", "rootSize"});
+      if (auto s = n["espSize"]) layer.esp_size = Size(s, "disk.espSize", 32ull << 20);
+      if (auto s = n["stateSize"]) layer.state_size = Size(s, "disk.stateSize", 16ull << 20);
+      if (auto s = n["rootSize"]) {
+        if (s.IsScalar() && s.Scalar() == "auto") {
+          layer.root_size = 0;
+        } else {
+          layer.root_size = Size(s, "disk.rootSize", 16ull << 20);
+        }
+      }
+    }
+  }
+  if (auto n = root["overlays"]) {
+    for (const auto& item : Seq(n, "overlays")) {
+      auto s = String(item, "an overlay");
+      if (!s) continue;
+      fs::path p = Resolve(*s);
+      std::error_code ec;
+      if (!fs::is_directory(p, ec)) {
+        diags_.Error(At(item), "overlay '" + *s + "' is not a directory (looked for " + p.string() + ")",
+                     "an overlay is a folder whose tree is copied onto the root; relative paths start at the "
+                     "profile's folder");
+      } else {
+        layer.overlays.push_back(p);
+      }
+    }
+  }
+  if (auto n = root["files"]) {
+    for (const auto& item : Seq(n, "files")) ParseFile(item, layer);
+  }
+  if (auto n = root["images"]) {
+    for (const auto& item : Seq(n, "images")) ParseImage(item, layer);
+  }
+  if (auto n = root["reproducible"]) {
+    if (ExpectMap(n, "reproducible")) {
+      CheckKeys(n, "'reproducible'", {"sourceDateEpoch"});
+      if (auto s = n["sourceDateEpoch"]) {
+        if (auto v = String(s, "reproducible.sourceDateEpoch")) {
+          try {
+            std::size_t used = 0;
+            long long e = std::stoll(*v, &used);
+            if (used != v->size() || e < 0) throw std::invalid_argument("bad");
+            layer.source_date_epoch = e;
+          } catch (const std::exception&) {
+            diags_.Error(At(s),
+                         "'reproducible.sourceDateEpoch' must be a non-negative number of seconds; got '" + *v + "'",
+                         "use a Unix time such as 1700000000; the SOURCE_DATE_EPOCH environment variable overrides it");
+          }
+        }
+      }
+    }
+  }
+  return layer;
+}
+
+Location LayerParser::At(const YAML::Node& n) const {
+  auto m = n.Mark();
+  if (m.line < 0) return {file_.string(), 0, 0};
+  return {file_.string(), m.line + 1, m.column + 1};
+}
+
+fs::path LayerParser::Resolve(const std::string& s) const {
+  fs::path p(s);
+  return (p.is_absolute() ? p : dir_ / p).lexically_normal();
+}
+
+bool LayerParser::ValidName(const std::string& s) {
+  if (s.empty() || s.size() > 63 || s.front() == '-' || s.back() == '-') return false;
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; });
+}
+
+void LayerParser::CheckKeys(const YAML::Node& map, const std::string& context,
+                            const std::vector<std::string>& allowed) {
+  std::set<std::string> seen;
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    if (!it->first.IsScalar()) {
+      diags_.Error(At(it->first), "keys in " + context + " must be plain words", "write 'key: value'");
+      continue;
+    }
+    const std::string key = it->first.Scalar();
+    if (!seen.insert(key).second) {
+      diags_.Error(At(it->first), "'" + key + "' appears twice in " + context, "keep one of them; YAML keeps only one");
+      continue;
+    }
+    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+    auto guess = ClosestMatch(key, allowed);
+    diags_.Error(At(it->first), "unknown key '" + key + "' in " + context,
+                 guess ? "did you mean '" + *guess + "'?" : "allowed keys here: " + Join(allowed, ", "));
+  }
+}
+
+bool LayerParser::ExpectMap(const YAML::Node& n, const std::string& what) {
+  if (n.IsMap()) return true;
+  diags_.Error(At(n), "'" + what + "' must be a mapping of settings, but it is " + KindName(n),
+               "indent its settings below it, as in docs/profiles.md");
+  return false;
+}
+
+std::optional<std::string> LayerParser::String(const YAML::Node& n, const std::string& what) {
+  if (n.IsScalar()) return n.Scalar();
+  diags_.Error(At(n), "'" + what + "' must be a single value, but it is " + KindName(n),
+               n.IsNull() ? "give it a value, or remove the key" : "write it on one line, as 'key: value'");
+  return std::nullopt;
+}
+
+std::vector<YAML::Node> LayerParser::Seq(const YAML::Node& n, const std::string& what) {
+  std::vector<YAML::Node> out;
+  if (!n.IsSequence()) {
+    diags_.Error(At(n), "'" + what + "' must be a list, but it is " + KindName(n),
+                 "write one item per line, each starting with '- '");
+    return out;
+  }
+  for (const auto& item : n) out.push_back(item);
+  return out;
+}
+
+std::vector<std::string> LayerParser::StringList(const YAML::Node& n, const std::string& what) {
+  std::vector<std::string> out;
+  for (const auto& item : Seq(n, what)) {
+    if (auto s = String(item, "an item of " + what)) out.push_back(*s);
+  }
+  return out;
+}
+
+std::optional<std::uint64_t> LayerParser::Size(const YAML::Node& n, const std::string& what, std::uint64_t minimum) {
+  auto s = String(n, what);
+  if (!s) return std::nullopt;
+  auto v = ParseSize(*s);
+  if (!v) {
+    diags_.Error(At(n), "'" + what + "' must be a size; got '" + *s + "'",
+                 "write a number with a unit, such as 64MiB or 2GiB");
+    return std::nullopt;
+  }
+  if (*v < minimum) {
+    diags_.Error(At(n), "'" + what + "' is " + HumanSize(*v) + ", below the minimum of " + HumanSize(minimum),
+                 "raise it to at least " + HumanSize(minimum));
+    return std::nullopt;
+  }
+  return v;
+}
+
+}  // namespace sprout

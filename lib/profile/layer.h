@@ -1,0 +1,85 @@
+// The parser of one profile file (a Layer), shared by profile.cc, which merges the
+// layers of an extends: chain, and the files that parse its sections. Internal to
+// lib/profile.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "profile/profile.h"
+
+namespace sprout {
+
+// Layer is what one profile file says by itself, before merging with what it extends.
+struct Layer {
+  std::filesystem::path file;
+  std::optional<std::filesystem::path> extends;
+  Location extends_where;
+  std::optional<std::string> name, description, hostname;
+  std::optional<std::filesystem::path> base;
+  Location base_where;
+  std::optional<Role> role;
+  std::optional<Arch> arch;
+  Location arch_where;
+  std::optional<std::vector<Format>> formats;
+  std::vector<std::string> cmdline;
+  std::vector<std::filesystem::path> overlays;
+  std::vector<ProfileFile> files;
+  std::vector<ProfileImage> images;
+  std::optional<std::uint64_t> esp_size, state_size, root_size;
+  std::optional<std::int64_t> source_date_epoch;
+  std::optional<std::filesystem::path> shoot;
+  Location shoot_where;
+  std::vector<std::filesystem::path> static_pods;
+  std::vector<std::string> without_static_pods;
+  std::optional<PodHost> pod_host;
+  std::optional<KubeletSettings> kubelet;
+  std::optional<BackupProfile> backup;
+};
+
+// KindName names a YAML node's kind for messages ("a mapping", "a list", ...).
+const char* KindName(const YAML::Node& n);
+
+// LayerParser turns one file's YAML into a Layer, recording every problem.
+class LayerParser {
+ public:
+  // file is the name messages show; dir is the absolute folder relative paths start at.
+  LayerParser(std::filesystem::path file, std::filesystem::path dir, Diagnostics& diags)
+      : file_(std::move(file)), dir_(std::move(dir)), diags_(diags) {}
+
+  Layer Parse(const YAML::Node& root);
+
+ private:
+  Location At(const YAML::Node& n) const;
+  std::filesystem::path Resolve(const std::string& s) const;
+  static bool ValidName(const std::string& s);
+  void CheckKeys(const YAML::Node& map, const std::string& context, const std::vector<std::string>& allowed);
+  bool ExpectMap(const YAML::Node& n, const std::string& what);
+  std::optional<std::string> String(const YAML::Node& n, const std::string& what);
+  std::vector<YAML::Node> Seq(const YAML::Node& n, const std::string& what);
+  std::vector<std::string> StringList(const YAML::Node& n, const std::string& what);
+  std::optional<std::uint64_t> Size(const YAML::Node& n, const std::string& what, std::uint64_t minimum);
+  // The sections (layer_sections.cc).
+  // ParseBackup reads `backup: {dir, interval, keep}`.
+  void ParseBackup(const YAML::Node& n, Layer& layer);
+  // ParseDuration reads seconds ("3600") or a number with one unit: s, m, h, d.
+  static std::optional<std::int64_t> ParseDuration(const std::string& s);
+  void ParseFormats(const YAML::Node& n, Layer& layer);
+  void ParseFile(const YAML::Node& item, Layer& layer);
+  // ParseImage reads one `images:` entry (docs/images.md).
+  void ParseImage(const YAML::Node& item, Layer& layer);
+  // ParseFetched reads the 'url' and 'sha256' of a files entry (or of kubelet).
+  bool ParseFetched(const YAML::Node& item, ProfileFile& f);
+  void ParseCluster(const YAML::Node& root, Layer& layer);
+
+  std::filesystem::path file_;
+  std::filesystem::path dir_;
+  Diagnostics& diags_;
+};
+
+}  // namespace sprout
