@@ -1,12 +1,12 @@
 // `sprout inspect`: partitions, root hash, profile and images of a raw, qcow2 or ISO
 // image, read from the image alone (its GPT and the metadata on its ESP).
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "builder/commands.h"
 #include "image/arch.h"
+#include "image/disk_file.h"
 #include "image/gpt.h"
 #include "image/media.h"
 #include "update/entries.h"
@@ -64,14 +64,13 @@ void AddSlots(nlohmann::ordered_json& out, const std::vector<Partition>& partiti
 // The protective MBR, the GPT header and its 128 entries: 34 sectors.
 constexpr std::size_t kGptHeadBytes = 34 * kSectorSize;
 
+// ReadAt reads at most size bytes at offset of the file (fewer at its end).
 Result<std::string> ReadAt(const fs::path& path, std::uint64_t offset, std::size_t size) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return Fail("cannot open " + path.string());
-  f.seekg(static_cast<std::streamoff>(offset));
-  std::string buf(size, '\0');
-  f.read(buf.data(), static_cast<std::streamsize>(size));
-  buf.resize(static_cast<std::size_t>(f.gcount()));
-  return buf;
+  auto file = DiskFile::Open(path, false);
+  if (!file) return Fail(file.error());
+  auto got = file->ReadUpTo(offset, size);
+  if (!got) return Fail(got.error());
+  return std::string(got->begin(), got->end());
 }
 
 // Extract copies size bytes at offset of a (qcow2 or raw) image into out.
@@ -84,18 +83,11 @@ Status Extract(const fs::path& image, ImageKind kind, std::uint64_t offset, std:
     if (!r) return Fail("qemu-img cannot read " + image.string() + ": " + r.error());
     return Ok{};
   }
-  std::ifstream in(image, std::ios::binary);
-  std::ofstream o(out, std::ios::binary | std::ios::trunc);
-  if (!in || !o) return Fail("cannot read " + image.string());
-  in.seekg(static_cast<std::streamoff>(offset));
-  std::vector<char> buf(1 << 20);
-  std::uint64_t left = size;
-  while (left > 0 && in) {
-    in.read(buf.data(), static_cast<std::streamsize>(std::min<std::uint64_t>(left, buf.size())));
-    o.write(buf.data(), in.gcount());
-    left -= static_cast<std::uint64_t>(in.gcount());
-  }
-  return Ok{};
+  auto in = DiskFile::Open(image, false);
+  if (!in) return Fail(in.error());
+  auto copy = DiskFile::Create(out);
+  if (!copy) return Fail(copy.error());
+  return CopyRange(*in, offset, *copy, 0, size);
 }
 
 }  // namespace
@@ -157,10 +149,7 @@ int Inspect(const fs::path& image, bool json) {
   }
 
   // The metadata comes from the ESP, which every medium has.
-  const Partition* esp = nullptr;
-  for (const auto& p : partitions) {
-    if (p.spec.type == *Guid::Parse(dps::kEsp)) esp = &p;
-  }
+  const Partition* esp = FindPartitionByType(partitions, *Guid::Parse(dps::kEsp));
   if (!esp) return fail("has no EFI system partition; is it a sprout image?");
   fs::path esp_file = tmp.path() / "esp.vfat";
   if (auto s = Extract(image, kind, esp->offset(), esp->size(), esp_file); !s) return fail(s.error());

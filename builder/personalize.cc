@@ -1,8 +1,6 @@
 // `sprout personalize`: write per-cluster and per-node settings into an image's config
 // area, without rebuilding and without touching the root (so verity stays valid).
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -11,6 +9,7 @@
 #include "backup/sink.h"
 #include "builder/commands.h"
 #include "formation/auth.h"
+#include "image/disk_file.h"
 #include "image/gpt.h"
 #include "image/plan.h"
 #include "nodeconfig/nodeconfig.h"
@@ -54,34 +53,20 @@ int Personalize(const PersonalizeOptions& o) {
     std::cerr << "sprout: " << o.image.string() << ": " << why << "\n";
     return 1;
   };
-  int fd = ::open(o.image.c_str(), (o.print ? O_RDONLY : O_RDWR) | O_CLOEXEC);
-  if (fd < 0) return fail(std::string("cannot open: ") + std::strerror(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  off_t size = ::lseek(fd, 0, SEEK_END);
-  std::vector<std::uint8_t> head(34 * kSectorSize);
-  if (::pread(fd, head.data(), head.size(), 0) != static_cast<ssize_t>(head.size())) {
-    return fail("too small to be a disk image");
-  }
-  auto gpt = ParseGpt(head, static_cast<std::uint64_t>(size));
+  auto disk = DiskFile::Open(o.image, !o.print);
+  if (!disk) return fail(disk.error());
+  auto gpt = disk->Gpt();
   if (!gpt) {
     return fail(gpt.error() +
                 "\nhint: personalize takes a raw image made by `sprout build` (for qcow2, convert with "
                 "`qemu-img convert -O raw`)");
   }
-  const Partition* area = nullptr;
-  for (const auto& p : gpt->partitions) {
-    if (p.spec.label == kConfigLabel) area = &p;
-  }
+  const Partition* area = FindPartitionByLabel(gpt->partitions, kConfigLabel);
   if (!area) return fail(std::string("has no '") + kConfigLabel + "' partition; was it built by this sprout?");
 
-  std::string current(area->size(), '\0');
-  if (::pread(fd, current.data(), current.size(), static_cast<off_t>(area->offset())) !=
-      static_cast<ssize_t>(current.size())) {
-    return fail("cannot read the config area");
-  }
+  auto area_bytes = ReadPartition(*disk, *area, 0, area->size());
+  if (!area_bytes) return fail("cannot read the config area: " + area_bytes.error());
+  const std::string current(area_bytes->begin(), area_bytes->end());
   auto existing = ParseNodeConfig(current, "config area of " + o.image.string());
   if (!existing) return fail(existing.error() + "\nhint: start afresh with --clear");
   if (o.print) {
@@ -131,18 +116,15 @@ int Personalize(const PersonalizeOptions& o) {
   }
   std::string text = RenderNodeConfig(merged);
   if (text.size() >= area->size()) return fail("the settings do not fit the config area");
-  std::string block = text;
-  block.resize(area->size(), '\0');
-  if (::pwrite(fd, block.data(), block.size(), static_cast<off_t>(area->offset())) !=
-          static_cast<ssize_t>(block.size()) ||
-      ::fsync(fd) != 0) {
-    return fail(std::string("cannot write the config area: ") + std::strerror(errno));
-  }
+  std::vector<std::uint8_t> block(text.begin(), text.end());
+  block.resize(area->size(), 0);
+  if (auto w = WritePartition(*disk, *area, 0, block); !w) return fail("cannot write the config area: " + w.error());
+  if (auto w = disk->Sync(); !w) return fail("cannot write the config area: " + w.error());
   // An image that holds a secret is a secret itself: only its owner may read it.
   if (merged.cluster_secret || merged.worker_secret) {
     struct stat st {};
-    if (::fstat(fd, &st) == 0 && (st.st_mode & 077) != 0) {
-      if (::fchmod(fd, st.st_mode & 0700) == 0) {
+    if (::fstat(disk->fd(), &st) == 0 && (st.st_mode & 077) != 0) {
+      if (::fchmod(disk->fd(), st.st_mode & 0700) == 0) {
         std::cerr << "sprout: " << o.image.string() << " holds the "
                   << (merged.cluster_secret ? "cluster secret" : "worker secret") << " now; made it mode " << std::oct
                   << (st.st_mode & 0700) << std::dec << " (was " << std::oct << (st.st_mode & 0777) << std::dec
