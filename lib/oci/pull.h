@@ -62,15 +62,4 @@ Result<std::vector<std::string>> ImageBlobs(const Cache& cache, const std::strin
 // ImagesJson renders the manifest.json "images" array.
 std::string ImagesJson(const std::vector<PreloadedImage>& images);
 
-// ArchivePathProblem says why rel, a file name that an archive's own index gives (a
-// docker-archive's manifest.json Config and Layers), may not be followed: it is empty,
-// absolute, has a ".." element or a NUL byte. "" means it is a plain relative path.
-std::string ArchivePathProblem(std::string_view rel);
-
-// ArchiveMember is the file rel names inside dir, the folder an archive was unpacked
-// into: rel must pass ArchivePathProblem and, with symlinks followed, stay inside dir.
-// The error starts with what (the archive and the file that named rel) and says why.
-Result<std::filesystem::path> ArchiveMember(const std::filesystem::path& dir, std::string_view rel,
-                                            const std::string& what);
-
 }  // namespace sprout::oci

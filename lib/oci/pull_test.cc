@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "oci/cache.h"
+#include "oci/import.h"
 #include "oci/manifest.h"
 #include "util/fs.h"
 #include "util/sha256.h"
