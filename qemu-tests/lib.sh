@@ -1,5 +1,7 @@
 # Shared helpers of the QEMU tests (sourced). Everything a test starts, it stops.
 
+. "$(dirname "${BASH_SOURCE[0]}")/budget.sh"
+
 # check NAME ACTUAL EXPECTED-REGEX: one assertion; counts into passed/failed.
 passed=0 failed=0
 check() {
