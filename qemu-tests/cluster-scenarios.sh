@@ -93,10 +93,14 @@ check "the key written before power loss is still there" "$([ "$got" = "$value" 
 check "no node was restarted by hand: every node booted twice" \
   "$(for i in 1 2 3; do node_ssh "$i" sprout-firstboot status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["boots"])'; done | tr '\n' ' ')" '^2 2 2 $'
 
-echo "== 6. a rolling update of the three to build B, served over HTTP on the bridge"
+# CLUSTER_ROLL names the nodes scenario 6 updates, one at a time (default: all three).
+# CI updates node-3 alone: a node's update takes 6-9 minutes in emulation (its
+# download of a 1 GiB raw image alone about 5), and the other two are the same path.
+roll=(${CLUSTER_ROLL:-1 2 3})
+echo "== 6. a rolling update of ${#roll[@]} of the three (${roll[*]/#/node-}) to build B, served over HTTP on the bridge"
 if [ -z "$update_build" ]; then
   echo "   SKIP scenario 6: no build B given (usage: cluster-scenarios.sh IMAGE [BUILD-B-DIR])"
-elif within_budget "scenario 6" "${CLUSTER_BUDGET_6:-1200}"; then
+elif within_budget "scenario 6" "${CLUSTER_BUDGET_6:-$((200 + 500 * ${#roll[@]}))}"; then
   hash_b=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["rootHash"])' "$update_build/manifest.json")
   # Served: B itself (signed with the image's key), and two copies a node of the signed
   # image must refuse: B without its signature, and B signed with a key made here.
@@ -111,12 +115,12 @@ elif within_budget "scenario 6" "${CLUSTER_BUDGET_6:-1200}"; then
     "$(cluster_refuses 1 "${CLUSTER_BUILDS_URL}wrong/" 'the signature does not match .*this node trusts only builds signed by /etc/sprout/update\.pub' && echo refused)" '^refused$'
   cluster_health_sampler start 1 2 3
   t6=$SECONDS
-  cluster_rolling_update "${CLUSTER_BUILDS_URL}b/" 1 2 3
+  cluster_rolling_update "${CLUSTER_BUILDS_URL}b/" "${roll[@]}"
   roll_rc=$?
   rolled=$((SECONDS - t6))
   sleep 6  # one more sample with all three back
   cluster_health_sampler stop
-  check "the rolling update took node-1, node-2 and node-3 to build B, one at a time (seconds)" \
+  check "the rolling update took ${roll[*]/#/node-} to build B, one at a time (seconds)" \
     "$roll_rc $rolled" '^0 [0-9]+$'
   echo "     etcd sampled every 5-8 s during the update (endpoint health of each node, and a write):"
   sed 's/^/       /' "$CLUSTER_DIR/health-samples"
@@ -125,20 +129,20 @@ elif within_budget "scenario 6" "${CLUSTER_BUDGET_6:-1200}"; then
     "$(grep -c ' write=ok$' "$CLUSTER_DIR/health-samples") of $samples" "^$samples of $samples\$"
   check "no sample found more than one member down" "$(grep -c '=down.*=down' "$CLUSTER_DIR/health-samples")" '^0$'
   one_down=$(grep -c '=down' "$CLUSTER_DIR/health-samples")
-  check "each node was down in some sample (the update did reboot them)" \
-    "$(for i in 1 2 3; do grep -q "node-$i=down" "$CLUSTER_DIR/health-samples" && echo "node-$i"; done | tr '\n' ' ')" \
-    '^node-1 node-2 node-3 $'
-  for i in 1 2 3; do
+  check "each updated node was down in some sample (the update did reboot it)" \
+    "$(for i in "${roll[@]}"; do grep -q "node-$i=down" "$CLUSTER_DIR/health-samples" && echo "node-$i"; done | tr '\n' ' ')" \
+    "^$(printf 'node-%s ' "${roll[@]}")\$"
+  for i in "${roll[@]}"; do
     check "node-$i runs build B's root, committed, and shows B's file" \
       "$(node_update_state "$i" "$hash_b") $(node_ssh "$i" cat /etc/sprout-update-build)" '^committed B$'
   done
-  node_ssh 2 sprout-firstboot update status 2>&1 | sed 's/^/     node-2: /'
+  node_ssh "${roll[-1]}" sprout-firstboot update status 2>&1 | sed "s/^/     node-${roll[-1]}: /"
   got=$(cluster_etcdctl 3 get /sprout/test/key --print-value-only)
   check "the key written before the update is still there" "$([ "$got" = "$value" ] && echo same || echo "'$got' != '$value'")" '^same$'
   check "the cluster ID is unchanged by the update" "$(cluster_id 1)" "^$id_before\$"
   expect_member_list 1 "three voting members after the update" \
     '^node-1:https://198\.18\.0\.11:2380:voter node-2:https://198\.18\.0\.12:2380:voter node-3:https://198\.18\.0\.13:2380:voter$'
-  roll_figures="rolling update ${rolled} s for 3 nodes (${ROLL_FIGURES[*]}); samples with one member down: $one_down of $samples (one every 5 s plus the time it takes, up to 8 s apart)"
+  roll_figures="rolling update ${rolled} s for ${#roll[@]} node(s) (${ROLL_FIGURES[*]}); samples with one member down: $one_down of $samples (one every 5 s plus the time it takes, up to 8 s apart)"
 fi
 
 # Scenario 5 backs up from the four control-plane nodes of scenario 3: the two go together.
