@@ -100,7 +100,7 @@ roll=(${CLUSTER_ROLL:-1 2 3})
 echo "== 6. a rolling update of ${#roll[@]} of the three (${roll[*]/#/node-}) to build B, served over HTTP on the bridge"
 if [ -z "$update_build" ]; then
   echo "   SKIP scenario 6: no build B given (usage: cluster-scenarios.sh IMAGE [BUILD-B-DIR])"
-elif within_budget "scenario 6" "${CLUSTER_BUDGET_6:-$((200 + 500 * ${#roll[@]}))}"; then
+elif within_budget "scenario 6" "${CLUSTER_BUDGET_6:-$((200 + 600 * ${#roll[@]}))}"; then
   hash_b=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["rootHash"])' "$update_build/manifest.json")
   # Served: B itself (signed with the image's key), and two copies a node of the signed
   # image must refuse: B without its signature, and B signed with a key made here.
