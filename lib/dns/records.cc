@@ -219,31 +219,30 @@ struct Builder {
   }
 };
 
+// KindFacts are a watched kind's name in messages and the path of its cluster-wide
+// list, as the 1.20 API serves it.
+struct KindFacts {
+  const char* name;
+  const char* list_path;
+};
+
+KindFacts FactsOf(Kind kind) {
+  switch (kind) {
+    case Kind::kService:
+      return {"Service", "/api/v1/services"};
+    case Kind::kEndpointSlice:
+      return {"EndpointSlice", "/apis/discovery.k8s.io/v1beta1/endpointslices"};
+    case Kind::kPod:
+      return {"Pod", "/api/v1/pods"};
+  }
+  return {"?", ""};
+}
+
 }  // namespace
 
-const char* KindName(Kind kind) {
-  switch (kind) {
-    case Kind::kService:
-      return "Service";
-    case Kind::kEndpointSlice:
-      return "EndpointSlice";
-    case Kind::kPod:
-      return "Pod";
-  }
-  return "?";
-}
+const char* KindName(Kind kind) { return FactsOf(kind).name; }
 
-std::string ListPath(Kind kind) {
-  switch (kind) {
-    case Kind::kService:
-      return "/api/v1/services";
-    case Kind::kEndpointSlice:
-      return "/apis/discovery.k8s.io/v1beta1/endpointslices";
-    case Kind::kPod:
-      return "/api/v1/pods";
-  }
-  return "";
-}
+std::string ListPath(Kind kind) { return FactsOf(kind).list_path; }
 
 Status Apply(Objects& objects, Kind kind, const json& object, bool deleted) {
   auto meta = Meta(object, kind);

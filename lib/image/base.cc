@@ -8,6 +8,7 @@
 
 #include "image/arch.h"
 #include "util/fs.h"
+#include "util/lines.h"
 #include "util/log_watch.h"
 #include "util/process.h"
 #include "util/sha256.h"
@@ -63,12 +64,7 @@ fs::path CachedBasePath(const fs::path& cache_dir, const std::string& key) {
 std::string BasePhase(std::string_view log) {
   std::string phase;
   std::string package;
-  std::size_t pos = 0;
-  while (pos < log.size()) {
-    std::size_t end = log.find('\n', pos);
-    if (end == std::string_view::npos) end = log.size();
-    std::string_view line = log.substr(pos, end - pos);
-    pos = end + 1;
+  ForEachLine(log, [&](std::string_view line) {
     if (line.starts_with("I: ")) {
       line.remove_prefix(3);
       // "running --customize-hook in shell: sh -c '...'": the command adds nothing.
@@ -76,14 +72,14 @@ std::string BasePhase(std::string_view log) {
       while (line.ends_with('.') || line.ends_with(' ')) line.remove_suffix(1);
       phase = std::string(line);
       package.clear();
-      continue;
+      return;
     }
     for (std::string_view verb : {"Unpacking ", "Setting up "}) {
       if (!line.starts_with(verb)) continue;
       line.remove_prefix(verb.size());
       package = std::string(line.substr(0, line.find_first_of(" :")));
     }
-  }
+  });
   if (phase.empty() || package.empty()) return phase;
   return phase + ": " + package;
 }

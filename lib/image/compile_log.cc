@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "util/lines.h"
+
 namespace sprout {
 
 namespace {
@@ -14,16 +16,11 @@ std::string_view Word(std::string_view text) { return text.substr(0, text.find('
 CompileLog ParseCompileLog(std::string_view log, std::string_view name) {
   CompileLog out;
   const std::string prefix = std::string(name) + ": ";
-  std::size_t pos = 0;
-  while (pos < log.size()) {
-    std::size_t end = log.find('\n', pos);
-    if (end == std::string_view::npos) end = log.size();
-    std::string_view line = log.substr(pos, end - pos);
-    pos = end + 1;
+  ForEachLine(log, [&](std::string_view line) {
     while (line.ends_with('\r') || line.ends_with(' ')) line.remove_suffix(1);
-    if (!line.starts_with(prefix)) continue;
+    if (!line.starts_with(prefix)) return;
     line.remove_prefix(prefix.size());
-    if (line.empty()) continue;
+    if (line.empty()) return;
     out.phase = std::string(line);
     if (line.starts_with("cached: ")) {
       out.cached = true;
@@ -46,7 +43,7 @@ CompileLog ParseCompileLog(std::string_view log, std::string_view name) {
       out.compiled.emplace_back(component, seconds);
       out.building.clear();
     }
-  }
+  });
   return out;
 }
 
