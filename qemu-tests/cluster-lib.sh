@@ -35,6 +35,18 @@ CLUSTER_PXE_MEM=${CLUSTER_PXE_MEM:-2560}  # the root sits in memory on a PXE nod
 CLUSTER_DISK_GROW=${CLUSTER_DISK_GROW:-}
 declare -a CLUSTER_MEDIUM
 
+# cluster_plain_boot IMAGE: scenario 0, one node of IMAGE booted alone to its login
+# prompt, outside the cluster; sets plain to its seconds (the baseline of the ratios).
+cluster_plain_boot() {
+  mkdir -p "$CLUSTER_DIR/plain"
+  qemu-img create -q -f qcow2 -b "$1" -F raw "$CLUSTER_DIR/plain/disk.qcow2"
+  cp "$OVMF_VARS" "$CLUSTER_DIR/plain/vars"
+  QEMU_EXTRA="-smp 1" boot_vm "$CLUSTER_DIR/plain/disk.qcow2" "$CLUSTER_DIR/plain/vars" "$CLUSTER_DIR/plain/serial.log" 300 'login:'
+  plain=${BOOT_LOGIN_SECONDS%.*}
+  check "one node boots to its login prompt" "${plain:-none}" '^[0-9]+$'
+  rm -rf "$CLUSTER_DIR/plain"
+}
+
 # cluster_init DIR IMAGE: prepares DIR (secret, SSH key, OVMF vars; a new directory in
 # /tmp when DIR is "") and the network. Teardown removes DIR unless it keeps the logs.
 cluster_init() {

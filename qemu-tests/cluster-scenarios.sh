@@ -42,13 +42,7 @@ cluster_init "" "$image" || exit 1
 echo "== 0. plain boot of one node to login (no cluster settings)"
 plain=""
 if [ "${CLUSTER_PLAIN_BOOT:-1}" = 1 ]; then
-  mkdir -p "$CLUSTER_DIR/plain"
-  qemu-img create -q -f qcow2 -b "$image" -F raw "$CLUSTER_DIR/plain/disk.qcow2"
-  cp "$OVMF_VARS" "$CLUSTER_DIR/plain/vars"
-  QEMU_EXTRA="-smp 1" boot_vm "$CLUSTER_DIR/plain/disk.qcow2" "$CLUSTER_DIR/plain/vars" "$CLUSTER_DIR/plain/serial.log" 300 'login:'
-  plain=${BOOT_LOGIN_SECONDS%.*}
-  check "one node boots to its login prompt" "${plain:-none}" '^[0-9]+$'
-  rm -rf "$CLUSTER_DIR/plain"
+  cluster_plain_boot "$image"
 else
   echo "   SKIPPED: CLUSTER_PLAIN_BOOT=0 (CI: the boot only gives the ratio's baseline; the smoke test times its own boots)"
 fi

@@ -30,13 +30,7 @@ cluster_init "" "$image" || exit 1
 limit=${SPROUT_K8S_LIMIT:-3000}  # seconds any one wait may take
 
 echo "== 0. plain boot of one node to login (no cluster settings)"
-mkdir -p "$CLUSTER_DIR/plain"
-qemu-img create -q -f qcow2 -b "$image" -F raw "$CLUSTER_DIR/plain/disk.qcow2"
-cp "$OVMF_VARS" "$CLUSTER_DIR/plain/vars"
-QEMU_EXTRA="-smp 1" boot_vm "$CLUSTER_DIR/plain/disk.qcow2" "$CLUSTER_DIR/plain/vars" "$CLUSTER_DIR/plain/serial.log" 300 'login:'
-plain=${BOOT_LOGIN_SECONDS%.*}
-check "one node boots to its login prompt" "${plain:-none}" '^[0-9]+$'
-rm -rf "$CLUSTER_DIR/plain"
+cluster_plain_boot "$image"
 
 cp_nodes="node-1 node-2 node-3"
 # kube ARGS...: kubectl through the first control-plane node whose apiserver answers

@@ -1,5 +1,5 @@
-// DiskFile: a disk image or block device read and written at byte offsets, the one
-// place sprout's tools touch a disk's bytes (update apply, inspect, personalize). Reads
+// DiskFile: a disk image or block device read and written at byte offsets, for the
+// tools that work on an existing disk (update apply, inspect, personalize). Reads
 // and writes are whole or an error that names the file; the partition helpers find a
 // partition by type or label and keep a read or write inside it.
 #pragma once
