@@ -126,8 +126,10 @@ std::string KubeProxySysctl() {
 
 std::string ContainerdConfig(const std::string& sandbox_image) {
   return R"(# containerd for the kubelet, written by sprout: the pod sandbox is the preloaded pause
-# image (nothing is ever pulled), cgroups through systemd as the kubelet's, Debian's
-# CNI plugins, and the network configuration on the writable state partition.
+# image (nothing is ever pulled for it), cgroups through systemd as the kubelet's,
+# Debian's CNI plugins, and the network configuration on the writable state partition.
+# A site's own registry is configured at run time, with no restart, by a hosts.toml in
+# /var/lib/sprout/registries/HOST[:PORT]/ on the state partition (docs/control-plane.md).
 version = 2
 
 [plugins."io.containerd.internal.v1.opt"]
@@ -136,6 +138,9 @@ version = 2
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = ")" +
          sandbox_image + R"("
+
+[plugins."io.containerd.grpc.v1.cri".registry]
+  config_path = "/etc/containerd/certs.d:/var/lib/sprout/registries"
 
 [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
   runtime_type = "io.containerd.runc.v2"

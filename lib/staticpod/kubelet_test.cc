@@ -76,6 +76,8 @@ TEST_CASE("containerd's sandbox is the preloaded pause image, with systemd cgrou
   CHECK(c.find("sandbox_image = \"localhost/sprout/pause@sha256:" + std::string(64, 'a') + "\"") != std::string::npos);
   CHECK(c.find("SystemdCgroup = true") != std::string::npos);
   CHECK(c.find("bin_dir = \"/usr/lib/cni\"") != std::string::npos);
+  // Registries: hosts.toml files, read at each pull, from the image and the state partition.
+  CHECK(c.find("config_path = \"/etc/containerd/certs.d:/var/lib/sprout/registries\"") != std::string::npos);
 }
 
 // GoldenFile compares text with tests/golden/kubelet/NAME (tests/golden.h).
