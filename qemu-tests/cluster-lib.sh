@@ -237,6 +237,7 @@ vm_start() {
   ip -n "$CLUSTER_NS" tuntap add dev "$tap" mode tap || return 1
   ip -n "$CLUSTER_NS" link set "$tap" master br0 up
   echo "=== boot $(date +%T) from $medium" >> "$dir/node-$i.log"
+  date +%s.%N >"$dir/node-$i.started"  # power-on, for the timeline (qemu-tests/timeline.sh)
   ip netns exec "$CLUSTER_NS" "${QEMU_CMD[@]}" -m "$mem" -smp "$CLUSTER_SMP" \
     "${firmware[@]}" "${boot[@]}" \
     -netdev "tap,id=n0,ifname=$tap,script=no,downscript=no" \

@@ -1,6 +1,7 @@
 #!/bin/bash
 # The autonomous shoot on several nodes (issue #13), on the default image:
-#   0. one node boots alone to its login prompt: the plain boot time, for the ratio;
+#   0. one node boots alone to its login prompt, then three together: the plain boot
+#      times, the baselines of the time to Ready (qemu-tests/timeline.sh);
 #   1. three control-plane nodes and a worker are powered on together on a network with
 #      no uplink: etcd forms, every control-plane node runs etcd, kube-apiserver,
 #      kube-controller-manager and kube-scheduler as static pods (mirror pods Running),
@@ -23,14 +24,17 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 . "$here/cluster-lib.sh"
+. "$here/timeline.sh"
 image=$(realpath "${1:?usage: kubernetes-cluster.sh IMAGE}")
 cluster_test_traps
 find_ovmf || exit 1
 cluster_init "" "$image" || exit 1
 limit=${SPROUT_K8S_LIMIT:-3000}  # seconds any one wait may take
 
-echo "== 0. plain boot of one node to login (no cluster settings)"
+echo "== 0. plain boots to login (no cluster settings): one node alone, then three together"
 cluster_plain_boot "$image"
+plain_boots_together "$image" 3
+check "three nodes powered on together all reach their login prompts (the slowest, seconds)" "${plain_together:-none}" '^[0-9]+$'
 
 cp_nodes="node-1 node-2 node-3"
 # kube ARGS...: kubectl through the first control-plane node whose apiserver answers
@@ -84,6 +88,13 @@ wait_until 900 "the worker Ready" node_ready node-4
 check "the worker registered through TLS bootstrapping and is Ready (seconds from power-on)" \
   "$([ -n "${WAITED:-}" ] && echo $((SECONDS - t0)) || echo timeout)" '^[0-9]+$'
 ready4=$((SECONDS - t0))
+# Where the time went, node by node; TIMELINE_DIR keeps the drawing (default: the logs).
+BASELINE="one plain boot=${plain:-0},three plain boots together=${plain_together:-0}" \
+  TIMELINE_TITLE="three control-plane nodes and a worker to Ready ($(cluster_accel_name), $(date -u +%F))" \
+  cluster_timeline "${TIMELINE_DIR:-$CLUSTER_DIR}/timeline" 1 2 3 4
+echo "figures: one plain boot ${plain:-?} s; three plain boots together ${plain_together:-?} s; three control-plane" \
+  "nodes Ready ${ready3} s after power-on: $([ -n "${plain_together:-}" ] && echo "scale=2; $ready3 / $plain_together" | bc || echo '?')" \
+  "times three plain boots (the goal is 3)"
 check "the worker has no control-plane role" \
   "$(kube get node node-4 -o jsonpath='{.metadata.labels}' | grep -c control-plane)" '^0$'
 check "the worker's kubelet client certificate was issued by the cluster (an approved CSR)" \

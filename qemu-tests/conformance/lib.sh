@@ -11,6 +11,9 @@
 # node) and logs under DIR/parallel and DIR/serial, and DIR/summary.txt; prints the
 # summary (a line a test, then "conformance: N passed, N failed, N skipped") and returns
 # 0 when every listed test passed. CONFORMANCE_TIMEOUT bounds each pass (default 1200 s).
+# CONFORMANCE_REPO_LIST (set by conformance_registry) remaps the test images' registries.
+# CONFORMANCE_CHUNK=N runs the list in parts of N tests (DIR/NNN-parallel, -serial), and
+# CONFORMANCE_DEADLINE (epoch seconds) starts no part after it: for long runs by hand.
 CONFORMANCE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 conformance_run() {
@@ -29,22 +32,38 @@ conformance_run() {
     --num-nodes "${CONFORMANCE_NODES:-1}" --disable-log-dump)
   echo "   e2e.test (sha256 $(awk '$2 == "e2e.test" {print substr($1, 1, 12)}' "$e2e/SHA256SUMS")...) from $e2e:" \
     "$(grep -cv '^\s*\(#\|$\)' "$list") tests listed in $list"
-  local t0=$SECONDS pass nodes focus
-  for pass in parallel serial; do
-    focus=$(python3 "$CONFORMANCE_DIR/summary.py" --focus "$list" --"$pass")
-    [ -n "$focus" ] || continue
-    nodes=1
-    [ "$pass" = serial ] || nodes=${CONFORMANCE_PARALLEL:-4}
-    mkdir -p "$dir/$pass"
-    timeout "${CONFORMANCE_TIMEOUT:-1200}" ip netns exec "$CLUSTER_NS" "$e2e/ginkgo" -nodes="$nodes" -noColor \
-      -focus="$focus" "$e2e/e2e.test" -- "${args[@]}" --report-dir "$dir/$pass" >"$dir/$pass/e2e.log" 2>&1
-    case $? in
-      0) ;;
-      124) echo "   the $pass pass stopped after ${CONFORMANCE_TIMEOUT:-1200} s (CONFORMANCE_TIMEOUT)" >&2; rc=1 ;;
-      *) rc=1 ;;
-    esac
-    echo "   $pass pass ($nodes at a time): $(grep -ao 'Ran [0-9]* of [0-9]* Specs in [0-9.]* seconds' "$dir/$pass/e2e.log" |
-      head -n 1)"
+  local t0=$SECONDS pass nodes focus part parts=("$list") name
+  if [ "${CONFORMANCE_CHUNK:-0}" -gt 0 ]; then
+    # A long run in parts, each a ginkgo run of its own that writes its reports when it
+    # ends: a run cut short still has the reports of every part it finished.
+    mkdir -p "$dir/parts"
+    grep -v '^\s*\(#\|$\)' "$list" | split -d -a 3 -l "$CONFORMANCE_CHUNK" - "$dir/parts/"
+    parts=("$dir"/parts/*)
+  fi
+  for part in "${parts[@]}"; do
+    if [ -n "${CONFORMANCE_DEADLINE:-}" ] && [ "$(date +%s)" -ge "$CONFORMANCE_DEADLINE" ]; then
+      echo "   CONFORMANCE_DEADLINE passed: the tests of $part and after are not run"
+      break
+    fi
+    for pass in parallel serial; do
+      focus=$(python3 "$CONFORMANCE_DIR/summary.py" --focus "$part" --"$pass")
+      [ -n "$focus" ] || continue
+      nodes=1
+      [ "$pass" = serial ] || nodes=${CONFORMANCE_PARALLEL:-4}
+      name=$pass
+      [ "$part" = "$list" ] || name=$(basename "$part")-$pass
+      mkdir -p "$dir/$name"
+      timeout "${CONFORMANCE_TIMEOUT:-1200}" ip netns exec "$CLUSTER_NS" \
+        env ${CONFORMANCE_REPO_LIST:+KUBE_TEST_REPO_LIST="$CONFORMANCE_REPO_LIST"} "$e2e/ginkgo" -nodes="$nodes" -noColor \
+        -focus="$focus" "$e2e/e2e.test" -- "${args[@]}" --report-dir "$dir/$name" >"$dir/$name/e2e.log" 2>&1
+      case $? in
+        0) ;;
+        124) echo "   $name stopped after ${CONFORMANCE_TIMEOUT:-1200} s (CONFORMANCE_TIMEOUT)" >&2; rc=1 ;;
+        *) rc=1 ;;
+      esac
+      echo "   $name ($nodes at a time): $(grep -ao 'Ran [0-9]* of [0-9]* Specs in [0-9.]* seconds' "$dir/$name/e2e.log" |
+        head -n 1)$(grep -aoE '[0-9]+ Passed \| [0-9]+ Failed' "$dir/$name/e2e.log" | tail -n 1 | sed 's/^/: /')"
+    done
   done
   CONFORMANCE_SECONDS=$((SECONDS - t0))
   if ! ls "$dir"/*/junit_*.xml >/dev/null 2>&1; then
@@ -54,4 +73,55 @@ conformance_run() {
   fi
   python3 "$CONFORMANCE_DIR/summary.py" --wanted "$list" "$dir" | tee "$dir/summary.txt"
   [ "${PIPESTATUS[0]}" -eq 0 ] && [ "$rc" -eq 0 ]
+}
+
+# conformance_registry LAYOUT: serves the suite's test images (the OCI layout that
+# images/conformance/test-images.sh builds, with its refs.txt) to the cluster from Debian's
+# docker-registry inside the harness's namespace, at $CLUSTER_NET.1:5000 (plain HTTP: the
+# namespace has no other host), and
+# - tells every running node's containerd about it: a hosts.toml in the node's
+#   /var/lib/sprout/registries/HOST:5000/, which containerd reads at each pull (no restart);
+# - writes the suite's remapping of every registry it knows to that one to
+#   $CLUSTER_DIR/repo-list.yaml, which conformance_run hands e2e.test as KUBE_TEST_REPO_LIST.
+#   Tests that pull from the "invalid" registry on purpose get a port where nothing listens.
+# The registry is stopped with the cluster (cluster_teardown kills server-*.pid).
+conformance_registry() {
+  local layout=$1 host=$CLUSTER_NET.1:5000 ref n=0 t0=$SECONDS i
+  [ -s "$layout/refs.txt" ] || { echo "conformance: no refs.txt in $layout (images/conformance/test-images.sh makes it)" >&2; return 1; }
+  command -v docker-registry >/dev/null || { echo "conformance: docker-registry not found: apt-get install docker-registry" >&2; return 1; }
+  command -v skopeo >/dev/null || { echo "conformance: skopeo not found: apt-get install skopeo" >&2; return 1; }
+  mkdir -p "$CLUSTER_DIR/registry/data"
+  cat >"$CLUSTER_DIR/registry/config.yml" <<YAML
+version: 0.1
+log: {level: warn}
+storage: {filesystem: {rootdirectory: $CLUSTER_DIR/registry/data}}
+http: {addr: "$host"}
+YAML
+  ip netns exec "$CLUSTER_NS" docker-registry serve "$CLUSTER_DIR/registry/config.yml" \
+    >"$CLUSTER_DIR/registry/log" 2>&1 &
+  echo $! >"$CLUSTER_DIR/server-registry.pid"
+  wait_until 30 "the test registry at $host" ip netns exec "$CLUSTER_NS" curl -fsS -o /dev/null "http://$host/v2/" ||
+    { echo "conformance: docker-registry did not answer at $host; its log: $CLUSTER_DIR/registry/log" >&2; return 1; }
+  while read -r ref; do
+    [ -n "$ref" ] || continue
+    ip netns exec "$CLUSTER_NS" skopeo copy --quiet --dest-tls-verify=false \
+      "oci:$layout:$ref" "docker://$host/$ref" >"$CLUSTER_DIR/registry/push.log" 2>&1 ||
+      { echo "conformance: pushing $ref to $host failed:" >&2; tail -n 5 "$CLUSTER_DIR/registry/push.log" >&2; return 1; }
+    n=$((n + 1))
+  done <"$layout/refs.txt"
+  echo "   test registry: $n images pushed to $host in $((SECONDS - t0)) s"
+  for i in "${!CLUSTER_NODES[@]}"; do
+    node_ssh "$i" "mkdir -p /var/lib/sprout/registries/$host && printf '%s\n' 'server = \"http://$host\"' '' '[host.\"http://$host\"]' '  capabilities = [\"pull\", \"resolve\"]' >/var/lib/sprout/registries/$host/hosts.toml" ||
+      { echo "conformance: could not write node-$i's registry configuration" >&2; return 1; }
+  done
+  local r
+  {
+    for r in dockerLibraryRegistry:library e2eRegistry:e2e e2eVolumeRegistry:e2e/volume promoterE2eRegistry:e2e-test-images \
+      gcRegistry:k8s buildImageRegistry:build-image sigStorageRegistry:sig-storage gcAuthenticatedRegistry:authenticated \
+      privateRegistry:private sampleRegistry:samples gcrReleaseRegistry:release dockerGluster:gluster; do
+      echo "${r%%:*}: $host/${r#*:}"
+    done
+    echo "invalidRegistry: $CLUSTER_NET.1:5001/invalid"
+  } >"$CLUSTER_DIR/repo-list.yaml"
+  CONFORMANCE_REPO_LIST=$CLUSTER_DIR/repo-list.yaml
 }
