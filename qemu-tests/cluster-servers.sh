@@ -1,0 +1,119 @@
+# shellcheck shell=bash
+# The servers the cluster harness runs on its bridge, inside the namespace (sourced by
+# cluster-lib.sh): the PXE server, the apiservers forwarded to the host's loopback, an NFS
+# share for backups and an HTTP server for builds. cluster_teardown stops them all.
+
+# cluster_pxe_server: once per cluster, serves the PXE bundle on the bridge as a data
+# center would: dnsmasq answers DHCP (a pool of 198.18.0.200-.250, for the firmware only)
+# and names http://198.18.0.1:8080/boot.ipxe as the boot file; Python's HTTP server
+# serves the bundle. Both run in the namespace and are stopped by cluster_teardown.
+cluster_pxe_server() {
+  [ -f "$CLUSTER_DIR/server-dhcp.pid" ] && return 0
+  [ -f "$CLUSTER_PXE/boot.ipxe" ] || { echo "no PXE bundle at $CLUSTER_PXE (build with --format raw,pxe)" >&2; return 1; }
+  command -v dnsmasq >/dev/null || { echo "PXE nodes need dnsmasq: apt-get install dnsmasq-base" >&2; return 1; }
+  ip netns exec "$CLUSTER_NS" python3 -m http.server --bind "$CLUSTER_NET.1" --directory "$CLUSTER_PXE" 8080 \
+    </dev/null >>"$CLUSTER_DIR/http.log" 2>&1 &
+  echo $! > "$CLUSTER_DIR/server-http.pid"
+  disown $! 2>/dev/null
+  ip netns exec "$CLUSTER_NS" dnsmasq --keep-in-foreground --conf-file=/dev/null --user=root --port=0 \
+    --interface=br0 --bind-interfaces --dhcp-range="$CLUSTER_NET.200,$CLUSTER_NET.250,255.255.255.0,10m" \
+    --dhcp-leasefile="$CLUSTER_DIR/dnsmasq.leases" --dhcp-boot="http://$CLUSTER_NET.1:8080/boot.ipxe" \
+    --log-dhcp --log-facility="$CLUSTER_DIR/dnsmasq.log" </dev/null >>"$CLUSTER_DIR/dnsmasq.log" 2>&1 &
+  echo $! > "$CLUSTER_DIR/server-dhcp.pid"
+  disown $! 2>/dev/null
+  sleep 1
+  kill -0 "$(cat "$CLUSTER_DIR/server-dhcp.pid")" 2>/dev/null || { echo "dnsmasq did not start; see $CLUSTER_DIR/dnsmasq.log" >&2; return 1; }
+}
+
+# cluster_api_forward NODE...: once per cluster, puts the apiservers of control-plane
+# nodes NODE... on the host's loopback (qemu-tests/api-forward.py): a forwarder listens on
+# 127.0.0.1:6443 (or on a free port when 6443 is taken) on the host, outside the
+# namespace, and sends each connection into the namespace to the first of the nodes'
+# apiservers (198.18.0.(10+I):6443) that accepts one, moving on when that one dies.
+# Nothing but the host's loopback and the namespace carries its traffic. Sets
+# CLUSTER_API_PORT; stopped by cluster_teardown. Every apiserver's certificate names
+# 127.0.0.1 (docs/control-plane.md), so a kubeconfig with server https://127.0.0.1:PORT
+# verifies.
+cluster_api_forward() {
+  local backends=() i _
+  if [ ! -f "$CLUSTER_DIR/server-api.pid" ]; then
+    for i in "$@"; do backends+=("$(node_ip "$i"):6443"); done
+    rm -f "$CLUSTER_DIR/api.port"
+    python3 "$CLUSTER_LIB_DIR/api-forward.py" "$CLUSTER_NS" "$CLUSTER_DIR/api.port" "${backends[@]}" \
+      </dev/null >>"$CLUSTER_DIR/api-forward.log" 2>&1 &
+    echo $! > "$CLUSTER_DIR/server-api.pid"
+    disown $! 2>/dev/null
+  fi
+  for _ in $(seq 50); do
+    CLUSTER_API_PORT=$(cat "$CLUSTER_DIR/api.port" 2>/dev/null)
+    [ -n "$CLUSTER_API_PORT" ] && return 0
+    sleep 0.1
+  done
+  echo "the API forwarder did not start; see $CLUSTER_DIR/api-forward.log" >&2
+  return 1
+}
+
+# cluster_host_kubeconfig OUT: writes the admin kubeconfig (cluster_kubectl's) to OUT,
+# mode 0600, with its server on the forwarded loopback port (cluster_api_forward), and
+# gives it to the user who ran the harness through sudo.
+cluster_host_kubeconfig() {
+  local out=$1
+  sed "s|^\( *server: \).*\$|\1https://127.0.0.1:$CLUSTER_API_PORT|" "$CLUSTER_DIR/admin.conf" > "$out.tmp" &&
+    chmod 0600 "$out.tmp" && mv "$out.tmp" "$out" || return 1
+  [ -z "${SUDO_UID:-}" ] || chown "$SUDO_UID:${SUDO_GID:-$SUDO_UID}" "$out"
+}
+
+# cluster_nfs_server: once per cluster, serves a folder on the bridge as a site's file
+# share would: Debian's nfs-ganesha (user space; NFSv4 over TCP only, so no rpcbind; VFS
+# backend) bound to 198.18.0.1, exporting $CLUSTER_DIR/share as $CLUSTER_SHARE
+# (nfs://198.18.0.1/backups). Stopped by cluster_teardown.
+CLUSTER_SHARE=nfs://$CLUSTER_NET.1/backups
+cluster_nfs_server() {
+  local g=$CLUSTER_DIR/ganesha _
+  [ -f "$CLUSTER_DIR/server-nfs.pid" ] && return 0
+  command -v ganesha.nfsd >/dev/null && command -v nfs-ls >/dev/null ||
+    { echo "the NFS share needs nfs-ganesha, nfs-ganesha-vfs and libnfs-utils: apt-get install them" >&2; return 1; }
+  mkdir -p "$CLUSTER_DIR/share" "$g/recovery"
+  printf '%s\n' \
+    "NFS_CORE_PARAM { Protocols = 4; NFS_Port = 2049; Enable_NLM = false; Enable_RQUOTA = false; Bind_addr = $CLUSTER_NET.1; }" \
+    "NFSV4 { Graceless = true; RecoveryRoot = $g/recovery; }" \
+    "EXPORT { Export_Id = 1; Path = $CLUSTER_DIR/share; Pseudo = /backups; Access_Type = RW; Squash = No_Root_Squash;" \
+    "         SecType = sys; Protocols = 4; Transports = TCP; FSAL { Name = VFS; } }" \
+    "LOG { Default_Log_Level = EVENT; }" > "$g/ganesha.conf"
+  ip netns exec "$CLUSTER_NS" ganesha.nfsd -F -L "$g/log" -f "$g/ganesha.conf" -p "$g/pid" -N NIV_EVENT \
+    </dev/null >>"$g/out" 2>&1 &
+  echo $! > "$CLUSTER_DIR/server-nfs.pid"
+  disown $! 2>/dev/null
+  for _ in $(seq 40); do
+    cluster_share_ls >/dev/null 2>&1 && return 0
+    sleep 0.5
+  done
+  echo "nfs-ganesha did not serve $CLUSTER_SHARE within 20 s; see $g/log" >&2
+  return 1
+}
+
+# cluster_share_ls: the names in the share, as a client on the bridge sees them (nfs-ls).
+cluster_share_ls() {
+  ip netns exec "$CLUSTER_NS" timeout 30 nfs-ls "$CLUSTER_SHARE?version=4" | awk '$NF != "." && $NF != ".." {print $NF}'
+}
+
+# cluster_build_server DIR [SUBDIR]: once per cluster, serves DIR (the output folder of
+# `sprout build` with the raw format, or a folder holding such folders, one of them
+# SUBDIR) over HTTP on the bridge at $CLUSTER_BUILDS_URL, as a site serves a build on
+# its network for `sprout-firstboot update apply URL`.
+CLUSTER_BUILDS_URL=http://$CLUSTER_NET.1:8081/
+cluster_build_server() {
+  local dir=$1 sub=${2:+$2/} _
+  [ -f "$CLUSTER_DIR/server-builds.pid" ] && return 0
+  [ -f "$dir/${sub}manifest.json" ] || { echo "no build at $dir/$sub (manifest.json missing)" >&2; return 1; }
+  ip netns exec "$CLUSTER_NS" python3 -m http.server --bind "$CLUSTER_NET.1" --directory "$dir" 8081 \
+    </dev/null >>"$CLUSTER_DIR/http-builds.log" 2>&1 &
+  echo $! > "$CLUSTER_DIR/server-builds.pid"
+  disown $! 2>/dev/null
+  for _ in $(seq 50); do
+    ip netns exec "$CLUSTER_NS" curl -sf -o /dev/null "${CLUSTER_BUILDS_URL}${sub}manifest.json" && return 0
+    sleep 0.2
+  done
+  echo "the build server did not answer on $CLUSTER_BUILDS_URL; see $CLUSTER_DIR/http-builds.log" >&2
+  return 1
+}

@@ -1,0 +1,159 @@
+# shellcheck shell=bash
+# Rolling A/B updates across the cluster, and the health sampler that watches etcd while
+# they run (sourced by cluster-lib.sh; docs/updates.md).
+
+# node_update_state I HASH prints where node I stands with the build whose root hash is
+# HASH: "committed" (booted and blessed), "trial" (booted, not committed yet), "old"
+# (booted another root), or nothing when it cannot be asked.
+node_update_state() {
+  node_ssh "$1" sprout-firstboot update status 2>/dev/null | awk -v h="${2:0:12}" '
+    /^booted: / { if (index($0, "root hash " h "...") == 0) s = "old"; else if ($0 ~ /\(committed\)$/) s = "committed"; else s = "trial" }
+    END { if (s != "") print s }'
+}
+
+# vm_restart_if_ended I: QEMU runs with -no-reboot, so a guest's reboot ends it; as the
+# machine's own reset would, this starts node I again on the same disk and firmware
+# variables (their boot counters included) when its QEMU has ended.
+vm_restart_if_ended() { vm_running "$1" || vm_start "$1"; }
+
+# node_on_root I HASH STATE...: (restarting node I if its QEMU ended) is node I's
+# node_update_state for HASH one of STATE...?
+node_on_root() {
+  local i=$1 hash=$2 now; shift 2
+  vm_restart_if_ended "$i"
+  now=$(node_update_state "$i" "$hash")
+  [[ " $* " == *" $now "* ]] && [ -n "$now" ]
+}
+
+# cluster_rolling_update URL NODE...: updates the control-plane nodes NODE... to the
+# build served at URL, one at a time (docs/updates.md "Rolling update of a cluster").
+# Before each node, etcd must report every member healthy; the node applies the build
+# (`sprout-firstboot update apply URL`) and reboots; the next node waits until this one
+# has booted the new root, passed its health gate and committed it, and its etcd
+# endpoint is healthy again. Stops at the first failure (a refused apply, a node that
+# falls back to its old slot, or a timeout). One line per node; ROLL_FIGURES gets
+# "node-I apply=S down=S committed=S" per node (seconds: the apply; from the reboot
+# until the node's etcd endpoint was healthy again; until the commit).
+# cluster_refusal_copies BUILD DIR: under DIR, the two copies of BUILD (a signed build's
+# output folder) that a node of an image signed with BUILD's key must refuse: DIR/unsigned
+# (every file but manifest.json.sig) and DIR/wrong (signed with a key made here). Links,
+# not copies, for the large files.
+cluster_refusal_copies() {
+  local build=$1 dir=$2 f
+  mkdir -p "$dir/unsigned" "$dir/wrong" || return 1
+  for f in "$build"/*; do
+    [ "$(basename "$f")" = manifest.json.sig ] && continue
+    ln -sf "$f" "$dir/unsigned/" && ln -sf "$f" "$dir/wrong/" || return 1
+  done
+  openssl genpkey -algorithm ed25519 -out "$CLUSTER_DIR/other-update.key" 2>/dev/null &&
+    openssl pkeyutl -sign -rawin -inkey "$CLUSTER_DIR/other-update.key" -in "$build/manifest.json" \
+      -out "$dir/wrong/manifest.json.sig"
+}
+# cluster_refuses I URL WANT: node I, asked to apply the build at URL, refuses it with
+# a message matching the regex WANT (its last lines go to stderr; nothing is written: the
+# signature is checked before the image is downloaded). For the builds a node of a
+# signed image must refuse: unsigned, or signed with another key.
+cluster_refuses() {
+  local i=$1 url=$2 want=$3 out rc
+  out=$(node_ssh "$i" sprout-firstboot update apply "$url" 2>&1)
+  rc=$?
+  echo "$out" | tail -n 2 | sed "s/^/     node-$i: /" >&2
+  [ "$rc" -ne 0 ] && [[ "$out" =~ $want ]]
+}
+
+cluster_rolling_update() {
+  local url=$1 want i out rc t state; shift
+  ROLL_FIGURES=()
+  want=$(ip netns exec "$CLUSTER_NS" curl -sf "${url%/}/manifest.json" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["rootHash"])' 2>/dev/null)
+  [ -n "$want" ] || { echo "rolling update: no build at ${url%/}/manifest.json" >&2; return 1; }
+  for i in "$@"; do
+    if ! cluster_etcdctl "$i" endpoint health --cluster >/dev/null 2>&1; then
+      echo "rolling update: etcd does not report every member healthy; not taking node-$i down (stopped)" >&2
+      return 1
+    fi
+    if [ "$(node_update_state "$i" "$want")" = committed ]; then
+      echo "   node-$i: already runs root ${want:0:12}..., committed"
+      continue
+    fi
+    t=$SECONDS
+    out=$(node_ssh "$i" sprout-firstboot update apply "$url" 2>&1)
+    rc=$?
+    local apply=$((SECONDS - t))
+    if [ "$rc" -ne 0 ]; then
+      echo "$out" | tail -n 5 | sed 's/^/     /' >&2
+      echo "rolling update: apply failed on node-$i (status $rc); stopped" >&2
+      return 1
+    fi
+    echo "   node-$i: applied in $apply s: $(echo "$out" | grep -o 'loader entry [^ ]* written' | head -n 1); rebooting"
+    # Where the apply's time went, by its own steps (update: [  12.3 s] ...).
+    echo "$out" | grep '^update: \[' | sed "s/^/     node-$i: /"
+    node_ssh "$i" systemctl reboot >/dev/null 2>&1
+    node_ssh_close "$i"
+    t=$SECONDS
+    # The node is back on the new root (its old etcd endpoint may answer for a moment
+    # after the reboot command: what counts is the new boot).
+    if ! wait_until 1500 "node-$i booted root ${want:0:12}..." node_on_root "$i" "$want" trial committed; then
+      echo "rolling update: node-$i did not come back on the new root (now: $(node_update_state "$i" "$want")); stopped" >&2
+      return 1
+    fi
+    if ! wait_until 900 "node-$i's etcd endpoint healthy" eval 'vm_restart_if_ended "$i"; cluster_etcdctl "$i" endpoint health'; then
+      echo "rolling update: node-$i's etcd did not become healthy; stopped" >&2
+      return 1
+    fi
+    local down=$((SECONDS - t))
+    # "old" again after the trial: the new slot failed its tries and the node fell back.
+    wait_until 900 "node-$i committed root ${want:0:12}..." node_on_root "$i" "$want" committed old
+    state=$(node_update_state "$i" "$want")
+    if [ "$state" != committed ]; then
+      echo "rolling update: node-$i did not commit the new root (now: ${state:-unreachable}$([ "$state" = old ] && echo ": it fell back to its old slot")); stopped" >&2
+      node_ssh "$i" sprout-firstboot update status 2>&1 | sed 's/^/     /' >&2
+      return 1
+    fi
+    ROLL_FIGURES+=("node-$i apply=$apply down=$down committed=$((SECONDS - t))")
+    echo "   node-$i: ${ROLL_FIGURES[-1]}"
+  done
+}
+
+# cluster_health_sampler start|stop NODE...: while running, samples etcd every 5 s plus the time a sample takes
+# (at most 720 samples): the health of each NODE's endpoint and a write through all of
+# them (the client picks a live one), one line per sample in $CLUSTER_DIR/health-samples:
+#   HH:MM:SS node-1=healthy node-2=down node-3=healthy write=ok
+cluster_health_sampler() {
+  local what=$1; shift
+  if [ "$what" = stop ]; then
+    [ -f "$CLUSTER_DIR/sampler.pid" ] && kill "$(cat "$CLUSTER_DIR/sampler.pid")" 2>/dev/null
+    rm -f "$CLUSTER_DIR/sampler.pid"
+    return 0
+  fi
+  local pki=$CLUSTER_DIR/pki i
+  cluster_etcdctl "$1" endpoint health >/dev/null 2>&1  # fetches the client certificate
+  : > "$CLUSTER_DIR/health-samples"
+  (
+    for n in $(seq 720); do
+      line="$(date +%T)"
+      eps=""
+      for i in "$@"; do
+        if ip netns exec "$CLUSTER_NS" env ETCDCTL_API=3 etcdctl --endpoints "https://$(node_ip "$i"):2379" \
+          --cacert "$pki/ca.crt" --cert "$pki/client.crt" --key "$pki/client.key" \
+          --dial-timeout=2s --command-timeout=3s endpoint health >/dev/null 2>&1; then
+          line+=" node-$i=healthy"
+        else
+          line+=" node-$i=down"
+        fi
+        eps+="${eps:+,}https://$(node_ip "$i"):2379"
+      done
+      if ip netns exec "$CLUSTER_NS" env ETCDCTL_API=3 etcdctl --endpoints "$eps" \
+        --cacert "$pki/ca.crt" --cert "$pki/client.crt" --key "$pki/client.key" \
+        --dial-timeout=2s --command-timeout=5s put /sprout/rolling-update/sample "$n" >/dev/null 2>&1; then
+        line+=" write=ok"
+      else
+        line+=" write=failed"
+      fi
+      echo "$line" >> "$CLUSTER_DIR/health-samples"
+      sleep 5
+    done
+  ) </dev/null >/dev/null 2>&1 &
+  echo $! > "$CLUSTER_DIR/sampler.pid"
+  disown $! 2>/dev/null
+}
