@@ -33,6 +33,13 @@ struct Reader {
     if (!v->is_string()) return Wrong(field, "a string");
     return v->get<std::string>();
   }
+  // Bool: the boolean at key, or otherwise when it is absent.
+  Result<bool> Bool(const json* obj, const char* key, const std::string& field, bool otherwise) const {
+    const json* v = Member(obj, key);
+    if (v == nullptr) return otherwise;
+    if (!v->is_boolean()) return Wrong(field, "a boolean");
+    return v->get<bool>();
+  }
   Result<std::vector<std::string>> Strings(const json* obj, const char* key, const std::string& field) const {
     std::vector<std::string> out;
     const json* v = Member(obj, key);
@@ -105,9 +112,9 @@ Result<Service> ParseService(const json& object, const std::string& ns, const st
   for (const auto& a : all) {
     if (a != "None" && !a.empty()) s.cluster_ips.push_back(a);
   }
-  const json* publish = Member(spec, "publishNotReadyAddresses");
-  if (publish != nullptr && !publish->is_boolean()) return r.Wrong("spec.publishNotReadyAddresses", "a boolean");
-  s.publish_not_ready = publish != nullptr && publish->get<bool>();
+  auto publish = r.Bool(spec, "publishNotReadyAddresses", "spec.publishNotReadyAddresses", false);
+  if (!publish) return Fail(publish.error());
+  s.publish_not_ready = *publish;
   return s;
 }
 
@@ -138,9 +145,9 @@ Result<EndpointSlice> ParseSlice(const json& object, const std::string& ns, cons
     if (!hostname) return Fail(hostname.error());
     ep.addresses = *addresses;
     ep.hostname = *hostname;
-    const json* ready = Member(Member(&e, "conditions"), "ready");
-    if (ready != nullptr && !ready->is_boolean()) return r.Wrong(at + ".conditions.ready", "a boolean");
-    ep.ready = ready == nullptr || ready->get<bool>();
+    auto ready = r.Bool(Member(&e, "conditions"), "ready", at + ".conditions.ready", true);
+    if (!ready) return Fail(ready.error());
+    ep.ready = *ready;
     s.endpoints.push_back(ep);
   }
   return s;
@@ -152,9 +159,9 @@ Result<Pod> ParsePod(const json& object, const std::string& ns, const std::strin
   p.ns = ns;
   p.name = name;
   const json* spec = Member(&object, "spec");
-  const json* host = Member(spec, "hostNetwork");
-  if (host != nullptr && !host->is_boolean()) return r.Wrong("spec.hostNetwork", "a boolean");
-  p.host_network = host != nullptr && host->get<bool>();
+  auto host = r.Bool(spec, "hostNetwork", "spec.hostNetwork", false);
+  if (!host) return Fail(host.error());
+  p.host_network = *host;
   const json* status = Member(&object, "status");
   if (const json* ips = Member(status, "podIPs")) {
     if (!ips->is_array()) return r.Wrong("status.podIPs", "an array");

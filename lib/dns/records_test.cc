@@ -165,6 +165,13 @@ TEST_CASE("dns: objects that are not what the API serves are errors naming the f
   auto bad = Apply(o, Kind::kService, ServiceJson("x", "y", {{"clusterIP", 7}}), false);
   REQUIRE_FALSE(bad);
   CHECK(bad.error() == "Service x/y: spec.clusterIP is not a string");
+  auto not_bool = Apply(o, Kind::kService, ServiceJson("x", "y", {{"publishNotReadyAddresses", "yes"}}), false);
+  REQUIRE_FALSE(not_bool);
+  CHECK(not_bool.error() == "Service x/y: spec.publishNotReadyAddresses is not a boolean");
+  auto host =
+      Apply(o, Kind::kPod, {{"metadata", {{"namespace", "x"}, {"name", "p"}}}, {"spec", {{"hostNetwork", 1}}}}, false);
+  REQUIRE_FALSE(host);
+  CHECK(host.error() == "Pod x/p: spec.hostNetwork is not a boolean");
   auto no_name = Apply(o, Kind::kPod, {{"metadata", {{"namespace", "x"}}}}, false);
   REQUIRE_FALSE(no_name);
   CHECK(no_name.error() == "a Pod has no metadata.name");
