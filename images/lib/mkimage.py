@@ -1,7 +1,17 @@
 #!/usr/bin/env python3
 """Write an OCI image into an OCI image layout, deterministically.
 
-Usage: mkimage.py LAYOUT REF ENTRYPOINT_JSON LAYER_DIR...
+Usage: mkimage.py [OPTION VALUE]... LAYOUT REF ENTRYPOINT_JSON LAYER_DIR...
+
+Options (each optional; without them the config holds only Entrypoint and the default
+PATH, as for the etcd, busybox and Kubernetes component images):
+  --cmd JSON            the image's Cmd (a JSON list)
+  --env NAME=VALUE      sets one variable (repeatable); PATH replaces the default PATH
+  --workdir DIR         the image's WorkingDir
+  --user USER           the image's User
+  --label KEY=VALUE     one label (repeatable)
+ENTRYPOINT_JSON may be `null`: the image then has no Entrypoint, and Cmd is the command
+(as in images whose upstream Dockerfile sets only CMD).
 
 Each LAYER_DIR becomes one gzip-compressed tar layer: entries sorted by name, owner
 0:0, every mtime SOURCE_DATE_EPOCH, gzip header without name or time. The same
@@ -55,13 +65,39 @@ def layer_tar(root):
     return buf.getvalue()
 
 
+def options(argv):
+    """Splits the leading --option VALUE pairs from the positional arguments."""
+    opts = {"env": [], "labels": {}}
+    args = list(argv)
+    while args and args[0].startswith("--"):
+        opt = args.pop(0)
+        if not args:
+            sys.exit("mkimage.py: %s needs a value" % opt)
+        val = args.pop(0)
+        if opt == "--cmd":
+            opts["Cmd"] = json.loads(val)
+        elif opt == "--env" and "=" in val:
+            opts["env"].append(val)
+        elif opt == "--workdir":
+            opts["WorkingDir"] = val
+        elif opt == "--user":
+            opts["User"] = val
+        elif opt == "--label" and "=" in val:
+            key, value = val.split("=", 1)
+            opts["labels"][key] = value
+        else:
+            sys.exit("mkimage.py: unknown option or value: %s %s\n\n%s" % (opt, val, __doc__))
+    return opts, args
+
+
 def main():
-    if len(sys.argv) < 5:
+    opts, args = options(sys.argv[1:])
+    if len(args) < 4:
         sys.exit(__doc__)
-    layout, ref, entrypoint = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+    layout, ref, entrypoint = args[0], args[1], json.loads(args[2])
     os.makedirs(os.path.join(layout, "blobs", "sha256"), exist_ok=True)
     layers, diff_ids = [], []
-    for root in sys.argv[4:]:
+    for root in args[3:]:
         raw = layer_tar(root)
         diff_ids.append("sha256:" + hashlib.sha256(raw).hexdigest())
         gz = io.BytesIO()
@@ -70,11 +106,28 @@ def main():
         digest, size = put_blob(layout, gz.getvalue())
         layers.append({"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": digest, "size": size})
     created = __import__("time").strftime("%Y-%m-%dT%H:%M:%SZ", __import__("time").gmtime(EPOCH))
+    # A variable given with --env replaces the default of that name in place, so the
+    # config of an image without options is byte for byte what it was before them.
+    env = ["PATH=/usr/local/bin:/usr/bin:/bin"]
+    for var in opts["env"]:
+        name = var.split("=", 1)[0]
+        if any(e.split("=", 1)[0] == name for e in env):
+            env = [var if e.split("=", 1)[0] == name else e for e in env]
+        else:
+            env.append(var)
+    image_config = {"Env": env}
+    if entrypoint is not None:
+        image_config["Entrypoint"] = entrypoint
+    for key in ("Cmd", "WorkingDir", "User"):
+        if key in opts:
+            image_config[key] = opts[key]
+    if opts["labels"]:
+        image_config["Labels"] = opts["labels"]
     config = {
         "created": created,
         "architecture": ARCH,
         "os": "linux",
-        "config": {"Entrypoint": entrypoint, "Env": ["PATH=/usr/local/bin:/usr/bin:/bin"]},
+        "config": image_config,
         "rootfs": {"type": "layers", "diff_ids": diff_ids},
     }
     cdigest, csize = put_blob(layout, json.dumps(config, sort_keys=True, separators=(",", ":")).encode())
