@@ -1,7 +1,8 @@
 #!/bin/bash
 # The upstream Kubernetes conformance suite on a QEMU cluster of the default image, by
-# hand (docs/conformance.md): three control-plane nodes (and CONFORMANCE_WORKERS workers,
-# default 0) boot on the harness's private network and turn Ready; the suite's test
+# hand (docs/conformance.md): three control-plane nodes (CONFORMANCE_CONTROL_PLANES, 1 or
+# 3; one gets two virtual CPUs) and CONFORMANCE_WORKERS workers (default 0) boot on the
+# harness's private network and turn Ready; the suite's test
 # images (images/conformance/test-images.sh, built from Debian packages and the Kubernetes
 # source tree) are served from Debian's docker-registry inside the same network
 # namespace; then e2e.test, compiled from the same source as the cluster, runs the tests
@@ -21,7 +22,10 @@
 # Usage: qemu-tests/conformance.sh IMAGE [LIST [OUT]]   (needs root; KEEP_LOGS=1 keeps logs)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-export CLUSTER_SMP=${CLUSTER_SMP:-1} CLUSTER_MEM=${CLUSTER_MEM:-3072}  # room for the test pods beside the control plane
+cps=${CONFORMANCE_CONTROL_PLANES:-3}
+case $cps in 1 | 3) ;; *) echo "conformance: CONFORMANCE_CONTROL_PLANES must be 1 or 3" >&2; exit 2 ;; esac
+# One node alone gets both host cores (as the single-node CI test); three get one each.
+export CLUSTER_SMP=${CLUSTER_SMP:-$((cps == 1 ? 2 : 1))} CLUSTER_MEM=${CLUSTER_MEM:-3072}  # room for the test pods
 . "$here/lib.sh"
 . "$here/cluster-lib.sh"
 . "$here/conformance/lib.sh"
@@ -48,13 +52,14 @@ if [ -z "$list" ]; then
 fi
 echo "   $(grep -cv '^\s*\(#\|$\)' "$list") tests listed in $list"
 
-echo "== three control-plane nodes and $workers workers, powered on together"
+echo "== $cps control-plane nodes and $workers workers, powered on together"
 cluster_init "" "$image" || exit 1
-peers=("$(node_ip 1)" "$(node_ip 2)" "$(node_ip 3)")
+peers=()
+for i in $(seq "$cps"); do peers+=("$(node_ip "$i")"); done
 t0=$SECONDS
-for i in 1 2 3; do node_config "$i" control-plane "${peers[@]}"; vm_start "$i"; done
-for i in $(seq 4 $((3 + workers))); do node_config "$i" worker "${peers[@]}"; vm_start "$i"; done
-total=$((3 + workers))
+for i in $(seq "$cps"); do node_config "$i" control-plane "${peers[@]}"; vm_start "$i"; done
+for i in $(seq $((cps + 1)) $((cps + workers))); do node_config "$i" worker "${peers[@]}"; vm_start "$i"; done
+total=$((cps + workers))
 if ! wait_until "${SPROUT_K8S_LIMIT:-3000}" "$total Ready nodes" nodes_ready "$total"; then
   check "$total nodes Ready" timeout '^[0-9]+$'
   cluster_kubectl get nodes -o wide; exit 1
@@ -93,8 +98,8 @@ t1=$SECONDS
 for i in $(seq "$total"); do vm_start "$i"; done
 if wait_until "${SPROUT_K8S_LIMIT:-3000}" "$total Ready nodes after the power loss" nodes_ready "$total"; then
   check "$total nodes Ready again (seconds from power-on)" "$((SECONDS - t1))" '^[0-9]+$'
-  dns_figures 2 before-power-loss.default.svc.cluster.local.
-  check "a pod on node-2 resolves a Service made before the power loss, 1,000 times in a row" \
+  dns_figures "$total" before-power-loss.default.svc.cluster.local.
+  check "a pod on node-$total resolves a Service made before the power loss, 1,000 times in a row" \
     "$(echo "$DNS_FIGURES" | head -n 1)" '^before-power-loss\.default\.svc\.cluster\.local\. n=1000 failed=0 '
   check "the answer is the Service's ClusterIP" "$(echo "$DNS_FIGURES" | head -n 1 | sed -n 's/.* addr=//p')" "^$before_ip\$"
 else

@@ -16,7 +16,7 @@ node_phases() {
   phases=$(node_ssh "$i" '
     mono() { systemctl show -P "$2" "$1" 2>/dev/null; }
     read -r up _ </proc/uptime
-    printf "\"kernel\": %s, " "$(echo "$(date +%s.%N) - $up" | bc)"
+    printf "\"kernel\": %s, " "$(awk -v now="$(date +%s.%N)" -v up="$up" "BEGIN { printf \"%.3f\", now - up }")"
     printf "\"initrd\": %s, \"userspace\": %s, " "$(systemctl show -P InitRDTimestampMonotonic)" "$(systemctl show -P UserspaceTimestampMonotonic)"
     printf "\"multiuser\": %s, " "$(mono multi-user.target ActiveEnterTimestampMonotonic)"
     printf "\"import_start\": %s, \"import_end\": %s, " "$(mono sprout-images.service ExecMainStartTimestampMonotonic)" "$(mono sprout-images.service ExecMainExitTimestampMonotonic)"
