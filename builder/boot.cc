@@ -131,12 +131,14 @@ int Boot(const BootOptions& o) {
   }
   const bool kvm = accel->kvm;
   // arm64: QEMU's virt machine; in emulation a Cortex-A72 (ARMv8.0), because the "max"
-  // CPU's pointer authentication is slow to emulate.
+  // CPU's pointer authentication is slow to emulate. amd64 in emulation: "max" without
+  // AVX and AVX2, which QEMU's translator runs slowly and which Go's SHA-256 and inflate
+  // would otherwise take (docs/qemu-cluster.md).
   std::vector<std::string> argv{qemu,
                                 "-machine",
                                 std::string(arm ? "virt" : "q35") + ",accel=" + (kvm ? "kvm" : "tcg"),
                                 "-cpu",
-                                kvm ? "host" : (arm ? "cortex-a72" : "max"),
+                                kvm ? "host" : (arm ? "cortex-a72" : "max,-avx,-avx2"),
                                 "-m",
                                 o.memory,
                                 "-smp",

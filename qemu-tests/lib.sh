@@ -53,10 +53,16 @@ find_firmware() {
 # qemu_for ARCH ACCEL sets QEMU_CMD to the QEMU that boots an ARCH sprout image: q35 for
 # amd64; for arm64 the virt machine (its serial port is a PL011, ttyAMA0) with a
 # Cortex-A72, whose emulation skips the pointer-authentication cost of -cpu max.
+# In emulation an amd64 guest gets QEMU's "max" CPU without AVX and AVX2
+# (SPROUT_QEMU_CPU overrides it): QEMU's translator runs AVX code slowly, and with AVX2
+# offered, Go's SHA-256 and inflate (containerd importing images, etcd, the apiserver's
+# TLS) take their AVX2 paths. Measured under qemu-x86_64: Go's SHA-256 8 MB/s with
+# "max", 33-66 MB/s without AVX; its gunzip 3.6 against 11-14 MB/s; OpenSSL's SHA-256
+# 22 against 45 MB/s (docs/qemu-cluster.md).
 qemu_for() {
   case $1 in
     arm64) QEMU_CMD=(qemu-system-aarch64 -machine "virt,accel=$2" -cpu "$([ "$2" = kvm ] && echo host || echo cortex-a72)") ;;
-    *) QEMU_CMD=(qemu-system-x86_64 -machine "q35,accel=$2" -cpu "$([ "$2" = kvm ] && echo host || echo max)") ;;
+    *) QEMU_CMD=(qemu-system-x86_64 -machine "q35,accel=$2" -cpu "$([ "$2" = kvm ] && echo host || echo "${SPROUT_QEMU_CPU:-max,-avx,-avx2}")") ;;
   esac
   command -v "${QEMU_CMD[0]}" >/dev/null || { echo "${QEMU_CMD[0]} not found: apt-get install $([ "$1" = arm64 ] && echo qemu-system-arm || echo qemu-system-x86)" >&2; return 1; }
 }
