@@ -142,9 +142,14 @@ def main():
     nodes = []
     with open(args.phases) as fh:
         for line in fh:
-            if line.strip():
+            if not line.strip():
+                continue
+            try:
                 n = json.loads(line)
                 nodes.append((n["node"], spans(n)))
+            except (ValueError, KeyError, TypeError) as e:
+                print("timeline: left out a node whose phases do not read (%s): %s" % (e, line.strip()[:120]),
+                      file=sys.stderr)
     if not nodes:
         print("timeline: no node reported its phases", file=sys.stderr)
         return 1
