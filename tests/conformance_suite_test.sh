@@ -94,3 +94,16 @@ echo "$out" | sed 's/^/     /'
   echo "$out" | grep -q 'SKIPPED  test d \[Conformance\]: not in any report' &&
   ok "the summary counts a failure (with its message), a skip and a missing test, and exits 1" ||
   bad "the summary of a report with a failure, a skip and a missing test (status $rc)"
+
+# A part cut short writes no report; the verdicts e2e.test printed as each test ended, in
+# the part's e2e.log, still count (and a report, when there is one, wins).
+mkdir -p "$WORK/cut/000-parallel"
+cat >"$WORK/cut/000-parallel/e2e.log" <<'EOF2'
+{"msg":"PASSED test a [Conformance]","total":-1,"completed":1,"skipped":10,"failed":0}
+{"msg":"FAILED test b [Conformance]","total":-1,"completed":1,"skipped":10,"failed":1,"failures":["test b [Conformance]"]}
+EOF2
+out=$(/usr/bin/python3 "$SRC/qemu-tests/conformance/summary.py" --wanted "$WORK/want.txt" "$WORK/cut")
+[ "$(echo "$out" | tail -n 1)" = "conformance: 1 passed, 1 failed, 2 skipped" ] &&
+  echo "$out" | grep -q "FAILED  test b \[Conformance\]: failed (from e2e.test's progress line" &&
+  ok "a part cut short: the summary reads e2e.test's progress lines ($(echo "$out" | tail -n 1))" ||
+  bad "the summary of a part cut short: $(echo "$out" | tr '\n' ' ')"

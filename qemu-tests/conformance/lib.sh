@@ -66,7 +66,9 @@ conformance_run() {
     done
   done
   CONFORMANCE_SECONDS=$((SECONDS - t0))
-  if ! ls "$dir"/*/junit_*.xml >/dev/null 2>&1; then
+  # A part cut short writes no report, but e2e.test printed each finished test's verdict
+  # in its log, and summary.py reads those too.
+  if ! ls "$dir"/*/junit_*.xml >/dev/null 2>&1 && ! grep -aqs '^{"msg":"\(PASSED\|FAILED\) ' "$dir"/*/e2e.log; then
     echo "   e2e.test wrote no report; the end of its log:" >&2
     tail -n 30 "$dir"/*/e2e.log | sed 's/^/     /' >&2
     return 1

@@ -77,6 +77,25 @@ def results(paths):
     return out
 
 
+def progress(paths):
+    """name -> (verdict, detail) from e2e.test's own progress lines in the e2e.log files
+    under the given folders ({"msg":"PASSED <name>",...} or "FAILED <name>"), which it
+    prints as each test ends: what a part cut short finished, when ginkgo wrote no report."""
+    out = {}
+    for p in paths:
+        if not os.path.isdir(p):
+            continue
+        for log in sorted(glob.glob(os.path.join(p, "**", "e2e.log"), recursive=True)):
+            with open(log, errors="replace") as fh:
+                for line in fh:
+                    m = re.match(r'\{"msg":"(PASSED|FAILED) (.*?)","total"', line.strip())
+                    if m:
+                        verdict = "passed" if m.group(1) == "PASSED" else "failed"
+                        detail = "" if verdict == "passed" else "failed (from e2e.test's progress line: its part ended before a report; the failure is in %s)" % log
+                        out[m.group(2)] = (verdict, detail)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     ap.add_argument("--wanted")
@@ -97,6 +116,8 @@ def main():
         print(__doc__.strip(), file=sys.stderr)
         return 2
     got = results(a.reports)
+    for name, verdict in progress(a.reports).items():
+        got.setdefault(name, verdict)
     wanted = wanted_tests(a.wanted) if a.wanted else [n for n, (v, _) in got.items() if v != "skipped"]
     counts = {"passed": 0, "failed": 0, "skipped": 0}
     for name in wanted:
