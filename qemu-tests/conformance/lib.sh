@@ -102,6 +102,7 @@ YAML
   ip netns exec "$CLUSTER_NS" docker-registry serve "$CLUSTER_DIR/registry/config.yml" \
     >"$CLUSTER_DIR/registry/log" 2>&1 &
   echo $! >"$CLUSTER_DIR/server-registry.pid"
+  disown $! 2>/dev/null  # its end is not news: teardown kills it
   wait_until 30 "the test registry at $host" ip netns exec "$CLUSTER_NS" curl -fsS -o /dev/null "http://$host/v2/" ||
     { echo "conformance: docker-registry did not answer at $host; its log: $CLUSTER_DIR/registry/log" >&2; return 1; }
   while read -r ref; do
