@@ -4,7 +4,7 @@
 # components, and prints the folder holding them. Usage: compile.sh CACHE-DIR
 #
 # The folder is CACHE-DIR/kubernetes/e2e/KEY, where KEY is the sha256 of the source
-# package's .dsc, this recipe, images/kubernetes/source and the components' patches to
+# package's .dsc, this recipe, images/kubernetes/source and go-env.sh, and the components' patches to
 # the tree (images/kubernetes/patches, applied here too): the same inputs give
 # the same folder, and a second run compiles nothing. The source package comes from
 # images/kubernetes/compile.sh's cache (that recipe fetches it once), and the Go build
@@ -19,6 +19,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 kube=$here/../kubernetes
 # shellcheck source=../kubernetes/source
 . "$kube/source"
+# shellcheck source=../kubernetes/go-env.sh
+. "$kube/go-env.sh"
 log() { echo "conformance: $*" >&2; }
 mkdir -p "$cache/kubernetes"
 cache=$(cd "$cache" && pwd)
@@ -30,7 +32,7 @@ trap 'rm -rf ${work:+"$work"}' EXIT
 bash "$kube/compile.sh" "$cache" >/dev/null
 dsc="$cache/kubernetes/source/$version/${package}_${version#*:}.dsc"
 [ -f "$dsc" ] || { log "the components' recipe left no source package at $dsc"; exit 1; }
-key=$( (sha256sum "$dsc" | cut -d' ' -f1; cat "$kube/source" "$here/compile.sh" "$kube"/patches/*.patch) |
+key=$( (sha256sum "$dsc" | cut -d' ' -f1; cat "$kube/source" "$kube/go-env.sh" "$here/compile.sh" "$kube"/patches/*.patch) |
   sha256sum | cut -c1-32)
 out="$cache/kubernetes/e2e/$key"
 if [ -f "$out/.complete" ]; then
@@ -42,16 +44,11 @@ fi
 # 2. Unpack (dpkg-source checks the tarballs against the .dsc).
 work=$(mktemp -d "$cache/kubernetes/work.XXXXXX")
 log "unpacking $(basename "$dsc")"
-(cd "$work" && dpkg-source -x "$dsc" tree >/dev/null 2>&1) || { log "dpkg-source -x $dsc failed"; exit 1; }
+kube_unpack "$work" "$dsc"
 # The components' patches to the tree apply here too (a test client walks maps with the
 # same json-iterator; images/kubernetes/patches says why each).
-for p in "$kube"/patches/*.patch; do
-  patch -d "$work/tree" -p1 --forward --quiet <"$p" >&2 || { log "$p does not apply; the source changed"; exit 1; }
-done
-mkdir -p "$work/gopath/src/k8s.io"
-ln -s "$work/tree" "$work/gopath/src/k8s.io/kubernetes"
-export GOPATH="$work/gopath" GO111MODULE=off CGO_ENABLED=0 GOFLAGS= GOCACHE="$cache/kubernetes/gocache"
-export GOOS=linux GOARCH=amd64
+kube_patch "$work/tree"
+kube_go_env "$work" amd64 "$cache"
 cd "$GOPATH/src/k8s.io/kubernetes"
 
 # 3. The one generated file the suite needs and the source lacks: the manifests, fixtures
@@ -68,18 +65,7 @@ gofmt -s -w test/e2e/generated/bindata.go
 
 # 4. Compile. (The tree's `providerless` build tag would leave the cloud SDKs out, but in
 #    1.20 the suite's own Azure provider lacks the tag, so the suite does not build with it.)
-release=${kube_version#v}
-major=${release%%.*}
-minor=${release#*.}
-minor=${minor%%.*}
-# Both version packages, as the tree's hack/lib/version.sh stamps them: the servers'
-# /version answers from client-go's, which otherwise says v0.0.0-master+<commit> (and
-# the conformance suite then skips the tests gated on the server's version).
-ldflags="-s -w -buildid="
-for v in k8s.io/kubernetes/vendor/k8s.io/component-base/version k8s.io/kubernetes/vendor/k8s.io/client-go/pkg/version; do
-  ldflags+=" -X $v.gitVersion=$kube_version -X $v.gitCommit=$kube_commit -X $v.gitTreeState=clean"
-  ldflags+=" -X $v.buildDate=$build_date -X $v.gitMajor=$major -X $v.gitMinor=$minor"
-done
+ldflags=$(kube_ldflags)
 mkdir -p "$work/bin"
 start=$SECONDS
 log "compiling e2e.test ($(go version | cut -d' ' -f3))"

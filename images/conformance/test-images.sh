@@ -16,8 +16,8 @@
 # the same folders, so the layout stores each once.
 #
 # Cached: CACHE-DIR/kubernetes/test-images/KEY, KEY the sha256 of the source package's .dsc,
-# this recipe, images/lib/common.sh and mkimage.py, and the components' source, compile.sh
-# and patches; the same inputs print the same folder at once. The layout is written in a
+# this recipe and its layers.sh, images/lib/common.sh and mkimage.py, and the components'
+# source, go-env.sh, compile.sh and patches; the same inputs print the same folder at once. The layout is written in a
 # scratch folder beside it and moved into place complete (marker .complete). The Debian
 # packages are not in the key (as for images/etcd and images/busybox): the host's apt
 # package lists decide their versions.
@@ -28,6 +28,8 @@ lib=$(cd "$here/../lib" && pwd)
 kube=$(cd "$here/../kubernetes" && pwd)
 # shellcheck source=../kubernetes/source
 . "$kube/source"
+# shellcheck source=../kubernetes/go-env.sh
+. "$kube/go-env.sh"
 t0=$SECONDS
 log() { echo "test-images: [$((SECONDS - t0)) s] $*" >&2; }
 die() {
@@ -58,7 +60,8 @@ bin=$(bash "$kube/compile.sh" "$cache") || die "images/kubernetes/compile.sh $ca
 dsc="$cache/kubernetes/source/$version/${package}_${version#*:}.dsc"
 [ -f "$dsc" ] || die "the components' recipe left no source package at $dsc"
 key=$( (sha256sum "$dsc" | cut -d' ' -f1
-  cat "$here/test-images.sh" "$lib/common.sh" "$lib/mkimage.py" "$kube/source" "$kube/compile.sh" "$kube"/patches/*.patch) |
+  cat "$here/test-images.sh" "$here/layers.sh" "$lib/common.sh" "$lib/mkimage.py" "$kube/source" "$kube/go-env.sh" \
+    "$kube/compile.sh" "$kube"/patches/*.patch) |
   sha256sum | cut -c1-32)
 out="$cache/kubernetes/test-images/$key"
 if [ -f "$out/.complete" ]; then
@@ -75,24 +78,11 @@ umask 022
 # 2. The Go test images, compiled from the tree as the components are (GOPATH mode with the
 #    package's vendor/ tree, CGO off, -trimpath, no build ID, the release's version stamps).
 log "unpacking $(basename "$dsc")"
-(cd "$work" && dpkg-source -x "$dsc" tree >/dev/null 2>&1) ||
-  die "dpkg-source -x $dsc failed; delete $(dirname "$dsc") to have images/kubernetes/compile.sh fetch it again"
-for p in "$kube"/patches/*.patch; do
-  patch -d "$work/tree" -p1 --forward --quiet <"$p" >&2 || die "$p does not apply to $(basename "$dsc"); the source changed"
-done
-mkdir -p "$work/gopath/src/k8s.io" "$work/go"
-ln -s "$work/tree" "$work/gopath/src/k8s.io/kubernetes"
-export GOPATH="$work/gopath" GO111MODULE=off CGO_ENABLED=0 GOFLAGS="" GOCACHE="$cache/kubernetes/gocache"
-export GOOS=linux GOARCH=$arch
-release=${kube_version#v}
-major=${release%%.*}
-minor=${release#*.}
-minor=${minor%%.*}
-ldflags="-s -w -buildid="
-for v in k8s.io/kubernetes/vendor/k8s.io/component-base/version k8s.io/kubernetes/vendor/k8s.io/client-go/pkg/version; do
-  ldflags+=" -X $v.gitVersion=$kube_version -X $v.gitCommit=$kube_commit -X $v.gitTreeState=clean"
-  ldflags+=" -X $v.buildDate=$build_date -X $v.gitMajor=$major -X $v.gitMinor=$minor"
-done
+kube_unpack "$work" "$dsc" || exit 1
+kube_patch "$work/tree" || exit 1
+mkdir -p "$work/go"
+kube_go_env "$work" "$arch" "$cache"
+ldflags=$(kube_ldflags)
 tree="$GOPATH/src/k8s.io/kubernetes"
 # agnhost: the tests' multi-tool (netexec, webhook, porter, test-webserver, ...).
 # sample-apiserver: the aggregator test's API server, from the tree's staging copy (upstream's
@@ -168,108 +158,9 @@ overlay_pkg() {
 overlay_pkg libc6
 overlay_pkg libc-bin
 
-# chase ROOT PATH prints PATH and, while it is a symbolic link, the path it points to (as
-# seen inside ROOT), so that copying each keeps links as links and brings their targets.
-chase() {
-  local root=$1 p=$2 t n=0
-  while :; do
-    echo "$p"
-    [ -L "$root$p" ] || return 0
-    t=$(readlink "$root$p")
-    case $t in /*) ;; *) t=$(dirname "$p")/$t ;; esac
-    p=$(realpath -m -s "$t")
-    n=$((n + 1))
-    [ "$n" -lt 40 ] || die "$root$2: too many levels of symbolic links"
-  done
-}
-# The loader's folders in an image without /etc/ld.so.cache (none has one), in its order.
-lib_dirs=("/lib/$triplet" "/usr/lib/$triplet" /lib /usr/lib)
-# libs ROOT FILE... prints FILE... and every shared library they load, recursively: each
-# NEEDED name looked up as the loader does (RUNPATH, then lib_dirs) in ROOT. A name found
-# nowhere stops the build: the image would not start.
-libs() {
-  local root=$1
-  shift
-  local -A seen=()
-  local queue=("$@") f real dyn runpath name d hit
-  local -a dirs rp
-  while [ ${#queue[@]} -gt 0 ]; do
-    f=${queue[0]}
-    queue=("${queue[@]:1}")
-    real=$(chase "$root" "$f" | tail -n 1)
-    [ -z "${seen[$real]:-}" ] || continue
-    seen[$real]=1
-    echo "$f"
-    dyn=$(readelf -dW "$root$real" 2>/dev/null) || continue # a script or data file
-    runpath=$(sed -n 's/.*(R\(UN\)\{0,1\}PATH).*\[\(.*\)\]/\2/p' <<<"$dyn")
-    rp=()
-    [ -z "$runpath" ] || IFS=: read -ra rp <<<"${runpath//\$ORIGIN/$(dirname "$real")}"
-    dirs=("${rp[@]}" "${lib_dirs[@]}")
-    while read -r name; do
-      # The loader itself (the program interpreter, in the base layer) is never searched for.
-      case $name in ld-linux-*) continue ;; esac
-      hit=""
-      for d in "${dirs[@]}"; do
-        if [ -e "$root$d/$name" ]; then
-          hit=$d/$name
-          break
-        fi
-      done
-      [ -n "$hit" ] || die "$name, which $real loads, is in none of the extracted packages' library folders"
-      queue+=("$hit")
-    done < <(sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' <<<"$dyn")
-  done
-}
-# put [-f] ROOT LAYER PATH... copies each PATH (with its links' targets) from ROOT into the
-# layer folder LAYER, except what a layer below it (the array `below`) already holds: a
-# library the image has already. With -f it copies them anyway: a program that is to
-# replace the busybox applet of its name (iproute2's /bin/ip).
-below=()
-put() {
-  local force="" root layer p q d skip
-  if [ "$1" = -f ]; then
-    force=1
-    shift
-  fi
-  root=$1 layer=$2
-  shift 2
-  for p in "$@"; do
-    [ -e "$root$p" ] || [ -L "$root$p" ] || die "$p is not in the extracted packages (${packages[*]})"
-    while read -r q; do
-      [ -e "$layer$q" ] || [ -L "$layer$q" ] && continue
-      skip=""
-      for d in "${below[@]}"; do
-        if [ -z "$force" ] && { [ -e "$d$q" ] || [ -L "$d$q" ]; }; then skip=1; fi
-      done
-      [ -n "$skip" ] && continue
-      mkdir -p "$layer$(dirname "$q")"
-      cp -a "$root$q" "$layer$q"
-    done < <(chase "$root" "$p")
-  done
-}
-# put_programs LAYER PATH... puts programs, and the libraries they load that the layers
-# below lack.
-put_programs() {
-  local layer=$1 list
-  shift
-  list=$(libs "$deb" "$@") || exit 1
-  put -f "$deb" "$layer" "$@"
-  # shellcheck disable=SC2086 # paths in the packages have no spaces
-  put "$deb" "$layer" $list
-}
-# shadow LAYER: a program the layer adds under /usr/bin or /usr/sbin whose name is also a
-# busybox applet gets a /bin link too, so `/bin/NAME` reaches the same program as PATH does.
-shadow() {
-  local layer=$1 f name
-  for f in "$layer"/usr/bin/* "$layer"/usr/sbin/*; do
-    [ -e "$f" ] || continue
-    name=$(basename "$f")
-    if [ -L "$L_busybox/bin/$name" ] && [ ! -e "$layer/bin/$name" ] && [ ! -L "$layer/bin/$name" ]; then
-      mkdir -p "$layer/bin"
-      ln -s "${f#"$layer"}" "$layer/bin/$name"
-    fi
-  done
-}
+# The helpers that copy programs with the libraries they load into layer folders.
+# shellcheck source=layers.sh
+. "$here/layers.sh"
 
 # 4. The layers.
 log "assembling the layers"

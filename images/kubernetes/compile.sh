@@ -4,7 +4,7 @@
 #
 # The binaries are cached under CACHE-DIR/kubernetes/bin/KEY, where KEY is the sha256
 # of the source package's .dsc (which names the sha256 of every tarball in it) and of
-# this recipe's `source`, `compile.sh` and `patches/` (and of the target architecture
+# this recipe's `source`, `compile.sh`, `go-env.sh` and `patches/` (and of the target architecture
 # when it is not amd64); a second build finds them and compiles
 # nothing. The source itself is kept under CACHE-DIR/kubernetes/source/VERSION, so a
 # rebuild after a cleaned bin folder needs no network either.
@@ -16,6 +16,8 @@ cache=${1:?usage: compile.sh CACHE-DIR}
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=source
 . "$here/source"
+# shellcheck source=go-env.sh
+. "$here/go-env.sh"
 components=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
 mkdir -p "$cache/kubernetes"
 cache=$(cd "$cache" && pwd)
@@ -61,7 +63,7 @@ case $goarch in
   amd64 | arm64) ;;
   *) log "no Kubernetes build for architecture '$goarch'; architectures: amd64, arm64"; exit 2 ;;
 esac
-key=$( (sha256sum "$dsc" | cut -d' ' -f1; cat "$here/source" "$here/compile.sh" "$here"/patches/*.patch
+key=$( (sha256sum "$dsc" | cut -d' ' -f1; cat "$here/source" "$here/compile.sh" "$here/go-env.sh" "$here"/patches/*.patch
   [ "$goarch" = amd64 ] || echo "$goarch") |
   sha256sum | cut -c1-32)
 bin="$cache/kubernetes/bin/$key"
@@ -75,7 +77,7 @@ fi
 #    Debian's patches).
 work=$(mktemp -d "$cache/kubernetes/work.XXXXXX")
 log "unpacking $(basename "$dsc")"
-(cd "$work" && dpkg-source -x "$dsc" tree >&2)
+kube_unpack "$work" "$dsc"
 
 # 2a. sprout's one change to the tree: the kube-apiserver's two start-up hooks that write
 #     the bootstrap RBAC roles and the system priority classes give up, and end the
@@ -90,32 +92,12 @@ for f in pkg/registry/rbac/rest/storage_rbac.go pkg/registry/scheduling/rest/sto
   sed -i 's/wait\.Poll(1\*time\.Second, 30\*time\.Second, /wait.Poll(1*time.Second, 10*time.Minute, /' "$work/tree/$f"
 done
 
-# 2b. sprout's patches to the tree (patches/*.patch, in name order; each says why). A
-#     patch that no longer applies stops the build: the source changed under it.
-for p in "$here"/patches/*.patch; do
-  log "applying $(basename "$p")"
-  patch -d "$work/tree" -p1 --forward --quiet <"$p" >&2 ||
-    { log "$p does not apply to $(basename "$dsc"); the source changed"; exit 1; }
-done
+# 2b. sprout's patches to the tree (go-env.sh).
+kube_patch "$work/tree"
 
-# 3. Compile in GOPATH mode, as the package's debian/rules does; one Go build cache per
-#    key keeps a second component's shared packages compiled.
-mkdir -p "$work/gopath/src/k8s.io"
-ln -s "$work/tree" "$work/gopath/src/k8s.io/kubernetes"
-export GOPATH="$work/gopath" GO111MODULE=off CGO_ENABLED=0 GOFLAGS= GOCACHE="$cache/kubernetes/gocache"
-export GOOS=linux GOARCH=$goarch
-release=${kube_version#v}
-major=${release%%.*}
-minor=${release#*.}
-minor=${minor%%.*}
-# Both version packages, as the tree's hack/lib/version.sh stamps them: the servers'
-# /version answers from client-go's, which otherwise says v0.0.0-master+<commit> (and
-# the conformance suite then skips the tests gated on the server's version).
-ldflags="-s -w -buildid="
-for v in k8s.io/kubernetes/vendor/k8s.io/component-base/version k8s.io/kubernetes/vendor/k8s.io/client-go/pkg/version; do
-  ldflags+=" -X $v.gitVersion=$kube_version -X $v.gitCommit=$kube_commit -X $v.gitTreeState=clean"
-  ldflags+=" -X $v.buildDate=$build_date -X $v.gitMajor=$major -X $v.gitMinor=$minor"
-done
+# 3. Compile in GOPATH mode (go-env.sh), as the package's debian/rules does.
+kube_go_env "$work" "$goarch" "$cache"
+ldflags=$(kube_ldflags)
 out="$work/bin"
 mkdir -p "$out" "$work/tools"
 cd "$GOPATH/src/k8s.io/kubernetes"
