@@ -134,6 +134,8 @@ for boot in 1 2; do
     sources='address set by the config area;cluster-secret set by the config area;hostname set by the config area;role set by the fw_cfg;ssh-authorized-key set by the config area;'
   fi
   check "boot $boot: SSH server running (debug access)" "$(smoke_value "$log" ssh)" '^active$'
+  check "boot $boot: the serial console's getty is running" "$(smoke_value "$log" serial-getty)" '^active$'
+  check "boot $boot: systemd waits 5 min for the serial port, not 90 s" "$(smoke_value "$log" serial-port-wait)" '^5min$'
   check "boot $boot: SSH authorized key from the config area" "$(same "$(smoke_value "$log" ssh-authorized)" "$(cat "$work/id.pub")")" '^same$'
   check "boot $boot: the config area (it holds the secret) is readable by root only" \
     "$(smoke_value "$log" config-area-mode)" '^600 root$'
