@@ -30,16 +30,9 @@ trap 'rm -rf ${work:+"$work"}' EXIT
 # 1. The source package: fetched (once) by the components' recipe, which also fills the
 #    Go build cache with the packages the suite shares with them.
 bash "$kube/compile.sh" "$cache" >/dev/null
-dsc="$cache/kubernetes/source/$version/${package}_${version#*:}.dsc"
-[ -f "$dsc" ] || { log "the components' recipe left no source package at $dsc"; exit 1; }
-key=$( (sha256sum "$dsc" | cut -d' ' -f1; cat "$kube/source" "$kube/go-env.sh" "$here/compile.sh" "$kube"/patches/*.patch) |
-  sha256sum | cut -c1-32)
-out="$cache/kubernetes/e2e/$key"
-if [ -f "$out/.complete" ]; then
-  log "cached: $out"
-  echo "$out"
-  exit 0
-fi
+dsc=$(kube_dsc "$cache")
+out="$cache/kubernetes/e2e/$(kube_key "$dsc" "$kube/source" "$kube/go-env.sh" "$here/compile.sh" "$kube"/patches/*.patch)"
+kube_cached conformance "$out"
 
 # 2. Unpack (dpkg-source checks the tarballs against the .dsc).
 work=$(mktemp -d "$cache/kubernetes/work.XXXXXX")
@@ -77,9 +70,4 @@ go build -trimpath -ldflags "-s -w -buildid=" -o "$work/bin/ginkgo" ./vendor/git
 log "compiled ginkgo in $((SECONDS - start)) s"
 cp test/conformance/testdata/conformance.yaml "$work/bin/"
 chmod 0755 "$work/bin/e2e.test" "$work/bin/ginkgo"
-(cd "$work/bin" && sha256sum -- * >SHA256SUMS)
-touch "$work/bin/.complete"
-mkdir -p "$(dirname "$out")"
-rm -rf "$out" && mv "$work/bin" "$out"
-log "compiled into $out"
-echo "$out"
+kube_publish conformance "$work/bin" "$out"

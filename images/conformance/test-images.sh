@@ -57,18 +57,10 @@ trap 'rm -rf ${work:+"$work"}' EXIT
 # 1. The components (the pause binary is one of them), and with them the source package;
 #    both are a cache hit once the cluster's images were built.
 bin=$(bash "$kube/compile.sh" "$cache") || die "images/kubernetes/compile.sh $cache failed (its log is above)"
-dsc="$cache/kubernetes/source/$version/${package}_${version#*:}.dsc"
-[ -f "$dsc" ] || die "the components' recipe left no source package at $dsc"
-key=$( (sha256sum "$dsc" | cut -d' ' -f1
-  cat "$here/test-images.sh" "$here/layers.sh" "$lib/common.sh" "$lib/mkimage.py" "$kube/source" "$kube/go-env.sh" \
-    "$kube/compile.sh" "$kube"/patches/*.patch) |
-  sha256sum | cut -c1-32)
-out="$cache/kubernetes/test-images/$key"
-if [ -f "$out/.complete" ]; then
-  log "cached: $out"
-  echo "$out"
-  exit 0
-fi
+dsc=$(kube_dsc "$cache") || exit 1
+out="$cache/kubernetes/test-images/$(kube_key "$dsc" "$here/test-images.sh" "$here/layers.sh" "$lib/common.sh" \
+  "$lib/mkimage.py" "$kube/source" "$kube/go-env.sh" "$kube/compile.sh" "$kube"/patches/*.patch)"
+kube_cached "test-images: [$((SECONDS - t0)) s]" "$out"
 mkdir -p "$cache/kubernetes/test-images"
 work=$(mktemp -d "$cache/kubernetes/test-images/.work.XXXXXX")
 umask 022

@@ -63,15 +63,10 @@ case $goarch in
   amd64 | arm64) ;;
   *) log "no Kubernetes build for architecture '$goarch'; architectures: amd64, arm64"; exit 2 ;;
 esac
-key=$( (sha256sum "$dsc" | cut -d' ' -f1; cat "$here/source" "$here/compile.sh" "$here/go-env.sh" "$here"/patches/*.patch
-  [ "$goarch" = amd64 ] || echo "$goarch") |
-  sha256sum | cut -c1-32)
+key=$(kube_key "$dsc" "$here/source" "$here/compile.sh" "$here/go-env.sh" "$here"/patches/*.patch \
+  <([ "$goarch" = amd64 ] || echo "$goarch"))
 bin="$cache/kubernetes/bin/$key"
-if [ -f "$bin/.complete" ]; then
-  log "cached: $bin"
-  echo "$bin"
-  exit 0
-fi
+kube_cached kubernetes "$bin"
 
 # 2. Unpack (dpkg-source checks every tarball's sha256 against the .dsc and applies
 #    Debian's patches).
@@ -139,9 +134,4 @@ fi
 "$cc" -Os -static -Wall -DVERSION="${kube_version}-sprout" -o "$out/pause" build/pause/linux/pause.c >&2
 "$strip" --strip-all "$out/pause"
 chmod 0755 "$out"/*
-(cd "$out" && sha256sum -- * >SHA256SUMS)
-touch "$out/.complete"
-mkdir -p "$(dirname "$bin")"
-rm -rf "$bin" && mv "$out" "$bin"
-log "compiled into $bin"
-echo "$bin"
+kube_publish kubernetes "$out" "$bin"

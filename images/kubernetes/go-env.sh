@@ -55,3 +55,40 @@ kube_ldflags() {
   done
   echo "$flags"
 }
+
+# kube_dsc CACHE: prints the source package's .dsc, which images/kubernetes/compile.sh
+# fetched into CACHE once; fails, naming the path, when it is not there.
+kube_dsc() {
+  local dsc="$1/kubernetes/source/$version/${package}_${version#*:}.dsc"
+  [ -f "$dsc" ] || { echo "the components' recipe left no source package at $dsc" >&2; return 1; }
+  echo "$dsc"
+}
+
+# kube_key DSC FILE...: prints a recipe's cache key: the sha256 of the .dsc's own sha256
+# (the .dsc names the sha256 of every tarball) followed by the FILEs' contents, 32 digits.
+kube_key() {
+  local dsc=$1
+  shift
+  (sha256sum "$dsc" | cut -d' ' -f1; cat "$@") | sha256sum | cut -c1-32
+}
+
+# kube_cached WHO DIR: when DIR holds a finished build (its .complete marker), says so on
+# stderr as "WHO: cached: DIR", prints DIR, and the recipe ends there.
+kube_cached() {
+  [ -f "$2/.complete" ] || return 0
+  echo "$1: cached: $2" >&2
+  echo "$2"
+  exit 0
+}
+
+# kube_publish WHO BUILT DIR: the finished build folder BUILT gets its SHA256SUMS and
+# .complete marker and is renamed into place as DIR (so DIR is only ever whole); says so on
+# stderr as "WHO: compiled into DIR" and prints DIR.
+kube_publish() {
+  (cd "$2" && sha256sum -- * >SHA256SUMS)
+  touch "$2/.complete"
+  mkdir -p "$(dirname "$3")"
+  rm -rf "$3" && mv "$2" "$3"
+  echo "$1: compiled into $3" >&2
+  echo "$3"
+}
