@@ -69,14 +69,7 @@ Result<backup::BackupOptions> Options(const settings::NodeSettings& settings, co
   return o;
 }
 
-std::string Utc(std::int64_t t) {
-  std::time_t tt = static_cast<std::time_t>(t);
-  std::tm tm{};
-  ::gmtime_r(&tt, &tm);
-  std::ostringstream s;
-  s << std::put_time(&tm, "%Y-%m-%d %H:%M:%SZ");
-  return s.str();
-}
+std::string Utc(std::int64_t t) { return UtcTime(t, "%Y-%m-%d %H:%M:%SZ"); }
 
 std::string Describe(const backup::BackupResult& r, const std::string& sink) {
   std::ostringstream s;

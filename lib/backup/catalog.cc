@@ -5,17 +5,11 @@
 #include <regex>
 
 #include "backup/bundle.h"
+#include "util/text.h"
 
 namespace sprout::backup {
 
-std::string FormatUtc(std::int64_t unix_seconds) {
-  std::time_t t = static_cast<std::time_t>(unix_seconds);
-  std::tm tm{};
-  ::gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
-  return buf;
-}
+std::string FormatUtc(std::int64_t unix_seconds) { return UtcTime(unix_seconds, "%Y%m%dT%H%M%SZ"); }
 
 std::optional<std::int64_t> ParseUtc(std::string_view text) {
   static const std::regex kUtc(R"((\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z)");

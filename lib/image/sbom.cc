@@ -1,7 +1,6 @@
 #include "image/sbom.h"
 
 #include <algorithm>
-#include <ctime>
 #include <nlohmann/json.hpp>
 
 #include "util/text.h"
@@ -41,11 +40,7 @@ std::vector<DebPackage> ParseDpkgStatus(std::string_view status) {
 
 std::string SpdxJson(const std::vector<DebPackage>& packages, const std::string& name,
                      const std::string& document_namespace, std::int64_t created) {
-  char when[32];
-  std::time_t t = static_cast<std::time_t>(created);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  const std::string when = UtcTime(created, "%Y-%m-%dT%H:%M:%SZ");
   nlohmann::ordered_json doc;
   doc["spdxVersion"] = "SPDX-2.3";
   doc["dataLicense"] = "CC0-1.0";

@@ -1,10 +1,10 @@
 #include "kube/bootstrap.h"
 
-#include <ctime>
 #include <nlohmann/json.hpp>
 #include <utility>
 
 #include "formation/join.h"
+#include "util/text.h"
 
 namespace sprout::kube {
 
@@ -28,14 +28,7 @@ Result<std::pair<std::string, std::string>> Split(const std::string& token) {
   return std::pair{id, secret};
 }
 
-std::string Rfc3339(std::int64_t unix_seconds) {
-  std::time_t t = static_cast<std::time_t>(unix_seconds);
-  std::tm tm{};
-  ::gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
+std::string Rfc3339(std::int64_t unix_seconds) { return UtcTime(unix_seconds, "%Y-%m-%dT%H:%M:%SZ"); }
 
 ApiObject Binding(const std::string& name, const std::string& role, const std::string& group) {
   nlohmann::ordered_json j;

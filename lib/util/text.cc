@@ -6,6 +6,9 @@
 #include <array>
 #include <cctype>
 #include <cstdio>
+#include <ctime>
+#include <iomanip>
+#include <sstream>
 
 namespace sprout {
 
@@ -139,6 +142,15 @@ std::string Join(const std::vector<std::string>& parts, std::string_view sep) {
     out += parts[i];
   }
   return out;
+}
+
+std::string UtcTime(std::int64_t unix_seconds, const char* format) {
+  const auto t = static_cast<std::time_t>(unix_seconds);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  std::ostringstream out;
+  out << std::put_time(&tm, format);
+  return out.str();
 }
 
 std::string Hex(const std::uint8_t* data, std::size_t size) {

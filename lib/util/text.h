@@ -38,6 +38,10 @@ std::string Join(const std::vector<std::string>& parts, std::string_view sep);
 // problem differ only there; a retry loop compares them without it and logs once.
 std::string WithoutTimings(std::string_view s);
 
+// UtcTime renders Unix seconds in UTC with a strftime format, such as
+// "%Y-%m-%dT%H:%M:%SZ" (RFC 3339).
+std::string UtcTime(std::int64_t unix_seconds, const char* format);
+
 // Hex renders bytes as lower-case hexadecimal.
 std::string Hex(const std::uint8_t* data, std::size_t size);
 
