@@ -82,6 +82,17 @@ class Resolver {
     if (out_.settings.idle_reason.empty()) out_.settings.idle_reason = reason;
   }
 
+  // SecretFile is the secret in the file a flag names (source), without its trailing
+  // newlines; when the file was not read, the error goes to setting and there is none.
+  std::optional<std::string> SecretFile(const std::string& setting, const std::string& source,
+                                        const std::optional<std::string>& text, const std::string& read_error,
+                                        const std::string& fix) {
+    if (read_error.empty() && text) return TrimNewlines(*text);
+    Error(setting, source, read_error.empty() ? "the file was not read" : read_error, fix);
+    keep_secret_errors_ = true;
+    return std::nullopt;
+  }
+
   // Secret gives the daemon the secret the role needs, and no more: a control-plane
   // node the cluster secret (it derives the worker secret), a worker the worker secret
   // alone (given, or derived here from a cluster secret it was given, which then goes
@@ -92,14 +103,10 @@ class Resolver {
     std::string secret_source;
     if (!flags_.secret_file.empty()) {
       secret_source = "--secret-file " + flags_.secret_file;
-      if (!facts_.secret_file_error.empty() || !facts_.secret_file_text) {
-        Error("secret", secret_source,
-              facts_.secret_file_error.empty() ? "the file was not read" : facts_.secret_file_error,
-              "fix the path, or leave --secret-file out to use sprout.cluster-secret");
-        keep_secret_errors_ = true;
-        return;
-      }
-      secret = TrimNewlines(*facts_.secret_file_text);
+      auto text = SecretFile("secret", secret_source, facts_.secret_file_text, facts_.secret_file_error,
+                             "fix the path, or leave --secret-file out to use sprout.cluster-secret");
+      if (!text) return;
+      secret = *text;
       Origin("secret", "flag");
     } else if (config_.cluster_secret) {
       secret = *config_.cluster_secret;
@@ -112,14 +119,11 @@ class Resolver {
     std::string worker_source;
     if (!flags_.worker_secret_file.empty()) {
       worker_source = "--worker-secret-file " + flags_.worker_secret_file;
-      if (!facts_.worker_secret_file_error.empty() || !facts_.worker_secret_file_text) {
-        Error("worker secret", worker_source,
-              facts_.worker_secret_file_error.empty() ? "the file was not read" : facts_.worker_secret_file_error,
-              "fix the path, or leave --worker-secret-file out to use sprout.worker-secret");
-        keep_secret_errors_ = true;
-        return;
-      }
-      worker = TrimNewlines(*facts_.worker_secret_file_text);
+      auto text =
+          SecretFile("worker secret", worker_source, facts_.worker_secret_file_text, facts_.worker_secret_file_error,
+                     "fix the path, or leave --worker-secret-file out to use sprout.worker-secret");
+      if (!text) return;
+      worker = *text;
       Origin("worker secret", "flag");
       if (!formation::ValidWorkerSecret(worker)) {
         Error("worker secret", worker_source, "is not 64 lower-case hex digits",
