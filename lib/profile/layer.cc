@@ -137,19 +137,9 @@ Layer LayerParser::Parse(const YAML::Node& root) {
     }
   }
   if (auto n = root["overlays"]) {
-    for (const auto& item : Seq(n, "overlays")) {
-      auto s = String(item, "an overlay");
-      if (!s) continue;
-      fs::path p = Resolve(*s);
-      std::error_code ec;
-      if (!fs::is_directory(p, ec)) {
-        diags_.Error(At(item), "overlay '" + *s + "' is not a directory (looked for " + p.string() + ")",
-                     "an overlay is a folder whose tree is copied onto the root; relative paths start at the "
-                     "profile's folder");
-      } else {
-        layer.overlays.push_back(p);
-      }
-    }
+    layer.overlays = Folders(n, "overlays", "an overlay", "overlay",
+                             "an overlay is a folder whose tree is copied onto the root; relative paths start at the "
+                             "profile's folder");
   }
   if (auto n = root["files"]) {
     for (const auto& item : Seq(n, "files")) ParseFile(item, layer);
@@ -245,6 +235,23 @@ std::vector<std::string> LayerParser::StringList(const YAML::Node& n, const std:
   std::vector<std::string> out;
   for (const auto& item : Seq(n, what)) {
     if (auto s = String(item, "an item of " + what)) out.push_back(*s);
+  }
+  return out;
+}
+
+std::vector<fs::path> LayerParser::Folders(const YAML::Node& n, const std::string& what, const std::string& item_what,
+                                           const std::string& label, const std::string& hint) {
+  std::vector<fs::path> out;
+  for (const auto& item : Seq(n, what)) {
+    auto s = String(item, item_what);
+    if (!s) continue;
+    fs::path p = Resolve(*s);
+    std::error_code ec;
+    if (!fs::is_directory(p, ec)) {
+      diags_.Error(At(item), label + " '" + *s + "' is not a directory (looked for " + p.string() + ")", hint);
+    } else {
+      out.push_back(p);
+    }
   }
   return out;
 }

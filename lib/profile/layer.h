@@ -64,6 +64,16 @@ class LayerParser {
   std::vector<YAML::Node> Seq(const YAML::Node& n, const std::string& what);
   std::vector<std::string> StringList(const YAML::Node& n, const std::string& what);
   std::optional<std::uint64_t> Size(const YAML::Node& n, const std::string& what, std::uint64_t minimum);
+  // Folders are the folders the list n names (relative paths start at dir_), item_what
+  // naming one item in errors; one that is not a folder is reported as
+  // "LABEL 'ITEM' is not a directory (looked for PATH)", with hint.
+  std::vector<std::filesystem::path> Folders(const YAML::Node& n, const std::string& what, const std::string& item_what,
+                                             const std::string& label, const std::string& hint);
+  // Checked is the string at n if check (a parser such as oci::ParseReference, whose
+  // error says what is wrong) accepts it; otherwise that error is reported with hint.
+  template <typename Check>
+  std::optional<std::string> Checked(const YAML::Node& n, const std::string& what, Check check,
+                                     const std::string& hint);
   // The sections (layer_sections.cc).
   // ParseBackup reads `backup: {dir, interval, keep}`.
   void ParseBackup(const YAML::Node& n, Layer& layer);

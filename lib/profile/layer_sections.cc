@@ -194,6 +194,18 @@ void LayerParser::ParseFile(const YAML::Node& item, Layer& layer) {
   if (ok) layer.files.push_back(std::move(f));
 }
 
+template <typename Check>
+std::optional<std::string> LayerParser::Checked(const YAML::Node& n, const std::string& what, Check check,
+                                                const std::string& hint) {
+  auto s = String(n, what);
+  if (!s) return std::nullopt;
+  if (auto parsed = check(*s); !parsed) {
+    diags_.Error(At(n), parsed.error(), hint);
+    return std::nullopt;
+  }
+  return s;
+}
+
 void LayerParser::ParseImage(const YAML::Node& item, Layer& layer) {
   if (!ExpectMap(item, "images[]")) return;
   CheckKeys(item, "an 'images' entry", {"ref", "source", "credentials", "platform"});
@@ -201,13 +213,9 @@ void LayerParser::ParseImage(const YAML::Node& item, Layer& layer) {
   img.where = At(item);
   bool ok = true;
   if (auto r = item["ref"]) {
-    if (auto s = String(r, "images[].ref")) {
-      if (auto parsed = oci::ParseReference(*s); !parsed) {
-        diags_.Error(At(r), parsed.error(), "write it as registry[:port]/repository:tag or ...@sha256:DIGEST");
-        ok = false;
-      } else {
-        img.ref = *s;
-      }
+    if (auto s = Checked(r, "images[].ref", oci::ParseReference,
+                         "write it as registry[:port]/repository:tag or ...@sha256:DIGEST")) {
+      img.ref = *s;
     } else {
       ok = false;
     }
@@ -253,13 +261,8 @@ void LayerParser::ParseImage(const YAML::Node& item, Layer& layer) {
     }
   }
   if (auto pl = item["platform"]) {
-    if (auto s = String(pl, "images[].platform")) {
-      if (auto p = oci::ParsePlatform(*s); !p) {
-        diags_.Error(At(pl), p.error(), "such as linux/amd64 or linux/arm64");
-        ok = false;
-      } else {
-        img.platform = *s;
-      }
+    if (auto s = Checked(pl, "images[].platform", oci::ParsePlatform, "such as linux/amd64 or linux/arm64")) {
+      img.platform = *s;
     } else {
       ok = false;
     }
@@ -320,18 +323,8 @@ void LayerParser::ParseCluster(const YAML::Node& root, Layer& layer) {
     }
   }
   if (auto n = root["staticPods"]) {
-    for (const auto& item : Seq(n, "staticPods")) {
-      auto s = String(item, "an item of staticPods");
-      if (!s) continue;
-      fs::path p = Resolve(*s);
-      std::error_code ec;
-      if (!fs::is_directory(p, ec)) {
-        diags_.Error(At(item), "staticPods folder '" + *s + "' is not a directory (looked for " + p.string() + ")",
-                     "a folder of Pod manifests (NAME.yaml) that replace or add to sprout's templates");
-      } else {
-        layer.static_pods.push_back(p);
-      }
-    }
+    layer.static_pods = Folders(n, "staticPods", "an item of staticPods", "staticPods folder",
+                                "a folder of Pod manifests (NAME.yaml) that replace or add to sprout's templates");
   }
   if (auto n = root["withoutStaticPods"]) {
     for (const auto& item : Seq(n, "withoutStaticPods")) {
