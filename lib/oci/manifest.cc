@@ -41,6 +41,20 @@ Result<Descriptor> ReadDescriptor(const json& j, const std::string& where) {
   return d;
 }
 
+// ReadDescriptors reads the list of descriptors at key of document (the "index" or the
+// "manifest", as errors name it).
+Result<std::vector<Descriptor>> ReadDescriptors(const json& j, const std::string& key, const std::string& document) {
+  auto list = j.find(key);
+  if (list == j.end() || !list->is_array()) return Fail("the " + document + " has no '" + key + "' list");
+  std::vector<Descriptor> out;
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    auto d = ReadDescriptor((*list)[i], key + "[" + std::to_string(i) + "]");
+    if (!d) return Fail(d.error());
+    out.push_back(*d);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string AcceptHeader() {
@@ -75,13 +89,9 @@ Result<Parsed> ParseManifest(std::string_view bytes, std::string_view header_typ
   p.media_type = type;
   if (type == kOciIndex || type == kDockerList) {
     p.is_index = true;
-    auto m = j.find("manifests");
-    if (m == j.end() || !m->is_array()) return Fail("the index has no 'manifests' list");
-    for (std::size_t i = 0; i < m->size(); ++i) {
-      auto d = ReadDescriptor((*m)[i], "manifests[" + std::to_string(i) + "]");
-      if (!d) return Fail(d.error());
-      p.layers.push_back(*d);
-    }
+    auto manifests = ReadDescriptors(j, "manifests", "index");
+    if (!manifests) return Fail(manifests.error());
+    p.layers = *manifests;
     return p;
   }
   if (type != kOciManifest && type != kDockerManifest) {
@@ -92,13 +102,9 @@ Result<Parsed> ParseManifest(std::string_view bytes, std::string_view header_typ
   auto cd = ReadDescriptor(*c, "config");
   if (!cd) return Fail(cd.error());
   p.config = *cd;
-  auto l = j.find("layers");
-  if (l == j.end() || !l->is_array()) return Fail("the manifest has no 'layers' list");
-  for (std::size_t i = 0; i < l->size(); ++i) {
-    auto d = ReadDescriptor((*l)[i], "layers[" + std::to_string(i) + "]");
-    if (!d) return Fail(d.error());
-    p.layers.push_back(*d);
-  }
+  auto layers = ReadDescriptors(j, "layers", "manifest");
+  if (!layers) return Fail(layers.error());
+  p.layers = *layers;
   return p;
 }
 
