@@ -31,20 +31,15 @@ fs::path DefaultAptSources() {
 }
 
 Result<std::string> RecipeKey(const fs::path& recipe, const fs::path& apt_sources, Arch arch) {
-  std::vector<fs::path> files;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(recipe, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
-    if (it->is_regular_file()) files.push_back(it->path());
-  }
-  if (ec) return Fail("cannot list the base recipe " + recipe.string() + ": " + ec.message());
-  std::sort(files.begin(), files.end());
+  auto files = RegularFilesUnder(recipe);
+  if (!files) return Fail("cannot list the base recipe " + recipe.string() + ": " + files.error());
   Sha256 h;
   h.Update("sprout-base-v1\n");
   h.Update(std::string("arch ") + ArchName(arch) + "\n");
-  for (const auto& f : files) {
+  for (const auto& f : *files) {
     auto data = ReadFile(f);
     if (!data) return Fail(data.error());
+    std::error_code ec;
     auto perms = fs::status(f, ec).permissions();
     h.Update(f.lexically_relative(recipe).string());
     h.Update((perms & fs::perms::owner_exec) != fs::perms::none ? " x\n" : " -\n");

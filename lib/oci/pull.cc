@@ -155,16 +155,10 @@ namespace {
 
 // RecipeKey hashes a recipe directory's files, so a changed recipe is rebuilt.
 Result<std::string> RecipeKey(const fs::path& dir) {
-  std::vector<fs::path> files;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
-    if (it->is_regular_file()) files.push_back(it->path());
-  }
-  if (ec) return Fail("cannot read the image recipe " + dir.string() + ": " + ec.message());
-  std::sort(files.begin(), files.end());
+  auto files = RegularFilesUnder(dir);
+  if (!files) return Fail("cannot read the image recipe " + dir.string() + ": " + files.error());
   Sha256 h;
-  for (const auto& f : files) {
+  for (const auto& f : *files) {
     auto text = ReadFile(f);
     if (!text) return Fail(text.error());
     h.Update(f.lexically_relative(dir).string());

@@ -72,6 +72,18 @@ Result<std::string> ContentDigest(const fs::path& path) {
   return "sha256:" + h.HexDigest();
 }
 
+Result<std::vector<fs::path>> RegularFilesUnder(const fs::path& dir) {
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (it->is_regular_file()) files.push_back(it->path());
+  }
+  if (ec) return Fail(ec.message());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
 Status SyncPath(const fs::path& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Fail("cannot open " + path.string() + " to sync it: " + std::strerror(errno));

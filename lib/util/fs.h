@@ -47,6 +47,10 @@ class TempDir {
 // Other mode bits are left out, as sprout's copies of trees leave them out.
 Result<std::string> ContentDigest(const fs::path& path);
 
+// RegularFilesUnder lists the regular files in dir's tree, sorted; the error is the
+// file system's reason alone, for the caller to say what dir was.
+Result<std::vector<fs::path>> RegularFilesUnder(const fs::path& dir);
+
 // UserCacheDir is $XDG_CACHE_HOME/sprout or ~/.cache/sprout.
 fs::path UserCacheDir();
 
