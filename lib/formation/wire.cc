@@ -65,6 +65,14 @@ void EncodeBody(Writer& w, const Message& m) {
       m);
 }
 
+// ReadLiveness reads a liveness probe or echo, which is its nonce alone.
+template <typename T>
+T ReadLiveness(Reader& r) {
+  T b;
+  for (auto& x : b.nonce) x = r.U8();
+  return b;
+}
+
 std::optional<Message> DecodeBody(Reader& r, Type type) {
   switch (type) {
     case Type::kBeacon: {
@@ -108,16 +116,10 @@ std::optional<Message> DecodeBody(Reader& r, Type type) {
       return FoundingAnnouncement{r.FoundingField()};
     case Type::kClusterAdvertisement:
       return ClusterAdvertisement{r.FoundingField()};
-    case Type::kLivenessProbe: {
-      LivenessProbe b;
-      for (auto& x : b.nonce) x = r.U8();
-      return b;
-    }
-    case Type::kLivenessEcho: {
-      LivenessEcho b;
-      for (auto& x : b.nonce) x = r.U8();
-      return b;
-    }
+    case Type::kLivenessProbe:
+      return ReadLiveness<LivenessProbe>(r);
+    case Type::kLivenessEcho:
+      return ReadLiveness<LivenessEcho>(r);
   }
   return std::nullopt;
 }
