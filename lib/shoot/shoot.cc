@@ -274,16 +274,10 @@ class ShootParser {
 }  // namespace
 
 std::optional<Shoot> ParseShoot(std::string_view text, const std::string& file, Diagnostics& diags) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    diags.Error({file, e.mark.line + 1, e.mark.column + 1}, "this is not valid YAML: " + e.msg,
-                "fix the YAML syntax at this place");
-    return std::nullopt;
-  }
+  auto root = LoadYaml(text, file, "this", "fix the YAML syntax at this place", diags);
+  if (!root) return std::nullopt;
   Diagnostics mine;
-  auto shoot = ShootParser(file, mine).Parse(root);
+  auto shoot = ShootParser(file, mine).Parse(*root);
   diags.Append(mine);
   return shoot;
 }

@@ -114,14 +114,9 @@ std::string ScalarOr(const YAML::Node& n, const char* key) {
 }  // namespace
 
 void ValidatePod(std::string_view yaml, const std::string& name, Diagnostics& diags) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(yaml));
-  } catch (const YAML::Exception& e) {
-    diags.Error({name, e.mark.line + 1, e.mark.column + 1}, "the manifest is not valid YAML: " + e.msg,
-                "check the template and the values put into it");
-    return;
-  }
+  auto loaded = LoadYaml(yaml, name, "the manifest", "check the template and the values put into it", diags);
+  if (!loaded) return;
+  YAML::Node root = *loaded;
   if (!root.IsMap()) {
     diags.Error({name, 0, 0}, "a static pod manifest must be a YAML mapping", "start it with 'apiVersion: v1'");
     return;
