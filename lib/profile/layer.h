@@ -74,18 +74,27 @@ class LayerParser {
   template <typename Check>
   std::optional<std::string> Checked(const YAML::Node& n, const std::string& what, Check check,
                                      const std::string& hint);
-  // The sections (layer_sections.cc).
-  // ParseBackup reads `backup: {dir, interval, keep}`.
+  // The sections, each in its own file (section_*.cc) beside its test.
+  // section_base.cc: name, description, hostname, base, role, arch, kernel, reproducible.
+  void ParseIdentity(const YAML::Node& root, Layer& layer);
+  // section_disk.cc: formats and the partition sizes.
+  void ParseDisk(const YAML::Node& root, Layer& layer);
+  void ParseFormats(const YAML::Node& n, Layer& layer);
+  // section_files.cc: overlays and files.
+  void ParseFiles(const YAML::Node& root, Layer& layer);
+  void ParseFile(const YAML::Node& item, Layer& layer);
+  // ParseFetched reads the 'url' and 'sha256' of a files entry (or of kubelet).
+  bool ParseFetched(const YAML::Node& item, ProfileFile& f);
+  // section_images.cc: one `images:` entry (docs/images.md).
+  void ParseImage(const YAML::Node& item, Layer& layer);
+  // section_cluster.cc: shoot, staticPods, withoutStaticPods, podHost, then backup and kubelet.
+  void ParseCluster(const YAML::Node& root, Layer& layer);
+  // section_kubelet.cc: `kubelet: {recipe | url | source, sha256, config}`.
+  void ParseKubelet(const YAML::Node& n, Layer& layer);
+  // section_backup.cc: `backup: {dir, interval, keep}`.
   void ParseBackup(const YAML::Node& n, Layer& layer);
   // ParseDuration reads seconds ("3600") or a number with one unit: s, m, h, d.
   static std::optional<std::int64_t> ParseDuration(const std::string& s);
-  void ParseFormats(const YAML::Node& n, Layer& layer);
-  void ParseFile(const YAML::Node& item, Layer& layer);
-  // ParseImage reads one `images:` entry (docs/images.md).
-  void ParseImage(const YAML::Node& item, Layer& layer);
-  // ParseFetched reads the 'url' and 'sha256' of a files entry (or of kubelet).
-  bool ParseFetched(const YAML::Node& item, ProfileFile& f);
-  void ParseCluster(const YAML::Node& root, Layer& layer);
 
   std::filesystem::path file_;
   std::filesystem::path dir_;

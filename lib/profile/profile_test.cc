@@ -1,32 +1,12 @@
 #include "profile/profile.h"
 
 #include <catch2/catch.hpp>
-#include <fstream>
 
-#include "util/fs.h"
+#include "profile/profile_testing.h"
 
 using namespace sprout;
-
-namespace {
-
-// Files writes profile files into a fresh directory and removes them afterwards.
-struct Files {
-  TempDir dir{fs::temp_directory_path(), "profile-test"};
-  fs::path Write(const std::string& name, const std::string& text) {
-    fs::path p = dir.path() / name;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p) << text;
-    return p;
-  }
-};
-
-std::string Errors(const fs::path& file, Diagnostics& d) {
-  auto p = LoadProfile(file, d);
-  CHECK_FALSE(p.has_value());
-  return d.Render();
-}
-
-}  // namespace
+using sprout::testing::Errors;
+using sprout::testing::Files;
 
 TEST_CASE("The default profile is valid", "[profile]") {
   Diagnostics d;
@@ -165,36 +145,6 @@ TEST_CASE("Bad YAML is reported with its position", "[profile]") {
   CHECK_THAT(out, Catch::Contains("broken.yaml:3:1: error: this is not valid YAML"));
 }
 
-TEST_CASE("files entries are checked: absolute path, one source, octal mode, not under /var", "[profile]") {
-  Files f;
-  f.Write("base.tar", "");
-  auto file = f.Write("p.yaml",
-                      "name: x\nbase: base.tar\nfiles:\n"
-                      "  - {path: etc/rel, content: a}\n"
-                      "  - {path: /etc/both, content: a, source: base.tar}\n"
-                      "  - {path: /etc/mode, content: a, mode: '0999'}\n"
-                      "  - {path: /var/lib/x, content: a}\n"
-                      "  - {path: /etc/none}\n");
-  Diagnostics d;
-  std::string out = Errors(file, d);
-  CHECK(d.error_count() == 5);
-  CHECK_THAT(out, Catch::Contains(":4:12: error: 'path' must be an absolute path"));
-  CHECK_THAT(out, Catch::Contains(":5:5: error: a 'files' entry takes one of 'source', 'url' or 'content'"));
-  CHECK_THAT(out, Catch::Contains(":6:41: error: 'mode' must be octal"));
-  CHECK_THAT(out, Catch::Contains(":7:12: error: '/var/lib/x' lies under /var"));
-  CHECK_THAT(out, Catch::Contains(":8:5: error: a 'files' entry needs 'source'"));
-}
-
-TEST_CASE("A profile without name or base says what to add", "[profile]") {
-  Files f;
-  auto file = f.Write("empty.yaml", "description: nothing else\n");
-  Diagnostics d;
-  std::string out = Errors(file, d);
-  CHECK(d.error_count() == 2);
-  CHECK_THAT(out, Catch::Contains("error: the profile has no 'name'"));
-  CHECK_THAT(out, Catch::Contains("hint: add 'base: ../images/base'"));
-}
-
 TEST_CASE("RecordedPath names a path relative to the profile's folder, never absolutely", "[profile]") {
   CHECK(RecordedPath("/src/sprout/profiles/overlay", "/src/sprout/profiles") == "overlay");
   CHECK(RecordedPath("/src/sprout/images/base", "/src/sprout/profiles") == "../images/base");
@@ -248,84 +198,4 @@ spec:
   CHECK(load(f.dir.path() / "elsewhere", f.dir.path() / "tree/profiles/p.yaml") == reference);
   CHECK(load(f.dir.path() / "elsewhere", "link.yaml") == reference);
   CHECK(load("/", f.dir.path() / "elsewhere/link.yaml") == reference);
-}
-
-TEST_CASE("arch is amd64 unless the profile or one it extends says arm64", "[profile][arch]") {
-  Files f;
-  f.Write("base.tar", "");
-  auto plain = f.Write("plain.yaml", "name: x\nbase: base.tar\n");
-  auto arm = f.Write("arm.yaml", "name: x\nbase: base.tar\narch: arm64\n");
-  auto child = f.Write("child.yaml", "extends: arm.yaml\nname: y\n");
-  Diagnostics d;
-  auto p = LoadProfile(plain, d);
-  REQUIRE(p);
-  CHECK(p->arch == Arch::kAmd64);
-  p = LoadProfile(arm, d);
-  REQUIRE(p);
-  CHECK(p->arch == Arch::kArm64);
-  CHECK(p->arch_where.line == 3);
-  p = LoadProfile(child, d);
-  REQUIRE(p);
-  CHECK(p->arch == Arch::kArm64);  // inherited
-  CHECK(ProfileToJson(*p).find("\"arch\": \"arm64\"") != std::string::npos);
-}
-
-TEST_CASE("a wrong arch is an error at its place, with the Debian name as hint", "[profile][arch]") {
-  Files f;
-  f.Write("base.tar", "");
-  auto file = f.Write("bad.yaml", "name: x\nbase: base.tar\narch: aarch64\n");
-  Diagnostics d;
-  std::string out = Errors(file, d);
-  CHECK(d.error_count() == 1);
-  CHECK_THAT(out, Catch::Contains(":3:7: error: 'arch' must be 'amd64' or 'arm64'; got 'aarch64'"));
-  CHECK_THAT(out, Catch::Contains("hint: did you mean 'arm64'? sprout uses Debian's architecture names"));
-  auto other = f.Write("other.yaml", "name: x\nbase: base.tar\narch: riscv64\n");
-  Diagnostics d2;
-  out = Errors(other, d2);
-  CHECK_THAT(out, Catch::Contains("hint: architectures are: amd64, arm64"));
-}
-
-TEST_CASE("ParseArchName and ArchName are inverse; kernel spellings get a hint", "[profile][arch]") {
-  CHECK(ParseArchName("amd64") == Arch::kAmd64);
-  CHECK(ParseArchName("arm64") == Arch::kArm64);
-  CHECK_FALSE(ParseArchName("x86_64").has_value());
-  CHECK(std::string(ArchName(Arch::kArm64)) == "arm64");
-  CHECK(ArchHint("X86_64").find("'amd64'") != std::string::npos);
-}
-
-TEST_CASE("backup: dir, interval and keep, with located errors; a child's block replaces its parent's", "[profile]") {
-  Files f;
-  f.Write("base.tar", "");
-  f.Write("parent.yaml", "name: x\nbase: base.tar\nbackup:\n  dir: /var/lib/sprout/backups\n  keep: 3\n");
-  auto child =
-      f.Write("child.yaml", "extends: parent.yaml\nbackup:\n  dir: nfs://198.18.0.5/backups\n  interval: 1h\n");
-  Diagnostics d;
-  auto p = LoadProfile(child, d);
-  INFO(d.Render());
-  REQUIRE(p);
-  CHECK(p->backup.present);
-  CHECK(p->backup.dir == "nfs://198.18.0.5/backups");
-  CHECK(p->backup.interval == 3600);
-  CHECK(p->backup.keep == 0);  // replaced with the block: sprout-firstboot's default
-  CHECK_THAT(ProfileToJson(*p), Catch::Contains(R"("backup": {)"));
-
-  auto bad = f.Write("bad.yaml",
-                     "name: x\nbase: base.tar\nbackup:\n  dir: nfs://nas/backups?uid=0\n  interval: often\n"
-                     "  keep: 0\n  every: 1h\n");
-  Diagnostics e;
-  std::string out = Errors(bad, e);
-  CHECK(e.error_count() == 4);
-  CHECK_THAT(out, Catch::Contains(":7:3: error: unknown key 'every' in 'backup'"));
-  CHECK_THAT(out, Catch::Contains(":4:8: error: 'backup.dir' must be an absolute folder on the node or "
-                                  "nfs://HOST/PATH with nothing after the path; got 'nfs://nas/backups?uid=0'"));
-  CHECK_THAT(out, Catch::Contains("a share's uid/gid go in each node's sprout.backup-dir, not in the image"));
-  CHECK_THAT(out, Catch::Contains(":5:13: error: 'backup.interval' must be a duration of at least 1 s; got 'often'"));
-  CHECK_THAT(out, Catch::Contains(":6:9: error: 'backup.keep' must be a whole number of bundles, at least 1; got '0'"));
-
-  auto no_dir = f.Write("nodir.yaml", "name: x\nbase: base.tar\nbackup:\n  interval: 600\n");
-  Diagnostics g;
-  auto q = LoadProfile(no_dir, g);
-  INFO(g.Render());
-  REQUIRE(q);  // the sink may come per node (sprout.backup-dir)
-  CHECK(q->backup.interval == 600);
 }
