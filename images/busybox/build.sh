@@ -4,13 +4,10 @@
 # Its first layer is the same base layer as the etcd image's, so a layout with both
 # stores it once (the deduplication test). Usage: build.sh LAYOUT-DIR
 set -euo pipefail
-out=${1:?usage: build.sh LAYOUT-DIR}
-ref=${SPROUT_IMAGE_REF:-localhost/sprout/busybox:1.35}
 here=$(cd "$(dirname "$0")" && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-umask 022
+# shellcheck source=../lib/common.sh
 . "$here/../lib/common.sh"
+recipe_start localhost/sprout/busybox:1.35 "$@"
 base_layer "$work/base"
 bb=$(pkg_root busybox-static)
 mkdir -p "$work/busybox/bin"

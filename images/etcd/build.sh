@@ -3,13 +3,10 @@
 # Usage: build.sh LAYOUT-DIR   (sprout runs it for `source: recipe:../images/etcd`;
 # the image is named $SPROUT_IMAGE_REF, default localhost/sprout/etcd:3.4)
 set -euo pipefail
-out=${1:?usage: build.sh LAYOUT-DIR}
-ref=${SPROUT_IMAGE_REF:-localhost/sprout/etcd:3.4}
 here=$(cd "$(dirname "$0")" && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-umask 022
+# shellcheck source=../lib/common.sh
 . "$here/../lib/common.sh"
+recipe_start localhost/sprout/etcd:3.4 "$@"
 base_layer "$work/base"
 etcd=$(pkg_root etcd-server)
 mkdir -p "$work/etcd/usr/local/bin"

@@ -9,9 +9,10 @@
 # --cache-dir; default /var/cache/sprout). The kubelet is not an image: it runs on
 # the host, and the build puts it into the root (docs/control-plane.md).
 set -euo pipefail
-out=${1:?usage: build.sh LAYOUT-DIR}
-ref=${SPROUT_IMAGE_REF:-localhost/sprout/kube-apiserver:v1.20.2}
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../lib/common.sh
+. "$here/../lib/common.sh"
+recipe_start localhost/sprout/kube-apiserver:v1.20.2 "$@"
 name=${ref%@*}
 name=${name##*/}
 name=${name%%:*}
@@ -24,10 +25,6 @@ case "$name" in
     ;;
 esac
 bin=$(bash "$here/compile.sh" "${SPROUT_CACHE_DIR:-/var/cache/sprout}")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-umask 022
-. "$here/../lib/common.sh"
 base_layer "$work/base"
 if [ "$name" = pause ]; then
   mkdir -p "$work/app"

@@ -1,4 +1,6 @@
-# Shared by the container image recipes (images/etcd, images/busybox).
+# Shared by the container image recipes (images/etcd, images/busybox, images/kubernetes;
+# images/conformance/test-images.sh too). sprout puts this folder into every recipe's
+# cache key (docs/images.md), so a change here rebuilds the images made with it.
 # Package files come from the host's installed Debian packages, or, when a package is
 # not installed, from `apt-get download` (the host's configured Debian archive) and
 # `dpkg-deb -x`; nothing else is fetched. SPROUT_IMAGE_ARCH (sprout sets it from the
@@ -69,4 +71,16 @@ base_layer() {
   cp -L "$libc/lib64/ld-linux-x86-64.so.2" "$d/lib64/" 2>/dev/null ||
     cp "$libc/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2" "$d/lib64/"
   chmod 0755 "$d/lib64/ld-linux-x86-64.so.2" "$d/lib/x86_64-linux-gnu/libc.so.6"
+}
+
+# recipe_start DEFAULT-REF LAYOUT-DIR: how every image recipe begins. Sets `out` (the OCI
+# layout to write), `ref` (the image's name: $SPROUT_IMAGE_REF, which sprout sets, else
+# DEFAULT-REF) and `work` (a scratch folder, removed when the recipe ends however it
+# ends), and a umask that does not depend on the caller's, so the layers are the same.
+recipe_start() {
+  out=${2:?usage: build.sh LAYOUT-DIR}
+  ref=${SPROUT_IMAGE_REF:-$1}
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  umask 022
 }

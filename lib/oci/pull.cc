@@ -151,12 +151,17 @@ Result<Resolved> Resolve(const Cache& cache, const std::string& digest, const Pl
 
 }  // namespace
 
-namespace {
-
-// RecipeKey hashes a recipe directory's files, so a changed recipe is rebuilt.
 Result<std::string> RecipeKey(const fs::path& dir) {
   auto files = RegularFilesUnder(dir);
   if (!files) return Fail("cannot read the image recipe " + dir.string() + ": " + files.error());
+  // The recipes' shared helpers (images/lib: common.sh, mkimage.py), which they source.
+  const fs::path shared = dir.parent_path() / "lib";
+  std::error_code ec;
+  if (dir.filename() != "lib" && fs::is_directory(shared, ec)) {
+    auto more = RegularFilesUnder(shared);
+    if (!more) return Fail("cannot read the recipes' shared folder " + shared.string() + ": " + more.error());
+    files->insert(files->end(), more->begin(), more->end());
+  }
   Sha256 h;
   for (const auto& f : *files) {
     auto text = ReadFile(f);
@@ -167,6 +172,8 @@ Result<std::string> RecipeKey(const fs::path& dir) {
   }
   return h.HexDigest();
 }
+
+namespace {
 
 struct Source {
   std::string kind;  // registry, recipe, oci, oci-archive, docker-archive

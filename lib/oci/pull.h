@@ -43,6 +43,11 @@ struct PullOptions {
   bool tty = false;  // draw progress bars
 };
 
+// RecipeKey digests an image recipe (a folder with build.sh): the names and contents of
+// its files, and of the folder `lib` beside it, where recipes keep the helpers they
+// source (images/lib). A change to either gives a new key, so the image is built again.
+Result<std::string> RecipeKey(const std::filesystem::path& dir);
+
 // PullImages makes sure every image and all its blobs are in the cache and returns them
 // in order. With offline set, an image missing from the cache is an error naming it.
 Result<std::vector<PreloadedImage>> PullImages(const std::vector<ImageSpec>& specs, const PullOptions& options);

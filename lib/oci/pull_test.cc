@@ -192,3 +192,33 @@ TEST_CASE("a truncated layer in the cache is imported again from its OCI layout"
   CHECK(again->at(0).manifest_digest == manifest_digest);
   CHECK(cache.Read(layer_digest).value() == layer);
 }
+
+TEST_CASE("an image recipe's key covers its own files and the recipes' shared lib folder, nothing else", "[oci]") {
+  TempDir t(fs::temp_directory_path(), "sprout-recipe-key");
+  const fs::path images = t.path() / "images";
+  auto write = [](const fs::path& p, const std::string& text) {
+    fs::create_directories(p.parent_path());
+    REQUIRE(WriteFileAtomic(p, text).ok());
+  };
+  write(images / "app" / "build.sh", "#!/bin/sh\n. ../lib/common.sh\n");
+  write(images / "lib" / "common.sh", "helper() { :; }\n");
+  write(images / "other" / "build.sh", "#!/bin/sh\n");
+  auto key = RecipeKey(images / "app");
+  REQUIRE(key.ok());
+
+  write(images / "other" / "build.sh", "#!/bin/sh\necho changed\n");
+  CHECK(RecipeKey(images / "app").value() == *key);  // another recipe is not an input
+
+  write(images / "lib" / "common.sh", "helper() { echo changed; }\n");
+  auto shared_changed = RecipeKey(images / "app");
+  REQUIRE(shared_changed.ok());
+  CHECK(*shared_changed != *key);
+
+  write(images / "app" / "build.sh", "#!/bin/sh\n. ../lib/common.sh\nhelper\n");
+  CHECK(RecipeKey(images / "app").value() != *shared_changed);
+
+  // A recipe with no lib folder beside it is keyed by its own files alone.
+  write(t.path() / "alone" / "recipe" / "build.sh", "#!/bin/sh\n");
+  CHECK(RecipeKey(t.path() / "alone" / "recipe").ok());
+  CHECK_FALSE(RecipeKey(t.path() / "missing").ok());
+}
