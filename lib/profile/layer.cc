@@ -61,6 +61,17 @@ Layer LayerParser::Parse(const YAML::Node& root) {
   return layer;
 }
 
+void LayerParser::ReportNotOneOf(const YAML::Node& n, const std::string& what, const std::string& got,
+                                 const std::vector<std::string>& known, const std::string& hint) {
+  std::string list;
+  for (std::size_t i = 0; i < known.size(); ++i) {
+    list += (i == 0 ? "" : i + 1 == known.size() ? " or " : ", ") + ("'" + known[i] + "'");
+  }
+  auto guess = ClosestMatch(got, known);
+  diags_.Error(At(n), "'" + what + "' must be " + list + "; got '" + got + "'",
+               guess ? "did you mean '" + *guess + "'?" : hint);
+}
+
 Location LayerParser::At(const YAML::Node& n) const {
   auto m = n.Mark();
   if (m.line < 0) return {file_.string(), 0, 0};

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "profile/profile.h"
@@ -69,6 +70,24 @@ class LayerParser {
   // "LABEL 'ITEM' is not a directory (looked for PATH)", with hint.
   std::vector<std::filesystem::path> Folders(const YAML::Node& n, const std::string& what, const std::string& item_what,
                                              const std::string& label, const std::string& hint);
+  // OneOf is the value whose name the string at n is. Any other string is reported as
+  // "'WHAT' must be 'A' or 'B'; got 'X'", with the nearest name as hint when it looks
+  // like a typo of one, else with hint.
+  template <typename E>
+  std::optional<E> OneOf(const YAML::Node& n, const std::string& what,
+                         const std::vector<std::pair<std::string, E>>& names, const std::string& hint) {
+    auto s = String(n, what);
+    if (!s) return std::nullopt;
+    std::vector<std::string> known;
+    for (const auto& [name, value] : names) {
+      if (*s == name) return value;
+      known.push_back(name);
+    }
+    ReportNotOneOf(n, what, *s, known, hint);
+    return std::nullopt;
+  }
+  void ReportNotOneOf(const YAML::Node& n, const std::string& what, const std::string& got,
+                      const std::vector<std::string>& known, const std::string& hint);
   // Checked is the string at n if check (a parser such as oci::ParseReference, whose
   // error says what is wrong) accepts it; otherwise that error is reported with hint.
   template <typename Check>

@@ -50,18 +50,8 @@ void LayerParser::ParseIdentity(const YAML::Node& root, Layer& layer) {
     }
   }
   if (auto n = root["role"]) {
-    if (auto s = String(n, "role")) {
-      if (*s == "control-plane") {
-        layer.role = Role::kControlPlane;
-      } else if (*s == "worker") {
-        layer.role = Role::kWorker;
-      } else {
-        auto guess = ClosestMatch(*s, {"control-plane", "worker"});
-        diags_.Error(At(n), "'role' must be 'control-plane' or 'worker'; got '" + *s + "'",
-                     guess ? "did you mean '" + *guess + "'?"
-                           : "control-plane nodes run etcd and the API server; workers run only workloads");
-      }
-    }
+    layer.role = OneOf<Role>(n, "role", {{"control-plane", Role::kControlPlane}, {"worker", Role::kWorker}},
+                             "control-plane nodes run etcd and the API server; workers run only workloads");
   }
   if (auto n = root["arch"]) {
     if (auto s = String(n, "arch")) {

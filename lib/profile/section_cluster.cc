@@ -33,16 +33,9 @@ void LayerParser::ParseCluster(const YAML::Node& root, Layer& layer) {
     }
   }
   if (auto n = root["podHost"]) {
-    if (auto s = String(n, "podHost")) {
-      if (*s == "podman") {
-        layer.pod_host = PodHost::kPodman;
-      } else if (*s == "kubelet") {
-        layer.pod_host = PodHost::kKubelet;
-      } else {
-        diags_.Error(At(n), "'podHost' must be 'podman' or 'kubelet'; got '" + *s + "'",
-                     "podman runs the static pods with podman-kube@.service; kubelet needs 'kubelet:' too");
-      }
-    }
+    layer.pod_host =
+        OneOf<PodHost>(n, "podHost", {{"podman", PodHost::kPodman}, {"kubelet", PodHost::kKubelet}},
+                       "podman runs the static pods with podman-kube@.service; kubelet needs 'kubelet:' too");
   }
   if (auto n = root["backup"]) ParseBackup(n, layer);
   if (auto n = root["kubelet"]) ParseKubelet(n, layer);
