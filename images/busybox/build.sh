@@ -9,10 +9,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/common.sh"
 recipe_start localhost/sprout/busybox:1.35 "$@"
 base_layer "$work/base"
-bb=$(pkg_root busybox-static)
-mkdir -p "$work/busybox/bin"
-cp "$bb/bin/busybox" "$work/busybox/bin/busybox"
-chmod 0755 "$work/busybox/bin/busybox"
+pkg_program busybox-static /bin/busybox "$work/busybox"
 # The applets a user debugging from inside an air-gapped cluster reaches for (the
 # default profile preloads this image as its toolbox): shell, files, network, processes.
 for applet in sh ash echo cat ls sleep true false mkdir rm cp mv wget httpd hostname seq ip ping nc \

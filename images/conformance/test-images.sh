@@ -223,13 +223,8 @@ chmod -R a+rX,go-w "$L_pause"
 # etcd: Debian's etcd-server at /usr/local/bin/etcd, the same layer as images/etcd/build.sh
 # makes; etcdctl (etcd-client) in a layer of its own, as upstream's image has it.
 L_etcd="$layers/etcd" L_etcdctl="$layers/etcdctl"
-mkdir -p "$L_etcd/usr/local/bin" "$L_etcdctl/usr/local/bin"
-etcd=$(pkg_root etcd-server)
-cp "$etcd/usr/bin/etcd" "$L_etcd/usr/local/bin/etcd"
-chmod 0755 "$L_etcd/usr/local/bin/etcd"
-etcdctl=$(pkg_root etcd-client)
-cp "$etcdctl/usr/bin/etcdctl" "$L_etcdctl/usr/local/bin/etcdctl"
-chmod 0755 "$L_etcdctl/usr/local/bin/etcdctl"
+pkg_program etcd-server /usr/bin/etcd "$L_etcd" /usr/local/bin/etcd
+pkg_program etcd-client /usr/bin/etcdctl "$L_etcdctl" /usr/local/bin/etcdctl
 
 # nginx: Debian's nginx serving /usr/share/nginx/html on port 80 in the foreground, with the
 # paths and logs of upstream's image (logs to the container's stdout and stderr).

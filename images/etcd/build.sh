@@ -8,8 +8,5 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/common.sh"
 recipe_start localhost/sprout/etcd:3.4 "$@"
 base_layer "$work/base"
-etcd=$(pkg_root etcd-server)
-mkdir -p "$work/etcd/usr/local/bin"
-cp "$etcd/usr/bin/etcd" "$work/etcd/usr/local/bin/etcd"
-chmod 0755 "$work/etcd/usr/local/bin/etcd"
+pkg_program etcd-server /usr/bin/etcd "$work/etcd" /usr/local/bin/etcd
 python3 "$here/../lib/mkimage.py" "$out" "$ref" '["/usr/local/bin/etcd"]' "$work/base" "$work/etcd"

@@ -45,6 +45,16 @@ pkg_root() {
   echo "$dir"
 }
 
+# pkg_program PACKAGE PATH LAYER [DEST]: copies the program PATH of PACKAGE's files into
+# the layer folder LAYER, at DEST (default: the same path), mode 0755.
+pkg_program() {
+  local root dest=${4:-$2}
+  root=$(pkg_root "$1") || return 1
+  mkdir -p "$3$(dirname "$dest")"
+  cp "$root$2" "$3$dest"
+  chmod 0755 "$3$dest"
+}
+
 # base_layer DIR fills DIR with the layer both images share: users, /tmp and the C
 # library from libc6 (etcd links against it; busybox is static but gets it too, so
 # the layer is identical and stored once).
