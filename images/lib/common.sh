@@ -88,7 +88,11 @@ base_layer() {
 # DEFAULT-REF) and `work` (a scratch folder, removed when the recipe ends however it
 # ends), and a umask that does not depend on the caller's, so the layers are the same.
 recipe_start() {
-  out=${2:?usage: build.sh LAYOUT-DIR}
+  if [ -z "${2:-}" ]; then
+    echo "usage: $0 LAYOUT-DIR: the folder to write the image into, as an OCI image layout" >&2
+    exit 2
+  fi
+  out=$2
   ref=${SPROUT_IMAGE_REF:-$1}
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
