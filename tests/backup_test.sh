@@ -1,7 +1,7 @@
 #!/bin/bash
 # etcd backups and a cluster rebuilt from one (docs/backup.md), with real etcd over
 # mTLS in network namespaces (198.18.12.0/24 on a bridge with no uplink):
-#   1. three nodes form and keys are written;
+#   1. three nodes form; a backup before any write is good; keys are written;
 #   2. `backup now` writes a good bundle to the share; `backup list` shows it;
 #   3. scheduled bundles appear every slot, each written by exactly one node (the etcd
 #      leader), retention keeps the newest N; `status` names the last good bundle;
@@ -58,8 +58,19 @@ fb() { local i=$1; shift; ip netns exec "$NP$i" "$FIRSTBOOT" "$@" --state-dir "$
   --cluster-name "$CLUSTER" --pki-dir "$WORK/n$i/pki" --etcd-data-dir "$WORK/n$i/etcd" --listen "$(nb_addr "$i")" \
   --peers "$(nb_peers 3)" "${bflags[@]}"; }
 
-# 1. Three nodes form; keys are written.
-form_and_write
+# 1. Three nodes form. A backup of the cluster before any key is written is good (its
+# test restore once failed: etcd's restore adds a key to a database that has none).
+form_cluster
+out=$(fb 1 backup now 2>&1)
+echo "$out" | grep '^backup: good:'
+if echo "$out" | grep -q '^backup: good: .*-manual-node1.sprout-backup: [0-9]* bytes, revision 0, '; then
+  ok "a backup of the cluster before any write is good"
+else
+  echo "$out"
+  bad "backup now of the empty cluster did not report a good bundle"
+fi
+# Then the keys.
+write_keys
 
 # 2. A manual backup from node 2, listed from node 1.
 out=$(fb 2 backup now 2>&1)
@@ -115,11 +126,11 @@ sleep 1
 on_share=$(ls "$SHARE")
 echo "on the share:"; ls -l "$SHARE" | sed 's/^/  /'
 n_bundles=$(echo "$on_share" | grep -c '\.sprout-backup$')
-if [ "$n_bundles" -eq "$KEEP" ] && ! echo "$on_share" | grep -q 'manual-node2' &&
+if [ "$n_bundles" -eq "$KEEP" ] && ! echo "$on_share" | grep -q 'manual-node' &&
   grep -q 'backup: retention removed .*manual-node2' "$WORK"/n[123]/firstboot.log; then
-  ok "retention kept the newest $KEEP bundles and removed the oldest (the manual one)"
+  ok "retention kept the newest $KEEP bundles and removed the oldest (the two manual ones)"
 else
-  bad "retention: $n_bundles bundles on the share (want $KEEP, the manual one removed)"
+  bad "retention: $n_bundles bundles on the share (want $KEEP, the manual ones removed)"
 fi
 echo "$on_share" | grep -q 'tmp-' && bad "a temporary file is left on the share" || ok "no temporary file on the share"
 writer=$(grep -l 'backup: good: .*-scheduled' "$WORK"/n[123]/firstboot.log | head -1 | sed 's|.*/n\([0-9]\)/.*|\1|')
@@ -131,13 +142,23 @@ echo "$st" | grep -q "^backup: last good $SHARE/$CLUSTER-.*-scheduled.sprout-bac
 # 3b. The share goes away (its folder is moved off, as an unmounted share looks): the
 # leader's attempts fail, are reported in the journal and in status, nothing partial is
 # listed; once the share is back, the next slot's bundle is good.
+failed_before=$(cat "$WORK"/n[123]/firstboot.log | grep -c 'backup: scheduled snapshot failed')
+if [ "$failed_before" -eq 0 ]; then
+  ok "no scheduled attempt failed while the share was there"
+else
+  grep -h 'backup: scheduled snapshot failed' "$WORK"/n[123]/firstboot.log | sed 's/ (PHASE=.*//'
+  bad "$failed_before scheduled attempts failed while the share was there"
+fi
+failed_before=$(grep -c 'backup: scheduled snapshot failed' "$WORK/n$leader_node/firstboot.log")
 mv "$SHARE" "$SHARE.away"
 t_away=$(date +%s)
 deadline=$((t_away + INTERVAL * 3 + 10))
-while ! grep -q 'backup: scheduled snapshot failed' "$WORK/n$leader_node/firstboot.log" && [ "$(date +%s)" -lt "$deadline" ]; do
+while [ "$(grep -c 'backup: scheduled snapshot failed' "$WORK/n$leader_node/firstboot.log")" -le "$failed_before" ] &&
+  [ "$(date +%s)" -lt "$deadline" ]; do
   sleep 1
 done
-grep -h 'backup: scheduled snapshot failed' "$WORK/n$leader_node/firstboot.log" | head -1 | sed 's/ (PHASE=.*//'
+grep -h 'backup: scheduled snapshot failed' "$WORK/n$leader_node/firstboot.log" | tail -n +$((failed_before + 1)) | head -1 |
+  sed 's/ (PHASE=.*//'
 st=$("$FIRSTBOOT" status --state-dir "$WORK/n$leader_node/state")
 echo "$st" | grep '^backup: last attempt failed'
 echo "$st" | grep -q '^backup: last attempt failed at .*cannot write to the sink' &&

@@ -274,11 +274,14 @@ Result<SnapshotStatus> TestRestore(const std::string& etcdctl, const std::filesy
   if (auto s = RestoreSnapshot(a); !s) return Fail("test restore: " + s.error());
   auto after = StatusOfSnapshot(etcdctl, a.data_dir / "member" / "snap" / "db");
   if (!after) return Fail("test restore: " + after.error());
-  if (after->revision != before->revision || after->keys != before->keys)
-    return Fail("test restore: the restored database has revision " + std::to_string(after->revision) + " and " +
-                std::to_string(after->keys) + " keys, the snapshot revision " + std::to_string(before->revision) +
-                " and " + std::to_string(before->keys));
+  if (auto problem = RestoredProblem(*before, *after); !problem.empty()) return Fail("test restore: " + problem);
   return before;
+}
+
+std::string RestoredProblem(const SnapshotStatus& snapshot, const SnapshotStatus& restored) {
+  if (restored.revision == snapshot.revision) return "";
+  return "the restored database is at revision " + std::to_string(restored.revision) + ", the snapshot at " +
+         std::to_string(snapshot.revision) + ": etcdctl did not restore the snapshot's data";
 }
 
 }  // namespace sprout::backup

@@ -4,11 +4,16 @@
 # keycount I ENDPOINTS: the number of keys under /backup/ (etcd's count, one key returned).
 keycount() { nb_ctl "$1" "$2" get /backup/ --prefix --limit 1 -w json | grep -o '"count":[0-9]*' | cut -d: -f2; }
 
-# form_and_write: three nodes form with scheduled backups (exits the test if they do
-# not within 60 s), then KEYS keys and /backup/marker are written through node 1 in
-# transactions of 128; sets formed (seconds) and eps (the client endpoints).
+# form_and_write: form_cluster, then write_keys.
 form_and_write() {
-  local t0 tw b k count
+  form_cluster
+  write_keys
+}
+
+# form_cluster: three nodes form with scheduled backups (exits the test if they do not
+# within 60 s); sets formed (seconds) and eps (the client endpoints).
+form_cluster() {
+  local t0
   t0=$(date +%s.%N)
   for i in 1 2 3; do nb_start "$i" 3 3 "${bflags[@]}" --backup-interval "$INTERVAL"; done
   if nb_wait_voting 1 3 60 1 2 3; then
@@ -20,6 +25,12 @@ form_and_write() {
     exit 1
   fi
   eps=$(nb_endpoints 1 2 3)
+}
+
+# write_keys: KEYS keys and /backup/marker are written through node 1 in transactions
+# of 128.
+write_keys() {
+  local tw b k count
   tw=$(date +%s.%N)
   for b in $(seq 0 128 $((KEYS - 1))); do
     for k in $(seq "$b" $((b + 127))); do
