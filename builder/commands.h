@@ -77,6 +77,28 @@ int Verify(const std::filesystem::path& dir, const std::filesystem::path& public
 // image alone.
 int Inspect(const std::filesystem::path& image, bool json);
 
+// UkiOptions are the settings of `sprout uki`.
+struct UkiOptions {
+  std::filesystem::path stub, kernel, initrd, os_release, output;
+  std::string cmdline;
+  std::filesystem::path key, cert;  // both or neither: sign for Secure Boot
+};
+
+// Uki writes a unified kernel image (docs/secure-boot.md), signed when given a key.
+int Uki(const UkiOptions& options);
+
+// SignEfi signs an EFI image (a boot loader such as systemd-boot, or a UKI) for Secure
+// Boot and writes it to output.
+int SignEfi(const std::filesystem::path& input, const std::filesystem::path& output, const std::filesystem::path& key,
+            const std::filesystem::path& cert);
+
+// KeygenSecureBoot writes PREFIX.key (RSA) and PREFIX.crt (self-signed) for Secure Boot.
+int KeygenSecureBoot(const std::filesystem::path& prefix, const std::string& common_name);
+
+// InspectEfi reports an EFI file's sections and signature; 1 when its signature does
+// not match it.
+int InspectEfi(const std::filesystem::path& file, bool json);
+
 // DataDir is where sprout's overlays, units and initrd stages live.
 std::filesystem::path DataDir();
 

@@ -100,6 +100,7 @@ int Inspect(const fs::path& image, bool json) {
   std::error_code ec;
   if (!fs::is_regular_file(image, ec)) return fail("not found, or not a file");
   auto head = ReadAt(image, 0, kGptHeadBytes);
+  if (head && head->starts_with("MZ")) return InspectEfi(image, json);  // a boot loader or UKI, not a disk
   auto iso_magic = ReadAt(image, 32769, 5);
   if (!head || !iso_magic) return fail("cannot be read");
   ImageKind kind = ImageKind::kRaw;

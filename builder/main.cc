@@ -93,12 +93,84 @@ int Run(cxxopts::Options& o, const Positional& p, int argc, char** argv, const R
 }
 
 int Keygen(int argc, char** argv) {
-  cxxopts::Options o("sprout keygen", "Make an Ed25519 key pair for signing builds (sprout build --sign).");
-  o.custom_help("-o PREFIX");
-  o.add_options()("o,output", "prefix of PREFIX.key (private, mode 0600) and PREFIX.pub",
-                  cxxopts::value<std::string>());
+  cxxopts::Options o("sprout keygen",
+                     "Make an Ed25519 key pair for signing builds (sprout build --sign), or with --secure-boot an "
+                     "RSA key and self-signed certificate for signing EFI images (sprout uki --key --cert).");
+  o.custom_help("-o PREFIX [--secure-boot [--name CN]]");
+  o.add_options()("o,output",
+                  "prefix of PREFIX.key (private, mode 0600) and PREFIX.pub, or PREFIX.crt with --secure-boot",
+                  cxxopts::value<std::string>())(
+      "secure-boot",
+      "make the Secure Boot pair: PREFIX.key (RSA 2048) and PREFIX.crt, the certificate to enroll in db")(
+      "name", "the certificate's common name (with --secure-boot)",
+      cxxopts::value<std::string>()->default_value("sprout Secure Boot signing key"));
   return Run(o, Required{"output", "keygen needs -o PREFIX, such as -o keys/site"}, argc, argv,
-             [](const cxxopts::ParseResult& a) { return sprout::cli::Keygen(a["output"].as<std::string>()); });
+             [](const cxxopts::ParseResult& a) {
+               if (a.count("secure-boot"))
+                 return sprout::cli::KeygenSecureBoot(a["output"].as<std::string>(), a["name"].as<std::string>());
+               return sprout::cli::Keygen(a["output"].as<std::string>());
+             });
+}
+
+int Uki(int argc, char** argv) {
+  cxxopts::Options o("sprout uki",
+                     "Make a unified kernel image: systemd's EFI stub with the kernel, initrd, command line and "
+                     "os-release as sections, one file the firmware starts. Signed with --key and --cert, Secure "
+                     "Boot firmware that has the certificate in db starts it, and the stub then uses only the "
+                     "embedded command line. The same inputs and key give the same bytes.\n\nExample:\n"
+                     "  sprout keygen --secure-boot -o keys/sb\n"
+                     "  sprout uki --stub /usr/lib/systemd/boot/efi/linuxx64.efi.stub --kernel vmlinuz \\\n"
+                     "    --initrd initrd.img --cmdline 'console=ttyS0 ro' --os-release /etc/os-release \\\n"
+                     "    --key keys/sb.key --cert keys/sb.crt -o sprout.efi\n"
+                     "  sprout inspect sprout.efi");
+  o.custom_help("--stub F --kernel F --cmdline S -o OUT [--initrd F] [--os-release F] [--key K --cert C]");
+  o.add_options()("stub", "systemd's EFI stub (package systemd-boot-efi: linuxx64.efi.stub or linuxaa64.efi.stub)",
+                  cxxopts::value<std::string>())("kernel", "the kernel (vmlinuz)", cxxopts::value<std::string>())(
+      "initrd", "the initrd", cxxopts::value<std::string>())("cmdline", "the kernel command line",
+                                                             cxxopts::value<std::string>())(
+      "os-release", "an os-release file (boot menus show its PRETTY_NAME)", cxxopts::value<std::string>())(
+      "key", "RSA private key (PEM) to sign with (sprout keygen --secure-boot)", cxxopts::value<std::string>())(
+      "cert", "its certificate (PEM)", cxxopts::value<std::string>())(
+      "o,output", "the image to write (replaced whole, never half-written)", cxxopts::value<std::string>());
+  return Run(o, Required{"output", "uki needs -o OUT, such as -o sprout.efi"}, argc, argv,
+             [](const cxxopts::ParseResult& a) {
+               for (const char* need : {"stub", "kernel", "cmdline"}) {
+                 if (!a.count(need)) return Fail(std::string("uki needs --") + need + " (see sprout uki --help)");
+               }
+               sprout::cli::UkiOptions u;
+               u.output = a["output"].as<std::string>();
+               u.stub = a["stub"].as<std::string>();
+               u.kernel = a["kernel"].as<std::string>();
+               u.cmdline = a["cmdline"].as<std::string>();
+               Set<std::string>(a, "initrd", u.initrd);
+               Set<std::string>(a, "os-release", u.os_release);
+               Set<std::string>(a, "key", u.key);
+               Set<std::string>(a, "cert", u.cert);
+               return sprout::cli::Uki(u);
+             });
+}
+
+int SignEfi(int argc, char** argv) {
+  cxxopts::Options o("sprout sign-efi",
+                     "Sign an EFI image (systemd-boot, a unified kernel image) for Secure Boot with an RSA key and its "
+                     "certificate (sprout keygen --secure-boot). The signature is deterministic: the same image and "
+                     "key give the same bytes.");
+  o.add_options()("key", "RSA private key (PEM)", cxxopts::value<std::string>())(
+      "cert", "its certificate (PEM), the one the firmware's db holds", cxxopts::value<std::string>())(
+      "o,output", "the signed image to write", cxxopts::value<std::string>());
+  return Run(o,
+             Positional{"input", "unsigned EFI image", "IMAGE --key K --cert C -o OUT",
+                        "sign-efi needs an IMAGE, such as /usr/lib/systemd/boot/efi/systemd-bootx64.efi"},
+             argc, argv, [](const cxxopts::ParseResult& a) {
+               for (const char* need : {"key", "cert", "output"}) {
+                 if (!a.count(need))
+                   return Fail(std::string("sign-efi needs --") +
+                               (std::string(need) == "output" ? "output (-o)" : need) +
+                               " (see sprout sign-efi --help)");
+               }
+               return sprout::cli::SignEfi(a["input"].as<std::string>(), a["output"].as<std::string>(),
+                                           a["key"].as<std::string>(), a["cert"].as<std::string>());
+             });
 }
 
 int Verify(int argc, char** argv) {
@@ -114,8 +186,8 @@ int Inspect(int argc, char** argv) {
   cxxopts::Options o("sprout inspect", "Show an image's partitions, root hash, update slots, profile and images.");
   o.add_options()("json", "print JSON");
   return Run(o,
-             Positional{"image", "raw, qcow2 or ISO image", "IMAGE [--json]",
-                        "inspect needs an IMAGE, such as out/default.raw"},
+             Positional{"image", "raw, qcow2 or ISO image, or an EFI file (its sections and signature)",
+                        "IMAGE [--json]", "inspect needs an IMAGE, such as out/default.raw"},
              argc, argv, [](const cxxopts::ParseResult& a) {
                return sprout::cli::Inspect(a["image"].as<std::string>(), a.count("json") > 0);
              });
@@ -324,7 +396,9 @@ const Command kCommands[] = {
      "the\nconfig area; docs/personalization.md)",
      WorkerSecret},
     {"boot", "boot IMAGE [--snapshot]", "boot an image in QEMU with UEFI and a serial console", Boot},
-    {"keygen", "keygen -o PREFIX", "make an Ed25519 key pair PREFIX.key, PREFIX.pub", Keygen},
+    {"keygen", "keygen -o PREFIX [--secure-boot]", "make a key pair for --sign, or for Secure Boot", Keygen},
+    {"uki", "uki --stub F --kernel F -o OUT", "make a unified kernel image, signed for Secure Boot", Uki},
+    {"sign-efi", "sign-efi IMAGE --key K -o OUT", "sign an EFI image for Secure Boot", SignEfi},
     {"verify", "verify DIR [--key PUB]", "check a build's outputs against its sums and signature", Verify},
     {"inspect", "inspect IMAGE [--json]", "show an image's partitions, root hash, profile, images", Inspect},
 };

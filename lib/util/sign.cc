@@ -1,9 +1,12 @@
 #include "util/sign.h"
 
 #include <fcntl.h>
+#include <openssl/bn.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <openssl/rsa.h>
+#include <openssl/x509.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -58,15 +61,15 @@ Status WriteNew(const std::filesystem::path& path, const std::string& text, mode
   return Ok{};
 }
 
-}  // namespace
-
-Status GenerateEd25519(const std::filesystem::path& private_pem, const std::filesystem::path& public_pem) {
-  Key key(EVP_PKEY_Q_keygen(nullptr, nullptr, "ED25519"), EVP_PKEY_free);
-  if (!key) return Fail("cannot make an Ed25519 key: " + OpenSslError());
+// WritePair writes a new key's private half (mode 0600) and its public half or
+// certificate (0644), each PEM written by its function into a memory buffer; neither
+// file may exist, and a failure leaves neither.
+template <typename WritePrivate, typename WritePublic>
+Status WritePair(const std::filesystem::path& private_pem, const std::filesystem::path& public_pem,
+                 WritePrivate write_private, WritePublic write_public) {
   Bio priv(BIO_new(BIO_s_mem()), BIO_free);
   Bio pub(BIO_new(BIO_s_mem()), BIO_free);
-  if (!priv || !pub || PEM_write_bio_PrivateKey(priv.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr) != 1 ||
-      PEM_write_bio_PUBKEY(pub.get(), key.get()) != 1) {
+  if (!priv || !pub || write_private(priv.get()) != 1 || write_public(pub.get()) != 1) {
     return Fail("cannot write the key as PEM: " + OpenSslError());
   }
   auto priv_text = BioText(priv);
@@ -79,6 +82,46 @@ Status GenerateEd25519(const std::filesystem::path& private_pem, const std::file
     return s;
   }
   return Ok{};
+}
+
+// WritePrivateKey writes key as PKCS#8 PEM, unencrypted.
+int WritePrivateKey(BIO* bio, EVP_PKEY* key) {
+  return PEM_write_bio_PrivateKey(bio, key, nullptr, nullptr, 0, nullptr, nullptr);
+}
+
+}  // namespace
+
+Status GenerateEd25519(const std::filesystem::path& private_pem, const std::filesystem::path& public_pem) {
+  Key key(EVP_PKEY_Q_keygen(nullptr, nullptr, "ED25519"), EVP_PKEY_free);
+  if (!key) return Fail("cannot make an Ed25519 key: " + OpenSslError());
+  return WritePair(
+      private_pem, public_pem, [&](BIO* b) { return WritePrivateKey(b, key.get()); },
+      [&](BIO* b) { return PEM_write_bio_PUBKEY(b, key.get()); });
+}
+
+Status GenerateSecureBootKey(const std::filesystem::path& private_pem, const std::filesystem::path& cert_pem,
+                             const std::string& common_name) {
+  Key key(EVP_RSA_gen(2048), EVP_PKEY_free);
+  if (!key) return Fail("cannot make an RSA key: " + OpenSslError());
+  std::unique_ptr<X509, decltype(&X509_free)> cert(X509_new(), X509_free);
+  std::unique_ptr<BIGNUM, decltype(&BN_free)> serial(BN_new(), BN_free);
+  if (!cert || !serial || BN_rand(serial.get(), 127, BN_RAND_TOP_ANY, BN_RAND_BOTTOM_ANY) != 1 ||
+      BN_to_ASN1_INTEGER(serial.get(), X509_get_serialNumber(cert.get())) == nullptr) {
+    return Fail("cannot make a certificate: " + OpenSslError());
+  }
+  constexpr long kThirtyYears = 30L * 365 * 24 * 3600;
+  X509_NAME* name = X509_get_subject_name(cert.get());
+  if (X509_set_version(cert.get(), 2) != 1 || X509_gmtime_adj(X509_getm_notBefore(cert.get()), 0) == nullptr ||
+      X509_gmtime_adj(X509_getm_notAfter(cert.get()), kThirtyYears) == nullptr ||
+      X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(common_name.c_str()),
+                                 -1, -1, 0) != 1 ||
+      X509_set_issuer_name(cert.get(), name) != 1 || X509_set_pubkey(cert.get(), key.get()) != 1 ||
+      X509_sign(cert.get(), key.get(), EVP_sha256()) == 0) {
+    return Fail("cannot make a certificate: " + OpenSslError());
+  }
+  return WritePair(
+      private_pem, cert_pem, [&](BIO* b) { return WritePrivateKey(b, key.get()); },
+      [&](BIO* b) { return PEM_write_bio_X509(b, cert.get()); });
 }
 
 Result<std::string> SignEd25519(std::string_view private_pem, std::string_view message) {
