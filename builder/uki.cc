@@ -44,6 +44,15 @@ const char* MachineName(std::uint16_t machine) {
   }
 }
 
+// Printable is text from a file sprout does not trust, safe to print on a terminal: bytes
+// outside printable ASCII become '?'.
+std::string Printable(std::string_view text) {
+  std::string out(text);
+  for (char& c : out)
+    if (c < 0x20 || c > 0x7e) c = '?';
+  return out;
+}
+
 // OsReleaseName is PRETTY_NAME from os-release text, or "".
 std::string OsReleaseName(const std::string& osrel) {
   for (const auto& line : Split(osrel, '\n')) {
@@ -143,19 +152,21 @@ int InspectEfi(const fs::path& file, bool json) {
   out["size"] = bytes->size();
   out["sections"] = nlohmann::json::array();
   for (const auto& s : pe->sections)
-    out["sections"].push_back({{"name", s.name}, {"size", s.virtual_size}, {"address", s.virtual_address}});
+    out["sections"].push_back({{"name", Printable(s.name)}, {"size", s.virtual_size}, {"address", s.virtual_address}});
   const bool uki = efi::FindSection(*pe, ".linux") != nullptr;
   out["uki"] = uki;
   if (uki) {
     auto cmdline = efi::UkiSection(*bytes, ".cmdline");
-    out["cmdline"] = cmdline ? std::string(Trim(*cmdline)) : "";
+    out["cmdline"] = cmdline ? Printable(Trim(*cmdline)) : "";
     auto osrel = efi::UkiSection(*bytes, ".osrel");
-    out["osRelease"] = osrel ? OsReleaseName(*osrel) : "";
+    out["osRelease"] = osrel ? Printable(OsReleaseName(*osrel)) : "";
   }
   auto sig = efi::ReadPeSignature(*bytes, file.string());
   if (!sig) return Failed(sig.error());
   out["signed"] = sig->signed_;
   if (sig->signed_) {
+    sig->subject = Printable(sig->subject);
+    sig->issuer = Printable(sig->issuer);
     out["signer"] = {{"subject", sig->subject},
                      {"issuer", sig->issuer},
                      {"certificateSha256", sig->cert_sha256},
@@ -168,7 +179,7 @@ int InspectEfi(const fs::path& file, bool json) {
   std::cout << file.string() << ": EFI application (PE32+, " << out["machine"].get<std::string>() << "), "
             << HumanSize(bytes->size()) << (uki ? ", a unified kernel image" : "") << "\n";
   std::cout << "sections:  ";
-  for (const auto& s : pe->sections) std::cout << " " << s.name << " (" << HumanSize(s.virtual_size) << ")";
+  for (const auto& s : pe->sections) std::cout << " " << Printable(s.name) << " (" << HumanSize(s.virtual_size) << ")";
   std::cout << "\n";
   if (uki) {
     std::cout << "cmdline:    " << out["cmdline"].get<std::string>() << "\n";

@@ -150,6 +150,9 @@ Result<std::string> UkiSection(const std::string& uki, std::string_view name) {
   if (!pe) return Fail(pe.error());
   const PeSection* s = FindSection(*pe, name);
   if (s == nullptr) return Fail("the UKI has no " + std::string(name) + " section");
+  // ParsePe checks the file range of sections with raw data; one without has no bytes
+  // here, wherever its (unchecked) offset points.
+  if (s->raw_size == 0) return std::string();
   return uki.substr(s->raw_offset, std::min(s->raw_size, s->virtual_size));
 }
 

@@ -246,6 +246,25 @@ TEST_CASE("UkiSection cuts a section to its virtual size and names what is missi
   CHECK(not_pe.error() == "the UKI is not a PE32+ EFI image: no MZ header");
 }
 
+TEST_CASE("UkiSection of a section with no raw data is empty, wherever its offset points", "[efi]") {
+  // Found by fuzz/efi_image_fuzz: ParsePe leaves the offset of a section without raw data
+  // unchecked, and reading it threw out of `sprout inspect`.
+  auto uki = BuildUki(MakeTestPe(), TestParts());
+  REQUIRE(uki);
+  auto pe = ParsePe(*uki, "the UKI");
+  REQUIRE(pe);
+  std::size_t header = pe->section_table_offset;
+  for (const auto& sec : pe->sections) {
+    if (sec.name == ".initrd") break;
+    header += 40;
+  }
+  PutLe32(*uki, header + 16, 0);           // SizeOfRawData
+  PutLe32(*uki, header + 20, 0x7fffffff);  // PointerToRawData, far past the file's end
+  auto initrd = UkiSection(*uki, ".initrd");
+  REQUIRE(initrd);
+  CHECK(initrd->empty());
+}
+
 TEST_CASE("BuildUki turns systemd-boot-efi's x86-64 stub into a UKI", "[efi]") {
   const std::filesystem::path path = "/usr/lib/systemd/boot/efi/linuxx64.efi.stub";
   if (!std::filesystem::exists(path)) {
