@@ -44,6 +44,16 @@ const char* MachineName(std::uint16_t machine) {
   }
 }
 
+// SignWith signs image with the key and certificate in the files --key and --cert name.
+Result<std::string> SignWith(std::string_view image, const fs::path& key_file, const fs::path& cert_file,
+                             const std::string& what) {
+  auto key = Read(key_file, "--key");
+  if (!key) return Fail(key.error());
+  auto cert = Read(cert_file, "--cert");
+  if (!cert) return Fail(cert.error());
+  return efi::SignPe(image, *key, *cert, what);
+}
+
 // Printable is text from a file sprout does not trust, safe to print on a terminal: bytes
 // outside printable ASCII become '?'.
 std::string Printable(std::string_view text) {
@@ -93,11 +103,7 @@ int Uki(const UkiOptions& o) {
   if (!uki) return Failed(uki.error());
   std::string out = std::move(*uki);
   if (!o.key.empty()) {
-    auto key = Read(o.key, "--key");
-    if (!key) return Failed(key.error());
-    auto cert = Read(o.cert, "--cert");
-    if (!cert) return Failed(cert.error());
-    auto signed_image = efi::SignPe(out, *key, *cert, o.output.string());
+    auto signed_image = SignWith(out, o.key, o.cert, o.output.string());
     if (!signed_image) return Failed(signed_image.error());
     out = std::move(*signed_image);
   }
@@ -116,11 +122,7 @@ int Uki(const UkiOptions& o) {
 int SignEfi(const fs::path& input, const fs::path& output, const fs::path& key_file, const fs::path& cert_file) {
   auto image = Read(input, "the image");
   if (!image) return Failed(image.error());
-  auto key = Read(key_file, "--key");
-  if (!key) return Failed(key.error());
-  auto cert = Read(cert_file, "--cert");
-  if (!cert) return Failed(cert.error());
-  auto signed_image = efi::SignPe(*image, *key, *cert, input.string());
+  auto signed_image = SignWith(*image, key_file, cert_file, input.string());
   if (!signed_image) return Failed(signed_image.error());
   if (auto s = WriteFileAtomic(output, *signed_image); !s) return Failed(s.error());
   auto sig = efi::ReadPeSignature(*signed_image, output.string());
