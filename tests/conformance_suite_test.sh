@@ -107,3 +107,38 @@ out=$(/usr/bin/python3 "$SRC/qemu-tests/conformance/summary.py" --wanted "$WORK/
   echo "$out" | grep -q "FAILED  test b \[Conformance\]: failed (from e2e.test's progress line" &&
   ok "a part cut short: the summary reads e2e.test's progress lines ($(echo "$out" | tail -n 1))" ||
   bad "the summary of a part cut short: $(echo "$out" | tr '\n' ' ')"
+
+# A second try: --failed lists what the first try failed; a test that passes on its
+# second try counts as passed, and the summary says so (the test and the count); one
+# that fails twice fails. The second try's folder inside the run's is not read as a
+# first try.
+fails=$(/usr/bin/python3 "$SRC/qemu-tests/conformance/summary.py" --failed --wanted "$WORK/want.txt" "$WORK/report.xml")
+[ "$fails" = "test b [Conformance]" ] && ok "--failed lists the one test that failed: $fails" ||
+  bad "--failed listed '$fails', want 'test b [Conformance]'"
+printf '%s\n' 'test a [Conformance]' 'test b [Conformance]' >"$WORK/want2.txt"
+mkdir -p "$WORK/retry/parallel" "$WORK/retry/second-try"
+cp "$WORK/report.xml" "$WORK/retry/parallel/junit_01.xml"
+cat >"$WORK/retry/second-try/junit_01.xml" <<'EOF3'
+<testsuite name="Kubernetes e2e suite" tests="1" failures="0">
+  <testcase name="test b [Conformance]" time="3.5"></testcase>
+</testsuite>
+EOF3
+out=$(/usr/bin/python3 "$SRC/qemu-tests/conformance/summary.py" --wanted "$WORK/want2.txt" "$WORK/retry")
+[ "$(echo "$out" | tail -n 1)" = "conformance: 1 passed, 1 failed, 0 skipped" ] &&
+  ok "without --second-try, the second try's reports inside the run's folder do not count" ||
+  bad "the second try's folder was read as a first try: $(echo "$out" | tr '\n' ' ')"
+out=$(/usr/bin/python3 "$SRC/qemu-tests/conformance/summary.py" --wanted "$WORK/want2.txt" \
+  --second-try "$WORK/retry/second-try" "$WORK/retry")
+rc=$?
+[ "$rc" = 0 ] && [ "$(echo "$out" | tail -n 1)" = "conformance: 2 passed, 0 failed, 0 skipped; 1 of them on a second try" ] &&
+  echo "$out" | grep -q 'passed  test b \[Conformance\] (on a second try, alone, 3.5 s; the first try FAILED: timed out' &&
+  ok "a test that passed on its second try passes, named with its first failure ($(echo "$out" | tail -n 1))" ||
+  bad "a test that passed on its second try (status $rc): $(echo "$out" | tr '\n' ' ')"
+sed -i 's|<testcase name="test b \[Conformance\]" time="3.5"></testcase>|<testcase name="test b [Conformance]" time="3.5"><failure>again</failure></testcase>|' \
+  "$WORK/retry/second-try/junit_01.xml"
+out=$(/usr/bin/python3 "$SRC/qemu-tests/conformance/summary.py" --wanted "$WORK/want2.txt" \
+  --second-try "$WORK/retry/second-try" "$WORK/retry")
+rc=$?
+[ "$rc" = 1 ] && [ "$(echo "$out" | tail -n 1)" = "conformance: 1 passed, 1 failed, 0 skipped" ] &&
+  echo "$out" | grep -q 'FAILED  test b .*(and again on a second try, alone)' &&
+  ok "a test that failed twice fails" || bad "a test that failed twice (status $rc): $(echo "$out" | tr '\n' ' ')"

@@ -10,14 +10,15 @@
 # SERIAL says why). Writes the suite's own JUnit reports (one a ginkgo
 # node) and logs under DIR/parallel and DIR/serial, and DIR/summary.txt; prints the
 # summary (a line a test, then "conformance: N passed, N failed, N skipped") and returns
-# 0 when every listed test passed. CONFORMANCE_TIMEOUT bounds each pass (default 1200 s).
+# 0 when every listed test passed. A few tests that failed get one second try, alone,
+# under DIR/second-try; the summary names each one that passed only then. CONFORMANCE_TIMEOUT bounds each pass (default 1200 s).
 # CONFORMANCE_REPO_LIST (set by conformance_registry) remaps the test images' registries.
 # CONFORMANCE_CHUNK=N runs the list in parts of N tests (DIR/NNN-parallel, -serial), and
 # CONFORMANCE_DEADLINE (epoch seconds) starts no part after it: for long runs by hand.
 CONFORMANCE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 conformance_run() {
-  local list=$1 dir=$2 e2e rc=0
+  local list=$1 dir=$2 e2e rc=0 cut=0
   mkdir -p "$dir"
   e2e=$(bash "$CONFORMANCE_DIR/../../images/conformance/compile.sh" "${SPROUT_CACHE:-/var/cache/sprout}") ||
     { echo "conformance: the suite did not compile (images/conformance/compile.sh)" >&2; return 1; }
@@ -58,13 +59,36 @@ conformance_run() {
         -focus="$focus" "$e2e/e2e.test" -- "${args[@]}" --report-dir "$dir/$name" >"$dir/$name/e2e.log" 2>&1
       case $? in
         0) ;;
-        124) echo "   $name stopped after ${CONFORMANCE_TIMEOUT:-1200} s (CONFORMANCE_TIMEOUT)" >&2; rc=1 ;;
+        124) echo "   $name stopped after ${CONFORMANCE_TIMEOUT:-1200} s (CONFORMANCE_TIMEOUT)" >&2; rc=1 cut=1 ;;
         *) rc=1 ;;
       esac
       echo "   $name ($nodes at a time): $(grep -ao 'Ran [0-9]* of [0-9]* Specs in [0-9.]* seconds' "$dir/$name/e2e.log" |
         head -n 1)$(grep -aoE '[0-9]+ Passed \| [0-9]+ Failed' "$dir/$name/e2e.log" | tail -n 1 | sed 's/^/: /')"
     done
   done
+  # A second try, alone, for the few listed tests that failed: a test that waits 30 s
+  # for a controller can miss that on an emulated node under CI's other lanes ("a
+  # ResourceQuota ... the life of a replica set" did once, after passing in every run
+  # before). The summary prints every test that needed it, with its first failure, and
+  # a test that fails twice fails. More failures than CONFORMANCE_RETRIES (default 3)
+  # are not retried: that many is not chance.
+  local failed
+  failed=$(python3 "$CONFORMANCE_DIR/summary.py" --failed --wanted "$list" "$dir")
+  if [ -n "$failed" ] && [ "$(echo "$failed" | wc -l)" -le "${CONFORMANCE_RETRIES:-3}" ]; then
+    echo "$failed" >"$dir/second-try.txt"
+    mkdir -p "$dir/second-try"
+    echo "   a second try, one at a time, for $(echo "$failed" | wc -l) test(s) that failed:"
+    echo "$failed" | sed 's/^/     /'
+    rc=0
+    timeout "${CONFORMANCE_TIMEOUT:-1200}" ip netns exec "$CLUSTER_NS" \
+      env ${CONFORMANCE_REPO_LIST:+KUBE_TEST_REPO_LIST="$CONFORMANCE_REPO_LIST"} "$e2e/ginkgo" -nodes=1 -noColor \
+      -focus="$(python3 "$CONFORMANCE_DIR/summary.py" --focus "$dir/second-try.txt")" "$e2e/e2e.test" -- \
+      "${args[@]}" --report-dir "$dir/second-try" >"$dir/second-try/e2e.log" 2>&1 || rc=1
+    echo "   second try: $(grep -ao 'Ran [0-9]* of [0-9]* Specs in [0-9.]* seconds' "$dir/second-try/e2e.log" |
+      head -n 1)$(grep -aoE '[0-9]+ Passed \| [0-9]+ Failed' "$dir/second-try/e2e.log" | tail -n 1 | sed 's/^/: /')"
+  elif [ -n "$failed" ]; then
+    echo "   $(echo "$failed" | wc -l) tests failed, more than CONFORMANCE_RETRIES (${CONFORMANCE_RETRIES:-3}): no second try"
+  fi
   CONFORMANCE_SECONDS=$((SECONDS - t0))
   # A part cut short writes no report, but e2e.test printed each finished test's verdict
   # in its log, and summary.py reads those too.
@@ -73,8 +97,8 @@ conformance_run() {
     tail -n 30 "$dir"/*/e2e.log | sed 's/^/     /' >&2
     return 1
   fi
-  python3 "$CONFORMANCE_DIR/summary.py" --wanted "$list" "$dir" | tee "$dir/summary.txt"
-  [ "${PIPESTATUS[0]}" -eq 0 ] && [ "$rc" -eq 0 ]
+  python3 "$CONFORMANCE_DIR/summary.py" --wanted "$list" --second-try "$dir/second-try" "$dir" | tee "$dir/summary.txt"
+  [ "${PIPESTATUS[0]}" -eq 0 ] && [ "$rc" -eq 0 ] && [ "$cut" -eq 0 ]
 }
 
 # conformance_registry LAYOUT: serves the suite's test images (the OCI layout that

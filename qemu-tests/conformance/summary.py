@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Summarizes e2e.test JUnit reports against the list of tests that were asked for.
 
-Usage: summary.py [--wanted LIST] REPORT...
+Usage: summary.py [--wanted LIST] [--second-try DIR] REPORT...
        summary.py --focus LIST [--serial | --parallel]
+       summary.py --failed --wanted LIST REPORT...
 
 REPORT is a JUnit file, or a folder whose junit_*.xml files (at any depth) are read: a
 parallel run writes one a ginkgo node. LIST names one test a line, exactly as e2e.test
@@ -13,6 +14,16 @@ failure), skipped (with ginkgo's reason) or missing from every report. A test so
 report shows failed is failed; else passed if one shows it passed. Prints one line a
 test, then "conformance: N passed, N failed, N skipped"; exits 1 unless every listed
 test passed.
+
+--second-try DIR (a folder named second-try, which a REPORT folder may hold: it is
+left out of the REPORTs) reads the reports of a second run of the tests that failed in the
+REPORTs, one at a time (conformance/lib.sh runs it). A test that failed in the REPORTs
+and passed there counts as passed and is printed as such, with its first failure; the
+last line then ends "; K of them on a second try", so a flaky test is never silent. A
+test that failed twice is failed, with its first failure.
+
+--failed prints the listed tests the REPORTs show failed, one a line: the second try's
+list.
 
 --focus prints the ginkgo focus that selects exactly the listed tests: with --serial
 only those that run alone (SERIAL below), with --parallel the rest; nothing when there
@@ -45,10 +56,15 @@ def focus(names):
     return "|".join(r"(^|\s)" + re.escape(n) + "$" for n in names)
 
 
+SECOND_TRY = "second-try"  # the folder of the second try's reports, left out of the first's
+
+
 def report_files(paths):
     for p in paths:
         if os.path.isdir(p):
-            yield from sorted(glob.glob(os.path.join(p, "**", "junit_*.xml"), recursive=True))
+            for f in sorted(glob.glob(os.path.join(p, "**", "junit_*.xml"), recursive=True)):
+                if SECOND_TRY not in os.path.relpath(f, p).split(os.sep):
+                    yield f
         else:
             yield p
 
@@ -86,6 +102,8 @@ def progress(paths):
         if not os.path.isdir(p):
             continue
         for log in sorted(glob.glob(os.path.join(p, "**", "e2e.log"), recursive=True)):
+            if SECOND_TRY in os.path.relpath(log, p).split(os.sep):
+                continue
             with open(log, errors="replace") as fh:
                 for line in fh:
                     m = re.match(r'\{"msg":"(PASSED|FAILED) (.*?)","total"', line.strip())
@@ -102,6 +120,8 @@ def main():
     ap.add_argument("--focus")
     ap.add_argument("--serial", action="store_true")
     ap.add_argument("--parallel", action="store_true")
+    ap.add_argument("--second-try")
+    ap.add_argument("--failed", action="store_true")
     ap.add_argument("reports", nargs="*")
     a = ap.parse_args()
     if a.focus:
@@ -119,15 +139,35 @@ def main():
     for name, verdict in progress(a.reports).items():
         got.setdefault(name, verdict)
     wanted = wanted_tests(a.wanted) if a.wanted else [n for n, (v, _) in got.items() if v != "skipped"]
+    if a.failed:
+        for name in wanted:
+            if got.get(name, ("skipped",))[0] == "failed":
+                print(name)
+        return 0
+    second = {}
+    if a.second_try and os.path.isdir(a.second_try):
+        second = results([a.second_try])
+        for name, verdict in progress([a.second_try]).items():
+            second.setdefault(name, verdict)
     counts = {"passed": 0, "failed": 0, "skipped": 0}
+    retried = 0
     for name in wanted:
         verdict, detail = got.get(name, ("skipped", "not in any report (the focus did not select it)"))
+        again = second.get(name, ("", ""))
+        if verdict == "failed" and again[0] == "passed":
+            counts["passed"] += 1
+            retried += 1
+            print(f"  passed  {name} (on a second try, alone, {float(again[1] or 0):.1f} s; the first try FAILED: {detail})")
+            continue
         counts[verdict] += 1
         if verdict == "passed":
             print(f"  passed  {name} ({float(detail or 0):.1f} s)")
+        elif verdict == "failed" and again[0] == "failed":
+            print(f"  FAILED  {name}: {detail} (and again on a second try, alone)")
         else:
             print(f"  {verdict.upper()}  {name}: {detail}")
-    print(f"conformance: {counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped")
+    tail = f"; {retried} of them on a second try" if retried else ""
+    print(f"conformance: {counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped{tail}")
     return 0 if counts["passed"] == len(wanted) else 1
 
 
