@@ -38,6 +38,12 @@ void ReportBuilt(const fs::path& out_dir, const BuildPlan& plan, const RawDisk& 
     std::fprintf(stderr, "  %-24s %10s\n", name.c_str(), HumanSize(fs::file_size(out_dir / name)).c_str());
   }
   std::fprintf(stderr, "steps:\n%s", steps.Table().c_str());
+  if (plan.in.secure_boot.on()) {
+    std::fprintf(stderr,
+                 "Secure Boot: systemd-boot and the unified kernel image are signed by %s; the firmware boots them "
+                 "once that certificate is in its db (docs/secure-boot.md)\n",
+                 plan.in.secure_boot.subject.c_str());
+  }
   std::fprintf(stderr, "boot it: sprout boot %s --snapshot\n", raw_out.c_str());
 }
 

@@ -21,7 +21,9 @@ struct BuildOptions {
   bool offline = false;             // container images must come from the cache (docs/images.md)
   std::filesystem::path ca_bundle;  // extra CA bundle for registries
   std::filesystem::path sign_key;   // Ed25519 private key (PEM) to sign manifest.json with
-  std::optional<Arch> arch;         // --arch: overrides the profile's arch
+  // RSA key and certificate (PEM) to sign the boot files for Secure Boot (docs/secure-boot.md)
+  std::filesystem::path secure_boot_key, secure_boot_cert;
+  std::optional<Arch> arch;  // --arch: overrides the profile's arch
 };
 
 // Validate checks a profile and prints every problem; --print shows the resolved profile.

@@ -5,7 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include "builder/commands.h"
+#include "efi/authenticode.h"
 #include "image/arch.h"
+#include "image/boot_files.h"
 #include "image/disk_file.h"
 #include "image/gpt.h"
 #include "image/media.h"
@@ -65,6 +67,46 @@ void AddSlots(nlohmann::ordered_json& out, const std::vector<Partition>& partiti
 constexpr std::size_t kGptHeadBytes = 34 * kSectorSize;
 
 // ReadAt reads at most size bytes at offset of the file (fewer at its end).
+// EspPeSignature reads the signature of an EFI program on the ESP image esp_file:
+// null when the file is not there.
+nlohmann::ordered_json EspPeSignature(const fs::path& esp_file, const std::string& path, const fs::path& tmp) {
+  const fs::path copy = tmp / fs::path(path).filename();
+  auto r = Run({{"mcopy", "-n", "-i", esp_file.string(), "::/" + path, copy.string()}, {{"MTOOLS_SKIP_CHECK", "1"}}});
+  if (!r || r->exit_code != 0) return nullptr;
+  auto bytes = ReadFile(copy);
+  if (!bytes) return nullptr;
+  auto sig = efi::ReadPeSignature(*bytes, path);
+  if (!sig) return {{"file", path}, {"signed", false}, {"error", sig.error()}};
+  if (!sig->signed_) return {{"file", path}, {"signed", false}};
+  return {{"file", path},
+          {"signed", true},
+          {"subject", sig->subject},
+          {"certSha256", sig->cert_sha256},
+          {"digestMatches", sig->digest_matches}};
+}
+
+// AddSecureBoot records whether the ESP boots through a signed unified kernel image
+// (docs/secure-boot.md), and who signed it and systemd-boot.
+void AddSecureBoot(nlohmann::ordered_json& out, const fs::path& esp_file, const fs::path& tmp, Arch arch) {
+  auto uki = EspPeSignature(esp_file, kUkiPath, tmp);
+  if (uki.is_null()) {
+    out["secureBoot"] = {{"uki", nullptr}};
+    return;
+  }
+  out["secureBoot"] = {{"uki", uki}, {"bootLoader", EspPeSignature(esp_file, TraitsOf(arch).efi_boot_path, tmp)}};
+}
+
+// SignatureLine renders one signed file for the text report.
+std::string SignatureLine(const nlohmann::ordered_json& f) {
+  if (f.is_null()) return "missing";
+  std::string line = f["file"].get<std::string>() + ": ";
+  if (!f.value("signed", false)) return line + "NOT signed";
+  line += "signed by " + f["subject"].get<std::string>() + " (certificate sha256 " +
+          f["certSha256"].get<std::string>().substr(0, 16) + "…)";
+  if (!f.value("digestMatches", false)) line += ", and the signed digest DOES NOT MATCH the file";
+  return line;
+}
+
 Result<std::string> ReadAt(const fs::path& path, std::uint64_t offset, std::size_t size) {
   auto file = DiskFile::Open(path, false);
   if (!file) return Fail(file.error());
@@ -190,6 +232,8 @@ int Inspect(const fs::path& image, bool json) {
   out["profile"] = meta.contains("profile") ? meta["profile"] : nlohmann::ordered_json::object();
   out["images"] = meta.contains("images") ? meta["images"] : nlohmann::ordered_json::array();
   AddSlots(out, partitions, esp_file);
+  AddSecureBoot(out, esp_file, tmp.path(),
+                ParseArchName(out["profile"].value("arch", std::string("amd64"))).value_or(Arch::kAmd64));
   if (json) {
     std::cout << out.dump(2) << "\n";
     return 0;
@@ -214,7 +258,14 @@ int Inspect(const fs::path& image, bool json) {
     std::cout << "  " << sl["slot"].get<std::string>() << " = partition " << sl["partition"].get<int>() << " ("
               << sl["label"].get<std::string>() << ")";
   }
-  std::cout << "\nloader entries:\n";
+  std::cout << "\nsecure boot:";
+  const auto& sb = out["secureBoot"];
+  if (sb["uki"].is_null()) {
+    std::cout << " no (the kernel and initrd are separate, unsigned files)\n";
+  } else {
+    std::cout << "\n  " << SignatureLine(sb["uki"]) << "\n  " << SignatureLine(sb["bootLoader"]) << "\n";
+  }
+  std::cout << "loader entries:\n";
   for (const auto& e : out["entries"]) {
     std::cout << "  " << e["file"].get<std::string>() << ": slot " << e["slot"].get<std::string>() << ", "
               << e["state"].get<std::string>() << "\n";

@@ -23,10 +23,17 @@ Status SetMtime(const fs::path& path, std::int64_t mtime) {
   return Ok{};
 }
 
-// LiveEsp lists the ESP files of a live medium: the disk's boot files with a live entry.
-std::vector<EspFile> LiveEsp(const MediaInputs& in, std::string_view medium) {
-  auto entry = LoaderEntry("sprout " + in.profile->name + " (live)", LiveCmdline(in.plan->cmdline, medium));
-  return EspFiles(*in.boot, in.plan->loader_conf, entry, in.metadata);
+// LiveEsp lists the ESP files of a live medium: the disk's boot files with a live entry,
+// or for Secure Boot the signed boot loader and a signed UKI of the live command line.
+Result<std::vector<EspFile>> LiveEsp(const MediaInputs& in, std::string_view medium) {
+  const std::string title = "sprout " + in.profile->name + " (live)";
+  const auto cmdline = LiveCmdline(in.plan->cmdline, medium);
+  if (in.secure_boot && in.secure_boot->on()) {
+    auto signed_boot = SignedBoot(*in.boot, *in.secure_boot, cmdline, "the live unified kernel image");
+    if (!signed_boot) return Fail(signed_boot.error());
+    return EspFiles(*signed_boot, in.plan->loader_conf, UkiLoaderEntry(title, kUkiPath, cmdline), in.metadata);
+  }
+  return EspFiles(*in.boot, in.plan->loader_conf, LoaderEntry(title, cmdline), in.metadata);
 }
 
 // CopyInto appends the file at from to out, failing with both names.
@@ -66,9 +73,10 @@ Result<std::string> MakeIso(const MediaInputs& in) {
   // El Torito load size is 0, which UEFI firmware reads as "up to the end of the
   // volume": the 16-bit sector count cannot describe an image over 32 MiB.
   auto files = LiveEsp(in, kLiveIso);
+  if (!files) return Fail(files.error());
   fs::path esp = tree / "esp.img";
-  if (auto s =
-          MakeFatImage(esp, LiveEspSize(files), in.plan->esp_volume_id ^ 0x150u, "SPROUT-LIVE", files, in.epoch, stage);
+  if (auto s = MakeFatImage(esp, LiveEspSize(*files), in.plan->esp_volume_id ^ 0x150u, "SPROUT-LIVE", *files, in.epoch,
+                            stage);
       !s) {
     return Fail("ISO: " + s.error());
   }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "builder/boot_signing.h"
 #include "image/boot_files.h"
 #include "image/plan.h"
 #include "profile/profile.h"
@@ -26,6 +27,7 @@ struct MediaInputs {
   const BootFiles* boot = nullptr;  // kernel, initrd (with sprout's stages), systemd-boot
   std::string metadata;             // sprout/image.json
   std::int64_t epoch = 0;
+  const SecureBootKeys* secure_boot = nullptr;  // signs the live ESP's boot files when on
 };
 
 // MakeIso writes NAME.iso into the work directory and returns its file name.

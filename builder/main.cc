@@ -213,6 +213,11 @@ int Build(int argc, char** argv) {
       "offline", "never use the network: container images must be in the cache")(
       "ca-bundle", "extra CA bundle (PEM) for registries", cxxopts::value<std::string>())(
       "sign", "sign manifest.json with this Ed25519 private key (see sprout keygen)", cxxopts::value<std::string>())(
+      "secure-boot-key",
+      "sign systemd-boot and a unified kernel image for Secure Boot with this RSA key (sprout keygen --secure-boot)",
+      cxxopts::value<std::string>())("secure-boot-cert",
+                                     "the certificate of --secure-boot-key, the one enrolled in the firmware's db",
+                                     cxxopts::value<std::string>())(
       "arch", "build for amd64 or arm64, overriding the profile's arch", cxxopts::value<std::string>());
   return Run(
       o,
@@ -228,6 +233,8 @@ int Build(int argc, char** argv) {
         b.offline = a.count("offline") > 0;
         Set<std::string>(a, "ca-bundle", b.ca_bundle);
         Set<std::string>(a, "sign", b.sign_key);
+        Set<std::string>(a, "secure-boot-key", b.secure_boot_key);
+        Set<std::string>(a, "secure-boot-cert", b.secure_boot_cert);
         if (a.count("arch")) {
           b.arch = sprout::ParseArchName(a["arch"].as<std::string>());
           if (!b.arch) return Fail("--arch takes amd64 or arm64; " + sprout::ArchHint(a["arch"].as<std::string>()));

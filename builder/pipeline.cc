@@ -133,7 +133,15 @@ Result<BuildInputs> ResolveProfile(Profile profile, const BuildOptions& options)
       }
     }
   }
-  return BuildInputs{std::move(profile), std::move(formats), *firstboot, std::move(update_pub)};
+  auto secure_boot = LoadSecureBootKeys(options.secure_boot_key, options.secure_boot_cert);
+  if (!secure_boot) return Fail(secure_boot.error());
+  if (secure_boot->on() && std::find(formats.begin(), formats.end(), Format::kPxe) != formats.end()) {
+    return Fail(
+        "--secure-boot-key with the pxe format: the PXE bundle's kernel takes its command line and root from the "
+        "iPXE script and initrd, which nothing signs; build raw, iso and qcow2 for Secure Boot (--format raw,iso)");
+  }
+  return BuildInputs{std::move(profile), std::move(formats), *firstboot, std::move(update_pub),
+                     std::move(*secure_boot)};
 }
 
 bool CompilesKubelet(const Profile& p) { return p.kubelet.present && !p.kubelet.recipe.empty(); }
@@ -279,7 +287,15 @@ Result<Esp> MakeEsp(const BuildPlan& plan, const BootFiles& boot, const RootCont
   Esp esp{{plan.work / "esp.vfat", p.esp_size},
           ImageMetadata(plan.profile_json, plan.disk.root_hash, boot.kernel_version, plan.seed,
                         oci::ImagesJson(contents.images))};
-  auto files = EspFiles(boot, plan.disk.loader_conf, plan.disk.loader_entry, esp.metadata);
+  std::vector<EspFile> files;
+  if (plan.in.secure_boot.on()) {
+    auto signed_boot = SignedBoot(boot, plan.in.secure_boot, plan.disk.cmdline, "the disk's unified kernel image");
+    if (!signed_boot) return Fail(signed_boot.error());
+    files = EspFiles(*signed_boot, plan.disk.loader_conf,
+                     UkiLoaderEntry("sprout " + p.name, kUkiPath, plan.disk.cmdline), esp.metadata);
+  } else {
+    files = EspFiles(boot, plan.disk.loader_conf, plan.disk.loader_entry, esp.metadata);
+  }
   if (auto s = CheckEspSize(files, p.esp_size, p.file.string()); !s) return Fail(s.error());
   if (auto s =
           MakeFatImage(esp.fs.image, p.esp_size, plan.disk.esp_volume_id, "SPROUT-ESP", files, plan.epoch, plan.work);
@@ -329,8 +345,8 @@ std::vector<std::string> KeptRaw(const BuildPlan& plan) {
 
 MediaInputs LiveMedia(const BuildPlan& plan, const PackedRoot& root, const VerityTree& verity, const BootFiles& boot,
                       const Esp& esp) {
-  return MediaInputs{&plan.in.profile, &plan.disk, plan.seed,    plan.work, root.image,
-                     verity.image,     &boot,      esp.metadata, plan.epoch};
+  return MediaInputs{&plan.in.profile, &plan.disk, plan.seed,    plan.work,  root.image,
+                     verity.image,     &boot,      esp.metadata, plan.epoch, &plan.in.secure_boot};
 }
 
 Result<Medium> MakeMedium(BuildStep step, const MediaInputs& media, const RawDisk& raw) {

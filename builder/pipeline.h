@@ -30,6 +30,7 @@ struct BuildInputs {
   std::vector<Format> formats;      // --format, else the profile's
   std::filesystem::path firstboot;  // the sprout-firstboot binary that goes into the root
   std::string update_pub;           // with --sign: the signing key's public key, the image's update trust root
+  SecureBootKeys secure_boot;       // with --secure-boot-key: the pair the boot files are signed with
 };
 
 // BuildPlan is what every later step reads: the inputs, the base, and the decisions made

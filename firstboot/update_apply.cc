@@ -13,6 +13,7 @@
 
 #include "fetch/fetch.h"
 #include "firstboot/update_node.h"
+#include "image/boot_files.h"
 #include "image/disk_file.h"
 #include "image/plan.h"
 #include "update/build.h"
@@ -218,6 +219,11 @@ Result<BuildImage> ReadBuildImage(const std::string& raw, const BuildInfo& build
                          {{"MTOOLS_SKIP_CHECK", "1"}}});
     if (!r) return Fail(mounted.error() + "; mtools cannot read it either: " + r.error());
     files = extracted->path();
+  }
+  std::error_code ec;
+  if (fs::exists(files / kUkiPath, ec)) {
+    return Fail(raw + " is a Secure Boot build (a signed unified kernel image, " + kUkiPath +
+                "); A/B updates to one are not built yet (docs/secure-boot.md): reflash the node with it");
   }
   auto kernel = ReadFile(files / "sprout" / "vmlinuz");
   auto initrd = ReadFile(files / "sprout" / "initrd.img");

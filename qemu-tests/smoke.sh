@@ -42,6 +42,18 @@ echo "== base OS (cached in $CACHE)"
 "$SPROUT" pull "$top/profiles/default.yaml" --cache-dir "$CACHE" --offline || exit 1
 
 echo "== build the smoke image"
+# The smoke image is a Secure Boot build (docs/secure-boot.md), signed with Debian's
+# snakeoil test key (ovmf), whose certificate OVMF_VARS_4M.snakeoil.fd enrolls: its boots
+# below start its signed UKI without Secure Boot, and qemu-tests/secure-boot.sh boots it
+# with Secure Boot on. The key is a public test key; SMOKE_SECURE_BOOT=0 builds unsigned.
+sb_key=$work/sb/snakeoil.key
+sb_flags=()
+if [ "${SMOKE_SECURE_BOOT:-1}" = 1 ]; then
+  mkdir -p "$work/sb" && chmod 0755 "$work/sb"
+  openssl pkey -in /usr/share/ovmf/PkKek-1-snakeoil.key -passin pass:snakeoil -out "$sb_key" || exit 1
+  chmod 0644 "$sb_key"
+  sb_flags=(--secure-boot-key "$sb_key" --secure-boot-cert /usr/share/ovmf/PkKek-1-snakeoil.pem)
+fi
 if [ "$(id -u)" -eq 0 ]; then
   # Stage sprout and its data where an unprivileged user can read them, then build as that user.
   id sprout-build >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin sprout-build
@@ -52,11 +64,11 @@ if [ "$(id -u)" -eq 0 ]; then
   chmod -R a+rX "$data"
   mkdir -p "$work/out" && chown sprout-build "$work/out"
   runuser -u sprout-build -- env HOME="$work" SPROUT_DATA_DIR="$data" SPROUT_FIRSTBOOT="$data/bin/sprout-firstboot" \
-    "$data/bin/sprout" build "$data/qemu-tests/smoke.yaml" -o "$work/out" --cache-dir "$CACHE" --offline 2>&1 | tee "$work/build.log"
+    "$data/bin/sprout" build "$data/qemu-tests/smoke.yaml" -o "$work/out" --cache-dir "$CACHE" --offline "${sb_flags[@]}" 2>&1 | tee "$work/build.log"
   build_rc=${PIPESTATUS[0]}
   check "build as unprivileged user $(id -u sprout-build)" "$build_rc" '^0$'
 else
-  "$SPROUT" build "$here/smoke.yaml" -o "$work/out" --cache-dir "$CACHE" --offline 2>&1 | tee "$work/build.log"
+  "$SPROUT" build "$here/smoke.yaml" -o "$work/out" --cache-dir "$CACHE" --offline "${sb_flags[@]}" 2>&1 | tee "$work/build.log"
   build_rc=${PIPESTATUS[0]}
   check "build as user $(id -u)" "$build_rc" '^0$'
 fi

@@ -78,5 +78,67 @@ out=$("$SPROUT" inspect "$work/changed.efi" 2>&1); rc=$?
 check "inspect a UKI changed after signing: exit 1, says so" "$rc:$out" '^1:.*DOES NOT MATCH this file'
 check "sbverify agrees" "$(sbverify --cert "$work/sb.crt" "$work/changed.efi" >/dev/null 2>&1; echo $?)" '^1$'
 
+# --- sprout build --secure-boot-key: a tiny base with systemd's real stub and systemd-boot
+# (its "kernel" is random bytes: nothing here boots it; qemu-tests/secure-boot.sh boots a
+# real signed image under Secure Boot firmware).
+base=$work/fakebase
+mkdir -p "$base/boot" "$base/usr/lib/systemd/boot/efi" "$base/usr/lib" "$work/p"
+head -c 300000 /dev/urandom >"$base/boot/vmlinuz-6.1.0-99-amd64"
+head -c 200001 /dev/urandom >"$base/boot/initrd.img-6.1.0-99-amd64"
+cp "$sdboot" "$stub" "$base/usr/lib/systemd/boot/efi/"
+printf 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nID=debian\n' >"$base/usr/lib/os-release"
+printf 'name: tiny\nbase: ../fakebase\nformats: [raw, iso, qcow2]\ndisk: {espSize: 40MiB, stateSize: 16MiB}\n' >"$work/p/tiny.yaml"
+sbuild() {  # sbuild OUTDIR [flags...]
+  local out=$1; shift
+  SOURCE_DATE_EPOCH=1700000000 "$SPROUT" build "$work/p/tiny.yaml" -o "$out" "$@" 2>&1
+}
+out=$(sbuild "$work/b1" --secure-boot-key "$work/sb.key" --secure-boot-cert "$work/sb.crt"); rc=$?
+check "build --secure-boot-key exits 0" "$rc" '^0$'
+[ "$rc" = 0 ] || echo "$out" | tail -n 5
+esp() {  # esp IMAGE PATH OUT: copies a file off the image's ESP (partition 1)
+  local lo
+  lo=$(sfdisk -J "$1" | python3 -c 'import json,sys; t=json.load(sys.stdin)["partitiontable"]; print(t["partitions"][0]["start"]*t.get("sectorsize",512))')
+  MTOOLS_SKIP_CHECK=1 mcopy -n -i "$1@@$lo" "::$2" "$3" 2>/dev/null
+}
+esp "$work/b1/tiny.raw" sprout/sprout.efi "$work/b1.uki"
+esp "$work/b1/tiny.raw" EFI/BOOT/BOOTX64.EFI "$work/b1.boot"
+esp "$work/b1/tiny.raw" loader/entries/sprout-1-a.conf "$work/b1.entry"
+check "the ESP holds a signed UKI that sbverify accepts" "$(sbverify --cert "$work/sb.crt" "$work/b1.uki" 2>&1)" 'Signature verification OK'
+check "the ESP's systemd-boot is signed too" "$(sbverify --cert "$work/sb.crt" "$work/b1.boot" 2>&1)" 'Signature verification OK'
+check "the ESP has no kernel or initrd outside the UKI" \
+  "$(esp "$work/b1/tiny.raw" sprout/vmlinuz "$work/b1.k" && echo present || echo absent)" '^absent$'
+hash=$("$SPROUT" inspect --json "$work/b1/tiny.raw" | python3 -c 'import json,sys; print(json.load(sys.stdin)["rootHash"])' 2>/dev/null)
+uki=$("$SPROUT" inspect "$work/b1.uki" 2>&1)
+check "the UKI's embedded command line has the image's root hash" "$uki" "cmdline: .*sprout\.roothash=${hash:-none}"
+check "the UKI carries the base's os-release" "$uki" 'os-release: Debian GNU/Linux 12 \(bookworm\)'
+insp=$("$SPROUT" inspect "$work/b1/tiny.raw" 2>&1)
+check "inspect IMAGE names the UKI's signer" "$insp" 'sprout/sprout\.efi: signed by CN ?= ?site test key \(certificate sha256 [0-9a-f]{16}'
+check "inspect IMAGE names systemd-boot's signer" "$insp" 'EFI/BOOT/BOOTX64\.EFI: signed by CN ?= ?site test key'
+check "inspect --json IMAGE: the UKI's signature matches it" \
+  "$("$SPROUT" inspect --json "$work/b1/tiny.raw" | python3 -c 'import json,sys; u=json.load(sys.stdin)["secureBoot"]["uki"]; print(u["signed"], u["digestMatches"])' 2>&1)" '^True True$'
+check "the loader entry starts the UKI" "$(cat "$work/b1.entry")" 'efi /sprout/sprout\.efi'
+iso_lo=$(python3 -c 'import sys' && sfdisk -J "$work/b1/tiny.iso" 2>/dev/null | python3 -c 'import json,sys; t=json.load(sys.stdin)["partitiontable"]; print([p for p in t["partitions"] if p["type"].upper()=="C12A7328-F81F-11D2-BA4B-00A0C93EC93B"][0]["start"]*512)' 2>/dev/null)
+if [ -n "$iso_lo" ]; then
+  MTOOLS_SKIP_CHECK=1 mcopy -n -i "$work/b1/tiny.iso@@$iso_lo" ::sprout/sprout.efi "$work/iso.uki" 2>/dev/null
+  check "the ISO's ESP holds a signed UKI of the live command line" \
+    "$(sbverify --cert "$work/sb.crt" "$work/iso.uki" >/dev/null 2>&1 && "$SPROUT" inspect "$work/iso.uki" | grep '^cmdline:')" 'sprout\.live=iso'
+else
+  check "the ISO has an ESP partition" "none found by sfdisk" '^an ESP$'
+fi
+out=$(sbuild "$work/b2" --secure-boot-key "$work/sb.key" --secure-boot-cert "$work/sb.crt"); rc=$?
+check "two signed builds with one key are bit-identical (raw, ISO, qcow2)" \
+  "$rc $(cd "$work/b1" && sha256sum tiny.raw tiny.iso tiny.qcow2 | sha256sum | cut -c1-16) $(cd "$work/b2" && sha256sum tiny.raw tiny.iso tiny.qcow2 | sha256sum | cut -c1-16)" \
+  '^0 ([0-9a-f]{16}) \1$'
+out=$(sbuild "$work/b3" --secure-boot-key "$work/sb.key"); rc=$?
+check "build --secure-boot-key without --secure-boot-cert: says both" "$rc:$out" '^1:.*--secure-boot-key and --secure-boot-cert go together'
+out=$(sbuild "$work/b3" --secure-boot-key "$work/snake.key" --secure-boot-cert "$work/sb.crt"); rc=$?
+check "build with a missing key names the flag and file" "$rc:$out" '^1:.*--secure-boot-key .*snake\.key'
+"$SPROUT" keygen --secure-boot -o "$work/other2" >/dev/null 2>&1
+out=$(sbuild "$work/b3" --secure-boot-key "$work/other2.key" --secure-boot-cert "$work/sb.crt"); rc=$?
+check "build with a key that is not the certificate's fails before building" "$rc:$out" '^1:.*the key does not match the certificate \(CN=site test key\)'
+out=$(sbuild "$work/b3" --secure-boot-key "$work/sb.key" --secure-boot-cert "$work/sb.crt" --format raw,pxe); rc=$?
+check "build --secure-boot-key refuses the PXE bundle, with the reason" "$rc:$out" '^1:.*pxe format.*nothing signs'
+check "a refused build leaves no output" "$(ls "$work/b3" 2>/dev/null | grep -c 'tiny\.')" '^0$'
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -90,6 +90,34 @@ std::string CertSha256(X509* cert) {
   return Sha256Hex(der);
 }
 
+// SigningPair is a parsed private key and its certificate.
+struct SigningPair {
+  Key key;
+  Cert cert;
+};
+
+// LoadPair parses and checks a signing pair; the errors start with context.
+Result<SigningPair> LoadPair(std::string_view key_pem, std::string_view cert_pem, const std::string& context) {
+  Key key = ReadKey(key_pem);
+  if (!key) {
+    return Fail(context + ": the key is not an unencrypted PEM private key (" + OpenSslError() +
+                "); decrypt it with `openssl pkey -in KEY -out PLAIN.key`");
+  }
+  Cert cert = ReadCert(cert_pem);
+  if (!cert) return Fail(context + ": the certificate is not PEM X.509 (" + OpenSslError() + ")");
+  if (!EVP_PKEY_is_a(key.get(), "RSA")) {
+    return Fail(context + ": the key is " + EVP_PKEY_get0_type_name(key.get()) +
+                ", and UEFI firmware checks RSA signatures; make an RSA key, as with `openssl req -x509 -newkey "
+                "rsa:2048 -nodes -keyout db.key -out db.pem -subj /CN=NAME`");
+  }
+  if (X509_check_private_key(cert.get(), key.get()) != 1) {
+    ERR_clear_error();
+    return Fail(context + ": the key does not match the certificate (" + OneLine(X509_get_subject_name(cert.get())) +
+                "); pass the key the certificate was made for");
+  }
+  return SigningPair{std::move(key), std::move(cert)};
+}
+
 // Der encodes one DER element: tag, definite length, content.
 std::string Der(std::uint8_t tag, std::string_view content) {
   std::string out(1, static_cast<char>(tag));
@@ -281,23 +309,10 @@ Result<std::string> SignPe(std::string_view image, std::string_view key_pem, std
   if (pe->cert_dir_offset == 0)
     return Fail(what + " cannot be signed: its optional header has no certificate table entry (NumberOfRvaAndSizes " +
                 std::to_string(pe->number_of_rva_and_sizes) + ")");
-  Key key = ReadKey(key_pem);
-  if (!key) {
-    return Fail("cannot sign " + what + ": the key is not an unencrypted PEM private key (" + OpenSslError() +
-                "); decrypt it with `openssl pkey -in KEY -out PLAIN.key`");
-  }
-  Cert cert = ReadCert(cert_pem);
-  if (!cert) return Fail("cannot sign " + what + ": the certificate is not PEM X.509 (" + OpenSslError() + ")");
-  if (!EVP_PKEY_is_a(key.get(), "RSA")) {
-    return Fail("cannot sign " + what + ": the key is " + EVP_PKEY_get0_type_name(key.get()) +
-                ", and UEFI firmware checks RSA signatures; make an RSA key, as with `openssl req -x509 -newkey "
-                "rsa:2048 -nodes -keyout db.key -out db.pem -subj /CN=NAME`");
-  }
-  if (X509_check_private_key(cert.get(), key.get()) != 1) {
-    ERR_clear_error();
-    return Fail("cannot sign " + what + ": the key does not match the certificate (" +
-                OneLine(X509_get_subject_name(cert.get())) + "); pass the key the certificate was made for");
-  }
+  auto pair = LoadPair(key_pem, cert_pem, "cannot sign " + what);
+  if (!pair) return Fail(pair.error());
+  Key& key = pair->key;
+  Cert& cert = pair->cert;
 
   // The table is appended 8-byte aligned; the padding comes first so the digest covers it.
   std::string out(image);
@@ -356,6 +371,12 @@ Result<std::string> SignPe(std::string_view image, std::string_view key_pem, std
   PutLe32(out, pe->cert_dir_offset + 4, static_cast<std::uint32_t>(entry_size));
   PutLe32(out, pe->checksum_offset, PeChecksum(out, pe->checksum_offset));
   return out;
+}
+
+Result<std::string> CheckSigningPair(std::string_view key_pem, std::string_view cert_pem, const std::string& what) {
+  auto pair = LoadPair(key_pem, cert_pem, what);
+  if (!pair) return Fail(pair.error());
+  return OneLine(X509_get_subject_name(pair->cert.get()));
 }
 
 Result<PeSignature> ReadPeSignature(std::string_view image, const std::string& what) {

@@ -30,6 +30,11 @@ Result<std::array<std::uint8_t, 32>> AuthenticodeDigest(std::string_view image, 
 Result<std::string> SignPe(std::string_view image, std::string_view key_pem, std::string_view cert_pem,
                            const std::string& what);
 
+// CheckSigningPair checks that key_pem is an unencrypted RSA private key and cert_pem
+// its X.509 certificate, as SignPe needs them, and returns the certificate's subject;
+// what names the pair in the error. A build checks this before its long steps.
+Result<std::string> CheckSigningPair(std::string_view key_pem, std::string_view cert_pem, const std::string& what);
+
 // PeSignature is what an image's signature says, as `sprout inspect` shows it.
 struct PeSignature {
   bool signed_ = false;

@@ -15,24 +15,16 @@ namespace sprout {
 namespace {
 
 // Partition types from the UAPI Group's Discoverable Partitions Specification.
-constexpr ArchTraits kAmd64{dps::kRootX86_64,
-                            dps::kRootVerityX86_64,
-                            "EFI/BOOT/BOOTX64.EFI",
-                            "systemd-bootx64.efi",
-                            "linux-image-amd64",
-                            "ttyS0,115200",
-                            62,
-                            "qemu-x86_64",
-                            "x86_64"};
-constexpr ArchTraits kArm64{dps::kRootArm64,
-                            dps::kRootVerityArm64,
-                            "EFI/BOOT/BOOTAA64.EFI",
-                            "systemd-bootaa64.efi",
-                            "linux-image-arm64",
-                            "ttyAMA0,115200",
-                            183,
-                            "qemu-aarch64",
-                            "aarch64"};
+constexpr ArchTraits kAmd64{dps::kRootX86_64,       dps::kRootVerityX86_64,
+                            "EFI/BOOT/BOOTX64.EFI", "systemd-bootx64.efi",
+                            "linuxx64.efi.stub",    "linux-image-amd64",
+                            "ttyS0,115200",         62,
+                            "qemu-x86_64",          "x86_64"};
+constexpr ArchTraits kArm64{dps::kRootArm64,         dps::kRootVerityArm64,
+                            "EFI/BOOT/BOOTAA64.EFI", "systemd-bootaa64.efi",
+                            "linuxaa64.efi.stub",    "linux-image-arm64",
+                            "ttyAMA0,115200",        183,
+                            "qemu-aarch64",          "aarch64"};
 
 }  // namespace
 

@@ -22,6 +22,7 @@ struct ArchTraits {
   std::string_view root_verity_type;  // DPS root verity partition type
   const char* efi_boot_path;          // the removable-media boot loader path on the ESP
   const char* systemd_boot;           // systemd-boot's file name in systemd-boot-efi
+  const char* efi_stub;               // systemd's EFI stub for unified kernel images, same package
   const char* kernel_package;         // Debian's kernel meta-package
   const char* serial_console;         // the console= value of the first serial port
   std::uint16_t elf_machine;          // e_machine of its ELF programs

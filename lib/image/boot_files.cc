@@ -14,8 +14,10 @@ namespace {
 const char* const kKernelPrefix = "boot/vmlinuz-";
 const char* const kInitrdPrefix = "boot/initrd.img-";
 const char* const kBootloaderDir = "usr/lib/systemd/boot/efi/";
+const char* const kOsReleasePath = "usr/lib/os-release";
 
 std::string BootloaderPath(Arch arch) { return std::string(kBootloaderDir) + TraitsOf(arch).systemd_boot; }
+std::string StubPath(Arch arch) { return std::string(kBootloaderDir) + TraitsOf(arch).efi_stub; }
 
 // Newest returns the captured file with the highest version-sorted name under prefix.
 const std::pair<const std::string, std::string>* Newest(const std::map<std::string, std::string>& files,
@@ -36,7 +38,7 @@ std::uint64_t Bytes(const std::vector<EspFile>& files) {
 }  // namespace
 
 std::vector<std::string> CapturedPaths(Arch arch) {
-  return {kKernelPrefix, kInitrdPrefix, BootloaderPath(arch), kDpkgStatusPath};
+  return {kKernelPrefix, kInitrdPrefix, BootloaderPath(arch), StubPath(arch), kOsReleasePath, kDpkgStatusPath};
 }
 
 Result<BootFiles> FindBootFiles(const std::map<std::string, std::string>& captured, Arch arch) {
@@ -51,8 +53,11 @@ Result<BootFiles> FindBootFiles(const std::map<std::string, std::string>& captur
                 ", initramfs-tools and systemd-boot-efi to its packages (is the base built for " + ArchName(arch) +
                 "?)");
   }
-  return BootFiles{kernel->first.substr(std::string(kKernelPrefix).size()), kernel->second, initrd->second,
-                   bootloader->second, arch};
+  BootFiles files{kernel->first.substr(std::string(kKernelPrefix).size()), kernel->second, initrd->second,
+                  bootloader->second, arch};
+  if (auto stub = captured.find(StubPath(arch)); stub != captured.end()) files.stub = stub->second;
+  if (auto osrel = captured.find(kOsReleasePath); osrel != captured.end()) files.os_release = osrel->second;
+  return files;
 }
 
 bool KernelNeedsGunzip(Arch arch, std::string_view kernel) {
@@ -69,10 +74,18 @@ std::string AppendToInitrd(std::string initrd, const std::string& cpio) {
 std::vector<EspFile> EspFiles(const BootFiles& boot, const std::string& loader_conf, const std::string& loader_entry,
                               const std::string& metadata) {
   const ArchTraits& t = TraitsOf(boot.arch);
-  return {{t.efi_boot_path, boot.bootloader},  {std::string("EFI/systemd/") + t.systemd_boot, boot.bootloader},
-          {"loader/loader.conf", loader_conf}, {std::string("loader/entries/") + kFirstEntryName, loader_entry},
-          {"sprout/vmlinuz", boot.kernel},     {"sprout/initrd.img", boot.initrd},
-          {kImageMetadataPath, metadata}};
+  std::vector<EspFile> files{{t.efi_boot_path, boot.bootloader},
+                             {std::string("EFI/systemd/") + t.systemd_boot, boot.bootloader},
+                             {"loader/loader.conf", loader_conf},
+                             {std::string("loader/entries/") + kFirstEntryName, loader_entry}};
+  if (boot.uki.empty()) {
+    files.push_back({"sprout/vmlinuz", boot.kernel});
+    files.push_back({"sprout/initrd.img", boot.initrd});
+  } else {
+    files.push_back({kUkiPath, boot.uki});
+  }
+  files.push_back({kImageMetadataPath, metadata});
+  return files;
 }
 
 Status CheckEspSize(const std::vector<EspFile>& files, std::uint64_t esp_size, const std::string& profile_file) {

@@ -20,7 +20,15 @@ struct BootFiles {
   std::string kernel_version;  // "6.1.0-18-amd64", from the kernel's file name
   std::string kernel, initrd, bootloader;
   Arch arch = Arch::kAmd64;  // the architecture the boot loader is for
+  // For a Secure Boot build (docs/secure-boot.md): systemd's EFI stub and the root's
+  // os-release, "" when the base has none; and the signed unified kernel image the ESP
+  // carries in place of the kernel and initrd ("" without Secure Boot), with bootloader
+  // then signed too.
+  std::string stub, os_release, uki;
 };
+
+// kUkiPath is where a Secure Boot medium's ESP holds its signed unified kernel image.
+inline constexpr const char* kUkiPath = "sprout/sprout.efi";
 
 // CapturedPaths are the root paths whose contents a build keeps while it packs the
 // root: the boot files of arch, and dpkg's status for the SBOM. A path matches by prefix.
@@ -45,8 +53,9 @@ bool KernelNeedsGunzip(Arch arch, std::string_view kernel);
 std::string AppendToInitrd(std::string initrd, const std::string& cpio);
 
 // EspFiles lists the ESP of a medium: systemd-boot for boot.arch (also as the
-// removable-media default, BOOTX64.EFI or BOOTAA64.EFI), the loader configuration and entry, the kernel, the initrd and
-// the image metadata that `sprout inspect` reads.
+// removable-media default, BOOTX64.EFI or BOOTAA64.EFI), the loader configuration and
+// entry, the kernel and the initrd (or, when boot.uki is set, the unified kernel image at
+// kUkiPath in their place), and the image metadata that `sprout inspect` reads.
 std::vector<EspFile> EspFiles(const BootFiles& boot, const std::string& loader_conf, const std::string& loader_entry,
                               const std::string& metadata);
 

@@ -10,6 +10,8 @@ TEST_CASE("FindBootFiles takes the newest kernel and initrd and systemd-boot", "
                                               {"boot/initrd.img-6.1.0-17-amd64", "old initrd"},
                                               {"boot/initrd.img-6.1.0-18-amd64", "initrd"},
                                               {"usr/lib/systemd/boot/efi/systemd-bootx64.efi", "boot"},
+                                              {"usr/lib/systemd/boot/efi/linuxx64.efi.stub", "stub"},
+                                              {"usr/lib/os-release", "PRETTY_NAME=x"},
                                               {"var/lib/dpkg/status", "Package: bash\n"}};
   auto boot = FindBootFiles(captured, Arch::kAmd64);
   REQUIRE(boot);
@@ -17,6 +19,9 @@ TEST_CASE("FindBootFiles takes the newest kernel and initrd and systemd-boot", "
   CHECK(boot->kernel == "kernel");
   CHECK(boot->initrd == "initrd");
   CHECK(boot->bootloader == "boot");
+  CHECK(boot->stub == "stub");
+  CHECK(boot->os_release == "PRETTY_NAME=x");
+  CHECK(boot->uki.empty());
   // Every path FindBootFiles reads, and dpkg's status for the SBOM, is captured.
   for (const auto& [path, data] : captured) {
     bool kept = false;
@@ -44,6 +49,26 @@ TEST_CASE("EspFiles lays out systemd-boot, the entry, kernel, initrd and metadat
   CHECK(paths == std::vector<std::string>{"EFI/BOOT/BOOTX64.EFI=B", "EFI/systemd/systemd-bootx64.efi=B",
                                           "loader/loader.conf=conf", "loader/entries/sprout-1-a.conf=entry",
                                           "sprout/vmlinuz=K", "sprout/initrd.img=I", "sprout/image.json={}"});
+}
+
+TEST_CASE("a Secure Boot ESP holds the unified kernel image in place of the kernel and initrd", "[boot]") {
+  BootFiles boot{"6.1", "K", "I", "SIGNED-B"};
+  boot.uki = "UKI";
+  auto files = EspFiles(boot, "conf", "entry", "{}");
+  std::vector<std::string> paths;
+  for (const auto& f : files) paths.push_back(f.path + "=" + f.data);
+  CHECK(paths == std::vector<std::string>{"EFI/BOOT/BOOTX64.EFI=SIGNED-B", "EFI/systemd/systemd-bootx64.efi=SIGNED-B",
+                                          "loader/loader.conf=conf", "loader/entries/sprout-1-a.conf=entry",
+                                          "sprout/sprout.efi=UKI", "sprout/image.json={}"});
+}
+
+TEST_CASE("a base without the EFI stub still boots without Secure Boot", "[boot]") {
+  auto boot = FindBootFiles(
+      {{"boot/vmlinuz-6.1", "k"}, {"boot/initrd.img-6.1", "i"}, {"usr/lib/systemd/boot/efi/systemd-bootx64.efi", "b"}},
+      Arch::kAmd64);
+  REQUIRE(boot);
+  CHECK(boot->stub.empty());
+  CHECK(boot->os_release.empty());
 }
 
 TEST_CASE("CheckEspSize wants 8 MiB beyond the files and names the fix", "[boot]") {

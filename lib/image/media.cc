@@ -33,6 +33,11 @@ std::string LoaderEntry(const std::string& title, const std::vector<std::string>
          Join(cmdline, " ") + "\n";
 }
 
+std::string UkiLoaderEntry(const std::string& title, const std::string& uki_path,
+                           const std::vector<std::string>& cmdline) {
+  return "title " + title + "\nefi /" + uki_path + "\noptions " + Join(cmdline, " ") + "\n";
+}
+
 std::string IsoVolumeId(const std::string& seed) {
   std::string id = "SPROUT_";
   for (std::size_t i = 0; i < 16 && i < seed.size(); ++i) {

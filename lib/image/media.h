@@ -34,6 +34,14 @@ std::vector<std::string> LiveCmdline(const std::vector<std::string>& disk_cmdlin
 // LoaderEntry renders a systemd-boot entry for the kernel and initrd on the ESP.
 std::string LoaderEntry(const std::string& title, const std::vector<std::string>& cmdline);
 
+// UkiLoaderEntry renders a systemd-boot entry that starts the unified kernel image at
+// uki_path on the ESP. Its options line repeats the image's embedded command line: under
+// Secure Boot the stub ignores it (only the signed .cmdline counts), and without Secure
+// Boot it replaces the embedded one with the same words; the A/B update code reads the
+// root hash from it as from every entry.
+std::string UkiLoaderEntry(const std::string& title, const std::string& uki_path,
+                           const std::vector<std::string>& cmdline);
+
 // IsoVolumeId is the ISO 9660 volume ID: "SPROUT_" and 16 hex digits of the seed, upper case.
 std::string IsoVolumeId(const std::string& seed);
 

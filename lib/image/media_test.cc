@@ -22,6 +22,11 @@ TEST_CASE("LiveCmdline drops partition references and names the medium") {
                                          "fstab=no", "console=ttyS0,115200", "quiet"});
 }
 
+TEST_CASE("UkiLoaderEntry starts the UKI and repeats its command line, where the update code reads the root hash") {
+  CHECK(UkiLoaderEntry("sprout n", "sprout/sprout.efi", {"ro", "sprout.roothash=ab"}) ==
+        "title sprout n\nefi /sprout/sprout.efi\noptions ro sprout.roothash=ab\n");
+}
+
 TEST_CASE("IsoVolumeId is short, upper case and from the seed") {
   CHECK(IsoVolumeId("0123456789abcdef0123") == "SPROUT_0123456789ABCDEF");
   CHECK(IsoVolumeId("0123456789abcdef0123").size() <= 32);
