@@ -13,6 +13,7 @@
 #include "builder/pipeline.h"
 #include "builder/publish.h"
 #include "image/base.h"
+#include "image/plan.h"
 #include "image/step_list.h"
 #include "profile/profile.h"
 #include "util/fs.h"
@@ -43,6 +44,9 @@ void ReportBuilt(const fs::path& out_dir, const BuildPlan& plan, const RawDisk& 
                  "Secure Boot: systemd-boot and the unified kernel image are signed by %s; the firmware boots them "
                  "once that certificate is in its db (docs/secure-boot.md)\n",
                  plan.in.secure_boot.subject.c_str());
+  }
+  if (plan.in.profile.state_encryption != StateEncryption::kNone) {
+    std::fprintf(stderr, "state: %s (docs/secure-boot.md)\n", DescribeState(ReadStateWords(plan.disk.cmdline)).c_str());
   }
   std::fprintf(stderr, "boot it: sprout boot %s --snapshot\n", raw_out.c_str());
 }

@@ -2,6 +2,7 @@
 // image, read from the image alone (its GPT and the metadata on its ESP).
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "builder/commands.h"
@@ -11,6 +12,7 @@
 #include "image/disk_file.h"
 #include "image/gpt.h"
 #include "image/media.h"
+#include "image/plan.h"
 #include "update/entries.h"
 #include "update/plan.h"
 #include "util/fs.h"
@@ -25,10 +27,10 @@ namespace {
 
 enum class ImageKind { kRaw, kQcow2, kIso };
 
-// SlotsJson lists the root slots and the loader entries of the ESP image esp_file
+// AddSlots lists the root slots and the loader entries of the ESP image esp_file
 // (docs/updates.md): which slot each entry boots, its boot-counting state, and the
-// entry systemd-boot boots next.
-void AddSlots(nlohmann::ordered_json& out, const std::vector<Partition>& partitions, const fs::path& esp_file) {
+// entry systemd-boot boots next, whose text it returns ("" when there is none).
+std::string AddSlots(nlohmann::ordered_json& out, const std::vector<Partition>& partitions, const fs::path& esp_file) {
   GptLayout layout;
   layout.partitions = partitions;
   const auto types = update::DiskRootTypes(layout);  // x86-64 or 64-bit ARM
@@ -43,15 +45,17 @@ void AddSlots(nlohmann::ordered_json& out, const std::vector<Partition>& partiti
   }
   out["entries"] = nlohmann::json::array();
   auto dir = Run({{"mdir", "-b", "-i", esp_file.string(), "::/loader/entries"}, {{"MTOOLS_SKIP_CHECK", "1"}}});
-  if (!dir || dir->exit_code != 0) return;
+  if (!dir || dir->exit_code != 0) return "";
   std::vector<update::EntryName> names;
+  std::map<std::string, std::string> texts;  // file -> its text
   for (const auto& line : Split(dir->output, '\n')) {
     std::string file(Trim(line));
     file = file.substr(file.rfind('/') + 1);
     auto name = update::ParseEntryName(file);
     if (!name) continue;
     auto text = Run({{"mtype", "-i", esp_file.string(), "::/loader/entries/" + file}, {{"MTOOLS_SKIP_CHECK", "1"}}});
-    const std::string hash = text && text->exit_code == 0 ? update::EntryRootHash(text->output) : "";
+    if (text && text->exit_code == 0) texts[file] = text->output;
+    const std::string hash = texts.contains(file) ? update::EntryRootHash(texts[file]) : "";
     auto slot = update::SlotOfHash(layout, hash);
     out["entries"].push_back({{"file", file},
                               {"slot", slot ? std::string(1, *slot) : std::string("none")},
@@ -61,6 +65,32 @@ void AddSlots(nlohmann::ordered_json& out, const std::vector<Partition>& partiti
   }
   auto next = update::NextBoot(names);
   out["nextBoot"] = next ? next->file : "";
+  return next ? texts[next->file] : "";
+}
+
+// AddState records what the command line of the entry booted next (entry_text) asks of
+// the node's state: where it lives and whether it is encrypted (docs/secure-boot.md). A
+// Secure Boot entry repeats its unified kernel image's signed command line.
+void AddState(nlohmann::ordered_json& out, const std::string& entry_text) {
+  std::vector<std::string> words;
+  for (const auto& line : Split(entry_text, '\n')) {
+    if (!line.starts_with("options ")) continue;
+    for (const auto& word : Split(std::string(Trim(line.substr(8))), ' ')) {
+      if (!word.empty()) words.push_back(word);
+    }
+  }
+  if (words.empty()) {
+    out["state"] = nullptr;
+    return;
+  }
+  const StateOnCmdline state = ReadStateWords(words);
+  nlohmann::ordered_json j{{"storage", state.live ? "memory" : "partition"},
+                           {"encryption", state.encryption.empty() ? "none" : state.encryption}};
+  if (!state.encryption.empty() && state.encryption != "none") {
+    j["withoutTpm"] = state.without_tpm.empty() ? "refuse" : state.without_tpm;  // the initrd's default
+  }
+  j["description"] = DescribeState(state);
+  out["state"] = j;
 }
 
 // The protective MBR, the GPT header and its 128 entries: 34 sectors.
@@ -231,7 +261,8 @@ int Inspect(const fs::path& image, bool json) {
   out["kernel"] = meta.value("kernel", "");
   out["profile"] = meta.contains("profile") ? meta["profile"] : nlohmann::ordered_json::object();
   out["images"] = meta.contains("images") ? meta["images"] : nlohmann::ordered_json::array();
-  AddSlots(out, partitions, esp_file);
+  const std::string next_entry = AddSlots(out, partitions, esp_file);
+  AddState(out, next_entry);
   AddSecureBoot(out, esp_file, tmp.path(),
                 ParseArchName(out["profile"].value("arch", std::string("amd64"))).value_or(Arch::kAmd64));
   if (json) {
@@ -265,6 +296,10 @@ int Inspect(const fs::path& image, bool json) {
   } else {
     std::cout << "\n  " << SignatureLine(sb["uki"]) << "\n  " << SignatureLine(sb["bootLoader"]) << "\n";
   }
+  std::cout << "state:      "
+            << (out["state"].is_null() ? "unknown (no loader entry to read the command line from)"
+                                       : out["state"]["description"].get<std::string>())
+            << "\n";
   std::cout << "loader entries:\n";
   for (const auto& e : out["entries"]) {
     std::cout << "  " << e["file"].get<std::string>() << ": slot " << e["slot"].get<std::string>() << ", "

@@ -10,6 +10,16 @@
 #   4. a UKI signed with another key (not in db) is refused;
 #   5. systemd-boot, signed by sprout, starts the signed UKI from a loader entry whose
 #      options try to add to the command line: the stub ignores them.
+#   6. the whole signed image (smoke.sh builds it with --secure-boot-key), its loader
+#      entry edited to add a word, boots to login with Secure Boot on and the UKI's own
+#      command line;
+#   7. with a software TPM (swtpm) beside it, that first boot encrypts the state
+#      partition (LUKS2, a TPM2 token sealed to PCRs 7+11, a recovery key printed once)
+#      and moves the config area's cluster secret into it; a power cut, then the node
+#      comes back unlocked with no human step; the disk with another TPM, or with Secure
+#      Boot off and the entry's edited command line in force, does not unlock; on the
+#      host the disk holds neither the cluster secret nor a value the node wrote to /var,
+#      and the printed recovery key opens it.
 # The initrd's /init prints "SPROUT-UKI booted", /proc/cmdline and the kernel's Secure
 # Boot line, then powers off. A refusal is OVMF's "Access Denied" on the console and no
 # such line.
@@ -143,7 +153,8 @@ boot() {
     -drive "if=pflash,format=raw,unit=0,readonly=on,file=$code" \
     -drive "if=pflash,format=raw,unit=1,file=$work/$1.vars" \
     -drive "if=virtio,format=raw,file=${BOOT_DISK:-$work/$1.esp}" \
-    -display none -serial "file:$log" -monitor none -nic none -no-reboot 2>"$log.qemu" &
+    -display none -serial "file:$log" -monitor none -nic none -no-reboot ${BOOT_TPM:+$(tpm_args "$BOOT_TPM")} \
+    2>"$log.qemu" &
   local pid=$! t0=$SECONDS
   while kill -0 "$pid" 2>/dev/null && [ $((SECONDS - t0)) -lt "${BOOT_LIMIT:-240}" ]; do
     grep -aqE "${BOOT_STOP:-Access Denied}" "$log" && break
@@ -153,7 +164,21 @@ boot() {
   kill -9 "$pid" 2>/dev/null
   wait "$pid" 2>/dev/null
   BOOT_SECONDS=$((SECONDS - t0))
+  [ -n "${BOOT_TPM:-}" ] && tpm_stop "$BOOT_TPM"
+  return 0
 }
+
+# tpm_args DIR: starts a software TPM 2.0 (swtpm) keeping its state in DIR (a new DIR is
+# a new TPM: another machine) and prints QEMU's arguments for it as a TIS device.
+tpm_args() {
+  mkdir -p "$1"
+  swtpm socket --tpm2 --tpmstate "dir=$1" --ctrl "type=unixio,path=$1/sock" --pid "file=$1/pid" \
+    --log "file=$1/log" --daemon || return 1
+  local i=0
+  while [ ! -S "$1/sock" ] && [ "$i" -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+  echo "-chardev socket,id=chrtpm,path=$1/sock -tpmdev emulator,id=tpm0,chardev=chrtpm -device tpm-tis,tpmdev=tpm0"
+}
+tpm_stop() { [ -f "$1/pid" ] && kill "$(cat "$1/pid")" 2>/dev/null; rm -f "$1/pid" "$1/sock"; }
 
 line() { grep -a "SPROUT-UKI $2" "$work/$1.log" | head -n 1 | tr -d '\r' | sed "s/^.*SPROUT-UKI $2//"; }
 denied() { grep -aq 'Access Denied' "$work/$1.log" && ! grep -aq 'SPROUT-UKI booted' "$work/$1.log" && echo refused || echo "not refused"; }
@@ -179,6 +204,73 @@ for bad in unsigned tampered other; do
   check "$n. $what" "$(denied "$bad")" '^refused$'
 done
 
+# state_part IMAGE: attaches the state partition (7) of IMAGE read-only; prints the loop device.
+state_part() {
+  local lo hi
+  read -r lo hi < <(partition_range "$1" 7)
+  losetup --find --show --read-only --offset "$lo" --sizelimit "$((hi - lo))" "$1"
+}
+
+# check_encrypted_state: check 7, on the disk check 6 booted with TPM A.
+check_encrypted_state() {
+  local log=$work/image.log disk=$work/image.raw loop dump recovery secret64
+  echo "== 7. the state partition, encrypted to the TPM at that first boot"
+  grep -a 'sprout: encrypt\|sprout: moved\|sprout: unlocked' "$log" | tr -d '\r' | sed 's/^/   /'
+  check "7. first boot: the state partition was encrypted" "$(grep -ao 'encrypted the state partition [^ ]* in [0-9.]* s' "$log" | head -n 1)" \
+    '^encrypted the state partition /dev/vda7 in [0-9.]+ s$'
+  recovery=$(grep -ao 'sprout: recovery key: [a-z-]*' "$log" | head -n 1 | sed 's/.*: //')
+  check "7. first boot: a recovery key was printed on the console" "$recovery" '^[a-z]{8}(-[a-z]{8}){7}$'
+  check "7. first boot: /var is ext4 on the unlocked LUKS device" "$(smoke_value "$log" var)" '^ext4 +/dev/mapper/sprout-state$'
+  check "7. first boot: the config area's settings were moved into the encrypted state" \
+    "$(grep -ac 'moved the config area' "$log")" '^[1-9]'
+  check "7. first boot: sprout-firstboot still has the cluster secret" "$(smoke_value "$log" config)" 'cluster-secret set by'
+  check "7. first boot: the node wrote /var (the value looked for on the disk below)" "$(smoke_value "$log" boot)" '^1$'
+  # systemd's stub leaves StubPcrKernelImage (the PCR it measured the UKI's sections into)
+  # in an EFI variable: PCR 11 holds this UKI, so the seal is bound to it.
+  check "7. first boot: the stub measured the UKI into PCR 11" "$(smoke_value "$log" stub-pcr)" '^11$'
+  # The power cut: the VM was killed when the report was out, with no shutdown.
+  loop=$(state_part "$disk") || { check "7. the state partition attaches on the host" "failed" '^ok$'; return; }
+  dump=$(cryptsetup luksDump "$loop" 2>&1)
+  echo "$dump" | grep -E '^(Version|Label):|systemd-|tpm2-hash-pcrs|tpm2-pcr-bank|^Keyslots:|^  [0-9]+: luks2|Keyslot:' |
+    sed 's/^/   luksDump: /'
+  check "7. cryptsetup luksDump: LUKS2" "$(echo "$dump" | sed -n 's/^Version:[[:space:]]*//p')" '^2$'
+  check "7. cryptsetup luksDump: a TPM2 token bound to PCRs 7 and 11" \
+    "$(echo "$dump" | grep -c 'systemd-tpm2'):$(echo "$dump" | sed -n 's/^[[:space:]]*tpm2-hash-pcrs:[[:space:]]*//p' | head -n 1)" '^1:7\+11$'
+  check "7. cryptsetup luksDump: two key slots (the TPM's and the recovery key), the set-up key gone" \
+    "$(echo "$dump" | grep -cE '^  [0-9]+: luks2')" '^2$'
+  check "7. the printed recovery key opens the state on the host" \
+    "$(printf '%s' "$recovery" | cryptsetup open --test-passphrase --key-file - "$loop" >/dev/null 2>&1 && echo opens || echo refused)" '^opens$'
+  losetup -d "$loop"
+  secret64=$(base64 -w0 <"$work/secret")
+  check "7. the powered-off disk, read on the host: no cluster secret (base64 or raw)" \
+    "$(grep -c -a -F "$secret64" "$disk"):$(grep -c -a -F "$(head -c 16 "$work/secret")" "$disk")" '^0:0$'
+  check "7. the powered-off disk, read on the host: no plaintext of the value the node wrote to /var" \
+    "$(grep -c -a -F 'written-in-boot-1' "$disk")" '^0$'
+
+  echo "== 7. after the power cut, the same machine (TPM, Secure Boot) boots again with no human step"
+  BOOT_TPM=$work/tpm-a BOOT_DISK=$disk BOOT_LIMIT=600 BOOT_STOP='SPROUT-SMOKE done|Access Denied|Kernel panic|Rebooting' boot again
+  echo "   $BOOT_SECONDS s"
+  check "7. second boot: the TPM unlocked the state" "$(grep -ac 'unlocked the encrypted state partition' "$work/again.log")" '^[1-9]'
+  check "7. second boot: nothing was encrypted again" "$(grep -ac 'encrypting the state partition' "$work/again.log")" '^0$'
+  check "7. second boot: /var kept the first boot's file" "$(smoke_value "$work/again.log" prev-marker)" '^written-in-boot-1$'
+  check "7. second boot: the cluster secret, from the kept settings" "$(smoke_value "$work/again.log" config)" 'cluster-secret set by'
+
+  echo "== 7. the disk in another machine (a new TPM)"
+  BOOT_TPM=$work/tpm-b BOOT_DISK=$disk BOOT_LIMIT=300 BOOT_STOP='login:|Rebooting|Kernel panic|Access Denied' boot other-tpm
+  echo "   $BOOT_SECONDS s: $(grep -a 'did not release' "$work/other-tpm.log" | head -n 1 | tr -d '\r' | cut -c1-150)"
+  check "7. another TPM does not unlock the state, and the node stops" \
+    "$(grep -ac 'did not release the key' "$work/other-tpm.log"):$(grep -ac 'login:' "$work/other-tpm.log")" '^[1-9][0-9]*:0$'
+
+  echo "== 7. the same machine with Secure Boot off, so the loader entry's edited command line is used"
+  BOOT_TPM=$work/tpm-a BOOT_DISK=$disk BOOT_LIMIT=300 BOOT_STOP='login:|Rebooting|Kernel panic' \
+    boot sb-off /usr/share/OVMF/OVMF_CODE_4M.fd /usr/share/OVMF/OVMF_VARS_4M.fd
+  echo "   $BOOT_SECONDS s"
+  check "7. Secure Boot off: the edited command line is in force" \
+    "$(grep -a 'Command line:' "$work/sb-off.log" | head -n 1 | grep -c 'sprout.injected=1')" '^1$'
+  check "7. Secure Boot off: the TPM does not unlock the state, and the node stops" \
+    "$(grep -ac 'did not release the key' "$work/sb-off.log"):$(grep -ac 'login:' "$work/sb-off.log")" '^[1-9][0-9]*:0$'
+}
+
 echo "== 5. signed systemd-boot starts the signed UKI from an entry that adds options"
 "$sprout" sign-efi --key "$key" --cert "$cert" -o "$work/systemd-bootx64.efi" "$sdboot" || exit 1
 esp loader "$work/systemd-bootx64.efi" "$work/signed.efi" || exit 1
@@ -202,8 +294,22 @@ if [ -n "$(mdir -b -i "$image@@$esp_lo" ::sprout/sprout.efi 2>/dev/null)" ]; the
   mcopy -n -i "$work/image.raw@@$esp_lo" ::loader/entries/sprout-1-a.conf "$work/image-entry.conf" || exit 1
   sed -i 's/^options .*/& sprout.injected=1/' "$work/image-entry.conf"
   mcopy -o -i "$work/image.raw@@$esp_lo" "$work/image-entry.conf" ::loader/entries/sprout-1-a.conf || exit 1
-  # To a login prompt on the console (about 60-120 s in emulation), or a refusal.
-  BOOT_DISK=$work/image.raw BOOT_LIMIT=600 BOOT_STOP='login:|Access Denied' boot image
+  # A cluster secret in the config area, to look for on the disk afterwards.
+  head -c 32 /dev/urandom >"$work/secret"
+  "$sprout" personalize "$work/image.raw" --cluster-secret "$work/secret" --hostname sb-node --role control-plane \
+    >/dev/null || exit 1
+  # Encrypted state needs a TPM: when the image asks for it (smoke.yaml does), this first
+  # boot has one, and the smoke check's report is awaited (it has written /var by then);
+  # killing the VM there is the power cut of check 7.
+  encrypted=no
+  grep -aq 'sprout.state.encryption=tpm2' "$work/image-entry.conf" && encrypted=yes
+  if [ "$encrypted" = yes ]; then
+    command -v swtpm >/dev/null || { echo "secure-boot: swtpm is missing: apt-get install swtpm swtpm-tools" >&2; exit 1; }
+    BOOT_TPM=$work/tpm-a BOOT_DISK=$work/image.raw BOOT_LIMIT=600 BOOT_STOP='SPROUT-SMOKE done|Access Denied|Kernel panic|Rebooting' boot image
+  else
+    # To a login prompt on the console (about 60-120 s in emulation), or a refusal.
+    BOOT_DISK=$work/image.raw BOOT_LIMIT=600 BOOT_STOP='login:|Access Denied' boot image
+  fi
   log=$work/image.log
   echo "   $BOOT_SECONDS s"
   kcmd=$(grep -a 'Command line:' "$log" | head -n 1 | tr -d '\r')
@@ -213,6 +319,11 @@ if [ -n "$(mdir -b -i "$image@@$esp_lo" ::sprout/sprout.efi 2>/dev/null)" ]; the
     "$(echo "$kcmd" | grep -c 'sprout.injected'):$(echo "$kcmd" | grep -o 'sprout.roothash=[0-9a-f]*' | cut -c1-28)" \
     '^0:sprout\.roothash=[0-9a-f]{12}$'
   check "6. the root is opened through dm-verity" "$(grep -ac 'device-mapper: verity: sha256' "$log")" '^[1-9]'
+  if [ "$encrypted" = yes ]; then
+    check_encrypted_state
+  else
+    echo "== 7. SKIPPED: $image does not ask for encrypted state (disk.stateEncryption: tpm2, as smoke.yaml does)"
+  fi
 else
   echo "== 6. SKIPPED: $image has no signed UKI (build it with --secure-boot-key, as smoke.sh does)"
 fi

@@ -6,7 +6,10 @@
 #      marker left by the step that grew the partition (a power cut between the two);
 #   2. errors that e2fsck -p refuses to fix are repaired with e2fsck -fy, loudly;
 #   3. a file system that cannot be repaired is mounted read-only, never read-write,
-#      and the console says why and what to do.
+#      and the console says why and what to do;
+#   4. on a node with encrypted state, the config area's settings (the cluster secret)
+#      move into the state and the area is wiped, on a real loop device; an area
+#      already wiped moves nothing.
 set -u
 name=initrd_state_test
 for tool in mke2fs e2fsck resize2fs debugfs dumpe2fs; do
@@ -74,6 +77,35 @@ if grep -q ' ro,noatime ' "$work/mounts" && ! grep -q ' rw,' "$work/mounts" &&
   ok "an unrepairable file system is mounted read-only, never rw: $(grep -m1 'read-only' "$SPROUT_KMSG")"
 else
   bad "unrepairable case: mounts: $(cat "$work/mounts"); kmsg: $(cat "$SPROUT_KMSG")"
+fi
+
+# 4. keep_config_area on a real block device (a loop device; needs root).
+if [ "$(id -u)" -ne 0 ] || ! command -v losetup >/dev/null; then
+  echo "$name: check 4 skipped: it attaches a loop device, which needs root and losetup"
+else
+  resolve_device() { echo "$1"; }
+  truncate -s 1M "$work/area.img"
+  printf 'role=control-plane\ncluster-secret=c2VjcmV0LXNlY3JldC1zZWNyZXQ=\n' |
+    dd of="$work/area.img" conv=notrunc status=none
+  loop=$(losetup --find --show "$work/area.img")
+  : >"$SPROUT_KMSG"
+  keep_config_area "$loop" "$work/state/lib/sprout" 2>/dev/null
+  kept=$work/state/lib/sprout/config-area
+  if grep -qx 'cluster-secret=c2VjcmV0LXNlY3JldC1zZWNyZXQ=' "$kept" 2>/dev/null &&
+    [ "$(stat -c %a "$kept")" = 600 ] && [ "$(tr -d '\000' <"$loop" | wc -c)" = 0 ] &&
+    grep -q 'wiped the area' "$SPROUT_KMSG"; then
+    ok "the config area's settings move into the state (mode 600) and the area is all zeros: $(grep -m1 wiped "$SPROUT_KMSG")"
+  else
+    bad "config area move: kept: $(cat "$kept" 2>&1); area bytes left: $(tr -d '\000' <"$loop" | wc -c); kmsg: $(cat "$SPROUT_KMSG")"
+  fi
+  : >"$SPROUT_KMSG"
+  keep_config_area "$loop" "$work/state/lib/sprout" 2>/dev/null
+  if grep -q cluster-secret "$kept" && [ ! -s "$SPROUT_KMSG" ]; then
+    ok "a wiped area moves nothing: the kept settings stay"
+  else
+    bad "a second move changed the kept settings: $(cat "$kept" 2>&1); kmsg: $(cat "$SPROUT_KMSG")"
+  fi
+  losetup -d "$loop"
 fi
 
 echo "$name: $passed passed, $failed failed"

@@ -11,7 +11,8 @@
 # config partitions; a retry works; bless commits the booted entry; a wrong key, an
 # unsigned and a wrongly signed build, a node without a trust root (unless
 # --insecure-unsigned), an older build (unless --allow-downgrade), a build that would
-# leave less than the floor free (before its download), a changed image, a redirect
+# leave less than the floor free (before its download), a build that changes whether
+# the state is encrypted (before anything is written), a changed image, a redirect
 # to file: or from https to http, a running slot on trial are refused with the reason;
 # the raw image of a folder is read once (a FIFO); the gate fails a boot it cannot read.
 # Needs root (the build's ESP is read through a read-only loop mount); skipped
@@ -115,6 +116,19 @@ out=$(run apply "$work/b-old" 2>&1)
 check "an older build is refused, saying how to allow it" "$? $out" \
   '^1 .*refusing a downgrade: the new build.s time is 1699913600, the running build.s 1700000000 .*--allow-downgrade'
 check "... before anything is written" "$(ls "$esp/loader/entries" | tr '\n' ' ')" '^sprout-1-a.conf $'
+# A node whose command line says its image encrypts the state (sprout.state.encryption=)
+# is not updated to B, which does not: the update cannot convert the state.
+cp "$work/cmdline" "$work/cmdline.plain"
+sed -i 's/$/ sprout.state.encryption=tpm2 sprout.state.without-tpm=refuse/' "$work/cmdline"
+gpt_before=$(sfdisk --json "$node")
+out=$(run apply "$work/b" 2>&1)
+check "a build that changes the state's encryption is refused, naming both" "$? $out" \
+  '^1 .*the new image does not encrypt the state partition \(no sprout\.state\.encryption= on its command line\) and this node.s image encrypts its state \(sprout\.state\.encryption=tpm2\); an update cannot convert a node.s state'
+check "... before anything is written" \
+  "$(ls "$esp/loader/entries" | tr '\n' ' ')$([ "$(sfdisk --json "$node")" = "$gpt_before" ] && echo same-gpt)" \
+  '^sprout-1-a.conf same-gpt$'
+check "... and the copy is removed" "$(ls -A "$work/state" | tr '\n' ' ')" '^$'
+mv "$work/cmdline.plain" "$work/cmdline"
 # Changed: one byte of B's root; grown: a zero block of B's image made data, more than
 # the manifest's dataBytes.
 cp -a --sparse=always "$work/b" "$work/b-changed"

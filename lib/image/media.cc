@@ -11,7 +11,10 @@ namespace sprout {
 std::vector<std::string> LiveCmdline(const std::vector<std::string>& disk_cmdline, std::string_view medium) {
   std::vector<std::string> out;
   for (const auto& word : disk_cmdline) {
-    if (word.starts_with("sprout.verity.") || word.starts_with("sprout.state=") || word.starts_with("sprout.config=")) {
+    // A live medium has no state partition, so nothing of the state's (its encryption
+    // either: a machine without a TPM must still boot the medium).
+    if (word.starts_with("sprout.verity.") || word.starts_with("sprout.state=") || word.starts_with("sprout.state.") ||
+        word.starts_with("sprout.config=")) {
       continue;
     }
     out.push_back(word);

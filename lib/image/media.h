@@ -27,8 +27,9 @@ inline constexpr const char* kLiveRootHashPath = "sprout/roothash";
 inline constexpr const char* kImageMetadataPath = "sprout/image.json";
 
 // LiveCmdline turns the disk's kernel command line into a live medium's: the partition
-// references (verity data/hash, state, config) are dropped, sprout.live=MEDIUM is added,
-// and fstab=no keeps systemd from waiting for the state partition the medium lacks.
+// references (verity data/hash, state, config) and the state's encryption words are
+// dropped, sprout.live=MEDIUM is added, and fstab=no keeps systemd from waiting for the
+// state partition the medium lacks.
 std::vector<std::string> LiveCmdline(const std::vector<std::string>& disk_cmdline, std::string_view medium);
 
 // LoaderEntry renders a systemd-boot entry for the kernel and initrd on the ESP.

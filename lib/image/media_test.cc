@@ -22,6 +22,18 @@ TEST_CASE("LiveCmdline drops partition references and names the medium") {
                                          "fstab=no", "console=ttyS0,115200", "quiet"});
 }
 
+TEST_CASE("LiveCmdline drops the state's encryption words: a live medium has no state partition to encrypt") {
+  std::vector<std::string> disk{"ro",
+                                "sprout.roothash=abc",
+                                "sprout.state=PARTUUID=3",
+                                "sprout.config=PARTUUID=4",
+                                "sprout.state.encryption=tpm2",
+                                "sprout.state.without-tpm=refuse",
+                                "quiet"};
+  CHECK(LiveCmdline(disk, kLiveInitrd) ==
+        std::vector<std::string>{"ro", "sprout.roothash=abc", "sprout.live=initrd", "fstab=no", "quiet"});
+}
+
 TEST_CASE("UkiLoaderEntry starts the UKI and repeats its command line, where the update code reads the root hash") {
   CHECK(UkiLoaderEntry("sprout n", "sprout/sprout.efi", {"ro", "sprout.roothash=ab"}) ==
         "title sprout n\nefi /sprout/sprout.efi\noptions ro sprout.roothash=ab\n");

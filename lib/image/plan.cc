@@ -1,5 +1,8 @@
 #include "image/plan.h"
 
+#include <algorithm>
+#include <string_view>
+
 #include "image/arch.h"
 #include "util/sha256.h"
 #include "util/text.h"
@@ -72,6 +75,14 @@ void PlanBoot(DiskPlan& d, const Profile& profile, const std::string& root_hash)
       "console=tty0",
       std::string("console=") + TraitsOf(d.arch).serial_console,
   };
+  if (profile.state_encryption != StateEncryption::kNone) {
+    // Beside the state's and the config area's words; absent otherwise, so an image that
+    // does not ask for encryption has the command line it always had.
+    const auto config = std::find_if(d.cmdline.begin(), d.cmdline.end(),
+                                     [](const std::string& word) { return word.starts_with("sprout.config="); });
+    d.cmdline.insert(config + 1, {kStateEncryptionWord + std::string(StateEncryptionName(profile.state_encryption)),
+                                  kWithoutTpmWord + std::string(WithoutTpmName(profile.without_tpm))});
+  }
   d.cmdline.insert(d.cmdline.end(), profile.cmdline.begin(), profile.cmdline.end());
   d.loader_conf =
       "# systemd-boot settings written by sprout\n"
@@ -88,6 +99,34 @@ void PlanBoot(DiskPlan& d, const Profile& profile, const std::string& root_hash)
                    "initrd /sprout/initrd.img\n"
                    "options " +
                    Join(d.cmdline, " ") + "\n";
+}
+
+StateOnCmdline ReadStateWords(const std::vector<std::string>& cmdline) {
+  const std::string_view encryption_word = kStateEncryptionWord, without_tpm_word = kWithoutTpmWord;
+  StateOnCmdline state;
+  for (const auto& word : cmdline) {
+    if (word.starts_with("sprout.live=")) state.live = true;
+    if (word.starts_with(kStateEncryptionWord)) state.encryption = word.substr(encryption_word.size());
+    if (word.starts_with(kWithoutTpmWord)) state.without_tpm = word.substr(without_tpm_word.size());
+  }
+  return state;
+}
+
+std::string DescribeState(const StateOnCmdline& state) {
+  if (state.live) return "in memory (a live medium keeps nothing)";
+  if (state.encryption.empty() || state.encryption == StateEncryptionName(StateEncryption::kNone)) {
+    return "plain ext4 (not encrypted)";
+  }
+  if (state.encryption != StateEncryptionName(StateEncryption::kTpm2)) {
+    return kStateEncryptionWord + state.encryption + ", which this sprout does not know";
+  }
+  std::string text = "encrypted at first boot (LUKS2, key sealed to the TPM: PCRs 7+11); without a TPM: ";
+  // Without the word, the initrd refuses, as the profile's default does.
+  if (state.without_tpm.empty() || state.without_tpm == WithoutTpmName(WithoutTpm::kRefuse)) {
+    return text + "refuse to start";
+  }
+  if (state.without_tpm == WithoutTpmName(WithoutTpm::kPlain)) return text + "plain ext4 state with a warning";
+  return text + kWithoutTpmWord + state.without_tpm + ", which this sprout does not know";
 }
 
 std::vector<PartitionSpec> PlanPartitions(const DiskPlan& d, std::uint64_t esp_size, std::uint64_t root_size,

@@ -73,10 +73,32 @@ struct SlotUuids {
 };
 SlotUuids SlotUuidsOf(const std::string& root_hash);
 
+// The kernel command-line words that ask the initrd to encrypt the state partition at
+// first boot and say what a node without a TPM does (docs/secure-boot.md). A profile
+// that does not ask for encryption puts neither on the command line.
+inline constexpr const char* kStateEncryptionWord = "sprout.state.encryption=";
+inline constexpr const char* kWithoutTpmWord = "sprout.state.without-tpm=";
+
 // PlanBoot completes the plan once the root's verity hash is known: the root and
 // verity partition UUIDs are the hash's two halves (as the Discoverable Partitions
-// Specification suggests), and the kernel command line carries the hash.
+// Specification suggests), and the kernel command line carries the hash and, when the
+// profile asks, the state's encryption words.
 void PlanBoot(DiskPlan& plan, const Profile& profile, const std::string& root_hash);
+
+// StateOnCmdline is what a kernel command line asks of the node's state (/var).
+struct StateOnCmdline {
+  bool live = false;        // sprout.live=: a live medium, whose /var is in memory
+  std::string encryption;   // the value of sprout.state.encryption=; "" when absent
+  std::string without_tpm;  // the value of sprout.state.without-tpm=; "" when absent
+};
+
+// ReadStateWords reads the state's words of a kernel command line, as the initrd does.
+StateOnCmdline ReadStateWords(const std::vector<std::string>& cmdline);
+
+// DescribeState renders them for `sprout inspect` and the build's report: "plain ext4
+// (not encrypted)", "encrypted at first boot (LUKS2, key sealed to the TPM: PCRs 7+11);
+// without a TPM: refuse to start", ... (the PCRs are the ones the initrd seals to).
+std::string DescribeState(const StateOnCmdline& state);
 
 // PlanPartitions lists the GPT partitions (root and verity types of plan.arch, from the
 // Discoverable Partitions Specification): ESP, root A and its verity, the reserved

@@ -1,5 +1,6 @@
 #include "image/plan.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 using namespace sprout;
@@ -78,4 +79,54 @@ TEST_CASE("an amd64 plan keeps the x86-64 types and ttyS0", "[plan][arch]") {
   CHECK(parts[kRootAIndex].type.ToString() == "4f68bce3-e8cd-4db1-96e7-fbcaf984b709");
   CHECK(parts[kVerityAIndex].type.ToString() == "2c7357ed-ebd2-46d9-aec1-23d437ec2bf5");
   CHECK(d.loader_entry.find("console=ttyS0,115200") != std::string::npos);
+}
+
+TEST_CASE("PlanBoot puts the state's encryption words after sprout.config= only when the profile asks", "[plan]") {
+  Profile plain;
+  DiskPlan d = PlanDisk(plain, "s");
+  PlanBoot(d, plain, std::string(64, 'a'));
+  for (const auto& word : d.cmdline) CHECK_FALSE(word.starts_with("sprout.state."));
+  CHECK(DescribeState(ReadStateWords(d.cmdline)) == "plain ext4 (not encrypted)");
+
+  Profile encrypted;
+  encrypted.state_encryption = StateEncryption::kTpm2;
+  encrypted.cmdline = {"quiet"};
+  DiskPlan e = PlanDisk(encrypted, "s");
+  PlanBoot(e, encrypted, std::string(64, 'a'));
+  auto config = std::find(e.cmdline.begin(), e.cmdline.end(), "sprout.config=PARTUUID=" + e.config_uuid.ToString());
+  REQUIRE(std::distance(config, e.cmdline.end()) > 2);
+  CHECK(*(config + 1) == "sprout.state.encryption=tpm2");
+  CHECK(*(config + 2) == "sprout.state.without-tpm=refuse");  // the default
+  CHECK(e.cmdline.back() == "quiet");
+  CHECK(e.loader_entry.find(" sprout.state.encryption=tpm2 sprout.state.without-tpm=refuse ") != std::string::npos);
+  CHECK(DescribeState(ReadStateWords(e.cmdline)) ==
+        "encrypted at first boot (LUKS2, key sealed to the TPM: PCRs 7+11); without a TPM: refuse to start");
+  // Everything else on the line is as without encryption.
+  std::vector<std::string> rest;
+  for (const auto& word : e.cmdline) {
+    if (!word.starts_with("sprout.state.")) rest.push_back(word);
+  }
+  rest.pop_back();  // "quiet"
+  CHECK(rest == d.cmdline);
+
+  encrypted.without_tpm = WithoutTpm::kPlain;
+  PlanBoot(e, encrypted, std::string(64, 'a'));
+  CHECK(*(std::find(e.cmdline.begin(), e.cmdline.end(), "sprout.state.encryption=tpm2") + 1) ==
+        "sprout.state.without-tpm=plain");
+  CHECK(DescribeState(ReadStateWords(e.cmdline)) ==
+        "encrypted at first boot (LUKS2, key sealed to the TPM: PCRs 7+11); without a TPM: plain ext4 state with a "
+        "warning");
+}
+
+TEST_CASE("DescribeState reads a live medium's line and words this sprout does not know", "[plan]") {
+  CHECK(DescribeState(ReadStateWords({"ro", "sprout.live=iso", "fstab=no"})) ==
+        "in memory (a live medium keeps nothing)");
+  CHECK(DescribeState(ReadStateWords({"sprout.state.encryption=fido2"})) ==
+        "sprout.state.encryption=fido2, which this sprout does not know");
+  // Without the word the initrd refuses, as the profile's default does.
+  CHECK(DescribeState(ReadStateWords({"sprout.state.encryption=tpm2"})) ==
+        "encrypted at first boot (LUKS2, key sealed to the TPM: PCRs 7+11); without a TPM: refuse to start");
+  CHECK(DescribeState(ReadStateWords({"sprout.state.encryption=tpm2", "sprout.state.without-tpm=maybe"})) ==
+        "encrypted at first boot (LUKS2, key sealed to the TPM: PCRs 7+11); without a TPM: "
+        "sprout.state.without-tpm=maybe, which this sprout does not know");
 }

@@ -1,6 +1,6 @@
 // Per-node settings given at flashing or boot time (not at build time), from several
 // sources merged by precedence: kernel command line > QEMU fw_cfg > the image's config
-// area > nothing.
+// area > the config area's copy kept in the encrypted state > nothing.
 #pragma once
 
 #include <map>

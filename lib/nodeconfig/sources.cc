@@ -10,7 +10,10 @@ namespace sprout {
 
 namespace {
 
-// ReadPrefix reads at most limit bytes: the config area is a whole partition.
+// kAreaLimit bounds every read of a text source: the config area is a whole partition.
+constexpr std::size_t kAreaLimit = 1 << 20;
+
+// ReadPrefix reads at most limit bytes.
 std::optional<std::string> ReadPrefix(const std::filesystem::path& p, std::size_t limit) {
   std::ifstream in(p, std::ios::binary);
   if (!in) return std::nullopt;
@@ -18,6 +21,25 @@ std::optional<std::string> ReadPrefix(const std::filesystem::path& p, std::size_
   in.read(data.data(), static_cast<std::streamsize>(limit));
   data.resize(static_cast<std::size_t>(in.gcount()));
   return data;
+}
+
+// Keep adds a parsed source as the next layer, or its error as a problem: a broken
+// source is skipped.
+void Keep(const Result<NodeConfig>& parsed, std::vector<NodeConfig>& layers, LoadedConfig& out) {
+  if (parsed) {
+    layers.push_back(parsed.value());
+  } else {
+    out.problems.push_back(parsed.error());
+  }
+}
+
+// KeepFile reads the source at path, if there is one, named source in its problems.
+void KeepFile(const std::filesystem::path& path, const std::string& source, std::vector<NodeConfig>& layers,
+              LoadedConfig& out) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return;
+  auto text = ReadPrefix(path, kAreaLimit);
+  Keep(text ? ParseNodeConfig(*text, source) : Result<NodeConfig>(Fail(source + ": cannot be read")), layers, out);
 }
 
 }  // namespace
@@ -28,31 +50,21 @@ LoadedConfig LoadNodeConfig(const SystemPaths& paths) {
   auto cmdline_file = ReadFile(paths.cmdline);
   std::string cmdline = cmdline_file ? *cmdline_file : "";
 
+  // Lowest first: the area's contents the initrd moved into the encrypted state before
+  // wiping the area (docs/secure-boot.md), so the area, if written again, wins.
+  KeepFile(paths.saved_area, "config area (kept in the encrypted state)", layers, out);
+
   for (const auto& word : Split(Trim(cmdline), ' ')) {
     if (!word.starts_with("sprout.config=PARTUUID=")) continue;
     std::string uuid = word.substr(std::string("sprout.config=PARTUUID=").size());
-    auto area = ReadPrefix(paths.by_partuuid / uuid, 1 << 20);
+    auto area = ReadPrefix(paths.by_partuuid / uuid, kAreaLimit);
     if (!area) {
       out.problems.push_back("config area PARTUUID=" + uuid + " cannot be read");
       continue;
     }
-    auto parsed = ParseNodeConfig(*area, "config area");
-    if (parsed) {
-      layers.push_back(*parsed);
-    } else {
-      out.problems.push_back(parsed.error());
-    }
+    Keep(ParseNodeConfig(*area, "config area"), layers, out);
   }
-  std::error_code ec;
-  if (std::filesystem::exists(paths.fw_cfg, ec)) {
-    auto fw = ReadPrefix(paths.fw_cfg, 1 << 20);
-    auto parsed = fw ? ParseNodeConfig(*fw, "fw_cfg") : Result<NodeConfig>(Fail("fw_cfg: cannot be read"));
-    if (parsed) {
-      layers.push_back(*parsed);
-    } else {
-      out.problems.push_back(parsed.error());
-    }
-  }
+  KeepFile(paths.fw_cfg, "fw_cfg", layers, out);
   auto from_cmdline = ParseCmdline(cmdline);
   if (from_cmdline) {
     // /proc/cmdline is readable by every process on the node and inside every

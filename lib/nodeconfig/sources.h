@@ -1,5 +1,6 @@
 // Reading the node's configuration sources on a booted node (the thin edge around
-// nodeconfig.h): the config area, QEMU's fw_cfg and the kernel command line.
+// nodeconfig.h): the config area (and its copy kept in the encrypted state), QEMU's
+// fw_cfg and the kernel command line.
 #pragma once
 
 #include <filesystem>
@@ -15,6 +16,9 @@ struct SystemPaths {
   std::filesystem::path cmdline = "/proc/cmdline";
   std::filesystem::path fw_cfg = "/sys/firmware/qemu_fw_cfg/by_name/opt/sprout/config/raw";
   std::filesystem::path by_partuuid = "/dev/disk/by-partuuid";
+  // The config area's contents as the initrd kept them in the encrypted state before it
+  // wiped the area (docs/secure-boot.md); absent on a node whose state is plain.
+  std::filesystem::path saved_area = "/var/lib/sprout/config-area";
 };
 
 // LoadedConfig is the merged configuration plus what went wrong on the way; a broken
@@ -24,9 +28,11 @@ struct LoadedConfig {
   std::vector<std::string> problems;
 };
 
-// LoadNodeConfig reads the config area named by sprout.config=PARTUUID=... on the
-// kernel command line, then fw_cfg, then the command line itself, and merges them in
-// that order of precedence (command line highest).
+// LoadNodeConfig reads the config area's copy kept in the encrypted state (if there is
+// one), the config area named by sprout.config=PARTUUID=... on the kernel command line,
+// then fw_cfg, then the command line itself, and merges them in that order of
+// precedence (command line highest): a config area personalized again after the copy
+// was kept overrides it, and a wiped area (all zeros) sets nothing.
 LoadedConfig LoadNodeConfig(const SystemPaths& paths = {});
 
 }  // namespace sprout

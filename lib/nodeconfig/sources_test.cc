@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "util/fs.h"
+#include "util/text.h"
 
 using namespace sprout;
 
@@ -13,6 +14,7 @@ TEST_CASE("LoadNodeConfig merges config area, fw_cfg and command line, and repor
   p.cmdline = t.path() / "cmdline";
   p.fw_cfg = t.path() / "fw_cfg";
   p.by_partuuid = t.path() / "by-partuuid";
+  p.saved_area = t.path() / "config-area";  // none: the state is plain
   fs::create_directories(p.by_partuuid);
   std::ofstream(p.cmdline) << "ro sprout.config=PARTUUID=abc sprout.hostname=cmd-host\n";
   std::string area = "hostname=area-host\nrole=worker\naddress=198.18.0.9/24\n";
@@ -51,4 +53,55 @@ TEST_CASE("LoadNodeConfig merges config area, fw_cfg and command line, and repor
   REQUIRE(bad.problems.size() == 1);
   CHECK(bad.problems[0] == "fw_cfg:1: role must be 'control-plane' or 'worker'; got 'boss'");
   CHECK(*bad.config.role == "worker");  // the bad source is skipped, the others still count
+}
+
+TEST_CASE("LoadNodeConfig: a wiped config area sets nothing, and the copy kept in the encrypted state stands in",
+          "[nodeconfig]") {
+  TempDir t(fs::temp_directory_path(), "nodeconfig");
+  SystemPaths p;
+  p.cmdline = t.path() / "cmdline";
+  p.fw_cfg = t.path() / "fw_cfg";  // none
+  p.by_partuuid = t.path() / "by-partuuid";
+  p.saved_area = t.path() / "config-area";
+  fs::create_directories(p.by_partuuid);
+  std::ofstream(p.cmdline) << "ro sprout.config=PARTUUID=abc sprout.state.encryption=tpm2\n";
+  // The initrd overwrote the whole area with zeros: more than the 1 MiB that is read.
+  std::ofstream(p.by_partuuid / "abc", std::ios::binary) << std::string((1 << 20) + 4096, '\0');
+  auto wiped = LoadNodeConfig(p);
+  CHECK(wiped.problems.empty());
+  CHECK(wiped.config.origin.empty());
+  CHECK_FALSE(wiped.config.role.has_value());
+  CHECK_FALSE(wiped.config.cluster_secret.has_value());
+
+  // What the initrd kept of the area before wiping it.
+  const std::string secret = Base64Encode(std::string(32, 's'));
+  std::ofstream(p.saved_area) << "# sprout node configuration (sprout personalize); key=value per line\n"
+                                 "hostname=saved-host\nrole=control-plane\ncluster-secret="
+                              << secret << "\n";
+  auto kept = LoadNodeConfig(p);
+  CHECK(kept.problems.empty());
+  CHECK(*kept.config.hostname == "saved-host");
+  CHECK(*kept.config.role == "control-plane");
+  CHECK(*kept.config.cluster_secret == std::string(32, 's'));
+  CHECK(kept.config.origin["cluster-secret"] == "config area (kept in the encrypted state)");
+  CHECK(kept.config.origin["role"] == "config area (kept in the encrypted state)");
+
+  // The area personalized again later wins key by key; what it leaves out, the copy keeps.
+  std::string area = "role=worker\n";
+  area.resize(1 << 20, '\0');
+  std::ofstream(p.by_partuuid / "abc", std::ios::binary) << area;
+  auto again = LoadNodeConfig(p);
+  CHECK(again.problems.empty());
+  CHECK(*again.config.role == "worker");
+  CHECK(again.config.origin["role"] == "config area");
+  CHECK(*again.config.hostname == "saved-host");
+  CHECK(again.config.origin["hostname"] == "config area (kept in the encrypted state)");
+
+  // A copy that does not parse is a problem named by its source; the area still counts.
+  std::ofstream(p.saved_area) << "role=boss\n";
+  auto bad = LoadNodeConfig(p);
+  REQUIRE(bad.problems.size() == 1);
+  CHECK(bad.problems[0] ==
+        "config area (kept in the encrypted state):1: role must be 'control-plane' or 'worker'; got 'boss'");
+  CHECK(*bad.config.role == "worker");
 }

@@ -33,6 +33,9 @@ struct Layer {
   std::vector<ProfileFile> files;
   std::vector<ProfileImage> images;
   std::optional<std::uint64_t> esp_size, state_size, root_size;
+  std::optional<StateEncryption> state_encryption;
+  std::optional<WithoutTpm> without_tpm;
+  Location without_tpm_where;
   std::optional<std::int64_t> source_date_epoch;
   std::optional<std::filesystem::path> shoot;
   Location shoot_where;
@@ -96,7 +99,7 @@ class LayerParser {
   // The sections, each in its own file (section_*.cc) beside its test.
   // section_base.cc: name, description, hostname, base, role, arch, kernel, reproducible.
   void ParseIdentity(const YAML::Node& root, Layer& layer);
-  // section_disk.cc: formats and the partition sizes.
+  // section_disk.cc: formats, the partition sizes and the state's encryption.
   void ParseDisk(const YAML::Node& root, Layer& layer);
   void ParseFormats(const YAML::Node& n, Layer& layer);
   // section_files.cc: overlays and files.

@@ -61,6 +61,12 @@ std::optional<Format> ParseFormatName(const std::string& name) {
   return std::nullopt;
 }
 
+const char* StateEncryptionName(StateEncryption encryption) {
+  return encryption == StateEncryption::kTpm2 ? "tpm2" : "none";
+}
+
+const char* WithoutTpmName(WithoutTpm without_tpm) { return without_tpm == WithoutTpm::kPlain ? "plain" : "refuse"; }
+
 namespace {
 
 // RealProfilePath is a profile's absolute path with symlinks resolved: relative paths in
@@ -130,6 +136,7 @@ std::optional<Profile> LoadProfile(const fs::path& path, Diagnostics& diags) {
   Profile p;
   p.file = RealProfilePath(path);
   Location shoot_where;
+  Location without_tpm_where;  // the withoutTpm in force, if one is
   bool have_name = false, have_base = false;
   for (auto& l : layers) {
     p.chain.push_back(l.file);
@@ -172,6 +179,18 @@ std::optional<Profile> LoadProfile(const fs::path& path, Diagnostics& diags) {
     if (l.esp_size) p.esp_size = *l.esp_size;
     if (l.state_size) p.state_size = *l.state_size;
     if (l.root_size) p.root_size = *l.root_size;
+    if (l.state_encryption) {
+      p.state_encryption = *l.state_encryption;
+      // A child's `none` turns off what its parent asked for, withoutTpm with it.
+      if (p.state_encryption == StateEncryption::kNone) {
+        p.without_tpm = WithoutTpm::kRefuse;
+        without_tpm_where = {};
+      }
+    }
+    if (l.without_tpm) {
+      p.without_tpm = *l.without_tpm;
+      without_tpm_where = l.without_tpm_where;
+    }
     if (l.source_date_epoch) p.source_date_epoch = *l.source_date_epoch;
     if (l.shoot) {
       p.shoot_file = *l.shoot;
@@ -190,6 +209,12 @@ std::optional<Profile> LoadProfile(const fs::path& path, Diagnostics& diags) {
   if (p.pod_host == PodHost::kKubelet && !p.kubelet.present && !layers.empty()) {
     diags.Error({fs::path(path).string(), 0, 0}, "'podHost: kubelet' needs a 'kubelet:' entry",
                 "add 'kubelet:' with 'url' or 'source' and 'sha256' of the kubelet binary");
+  }
+  if (p.state_encryption == StateEncryption::kNone && !without_tpm_where.file.empty()) {
+    diags.Error(without_tpm_where,
+                "'disk.withoutTpm' only applies with 'disk.stateEncryption: tpm2', and the state is not encrypted",
+                "add 'stateEncryption: tpm2' to encrypt the state partition (docs/secure-boot.md), or remove "
+                "'withoutTpm'");
   }
   if (!layers.empty() && diags.error_count() == errors_before) {
     std::string top = fs::path(path).string();
@@ -228,6 +253,11 @@ std::string ProfileToJson(const Profile& p) {
   j["disk"]["espSize"] = p.esp_size;
   j["disk"]["stateSize"] = p.state_size;
   j["disk"]["rootSize"] = p.root_size;
+  // Only when on, so the record of a profile that does not ask stays as it was.
+  if (p.state_encryption != StateEncryption::kNone) {
+    j["disk"]["stateEncryption"] = StateEncryptionName(p.state_encryption);
+    j["disk"]["withoutTpm"] = WithoutTpmName(p.without_tpm);
+  }
   j["overlays"] = nlohmann::json::array();
   for (const auto& o : p.overlays) j["overlays"].push_back(rel(o));
   j["files"] = nlohmann::json::array();

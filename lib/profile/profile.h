@@ -53,6 +53,24 @@ struct ProfileFile {
   Location where;  // the profile entry that declared it
 };
 
+// StateEncryption says whether the initrd encrypts the state partition (/var) at first
+// boot: kTpm2 formats it as LUKS2 with its key sealed to the node's TPM 2.0
+// (docs/secure-boot.md).
+enum class StateEncryption { kNone, kTpm2 };
+
+// StateEncryptionName is the profile spelling ("none", "tpm2"), also the value of the
+// kernel command line's sprout.state.encryption=.
+const char* StateEncryptionName(StateEncryption encryption);
+
+// WithoutTpm says what a node whose state is to be encrypted does when it has no TPM:
+// refuse to start (the initrd stops and says why), or run with plain ext4 state and a
+// loud warning.
+enum class WithoutTpm { kRefuse, kPlain };
+
+// WithoutTpmName is the profile spelling ("refuse", "plain"), also the value of the
+// kernel command line's sprout.state.without-tpm=.
+const char* WithoutTpmName(WithoutTpm without_tpm);
+
 // PodHost is what runs the static pods on a node (docs/shoot.md).
 enum class PodHost { kPodman, kKubelet };
 
@@ -102,7 +120,9 @@ struct Profile {
   std::vector<ProfileFile> files;
   std::uint64_t esp_size = 64ull << 20;
   std::uint64_t state_size = 256ull << 20;
-  std::uint64_t root_size = 0;  // 0 = just large enough for the root file system
+  std::uint64_t root_size = 0;                                // 0 = just large enough for the root file system
+  StateEncryption state_encryption = StateEncryption::kNone;  // `disk.stateEncryption`
+  WithoutTpm without_tpm = WithoutTpm::kRefuse;               // `disk.withoutTpm`, with kTpm2 only
   std::int64_t source_date_epoch = 1700000000;
   std::string hostname;                            // baked default hostname; empty = generated at first boot
   std::filesystem::path shoot_file;                // the Gardener Shoot, if the profile names one

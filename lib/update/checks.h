@@ -1,11 +1,13 @@
 // What an update checks before it takes a build (docs/updates.md): whom the build is
-// signed by, whether it is older than the running one, and whether the state partition
-// has room for it. Pure: the node's files, keys and free space come in as values.
+// signed by, whether it is older than the running one, whether the state partition
+// has room for it, and whether the new image treats that partition as the running one
+// does. Pure: the node's files, keys, free space and command lines come in as values.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "util/result.h"
 
@@ -63,6 +65,27 @@ inline constexpr std::uint64_t kEtcdFloor = 256ull << 20;
 // CheckRoom refuses to put need bytes on a file system with free bytes available
 // when fewer than floor bytes would be left; the message names the numbers and the fix.
 Status CheckRoom(std::uint64_t free, std::uint64_t need, std::uint64_t floor, const std::string& where);
+
+// CheckStateEncryption refuses a new image that would find the node's state partition
+// (/var) in a form its initrd does not take. The initrd encrypts the state only at first
+// boot and never converts a used one (docs/secure-boot.md), so an update must keep what
+// the running image set up. From the two kernel command lines' words (the running one,
+// /proc/cmdline, and the new image's loader entry's options; image/plan.h's
+// kStateEncryptionWord and kWithoutTpmWord) the rule is:
+//  - sprout.state.encryption= must be the same on both sides (absent on both, or the
+//    same value): a plain state under an encrypting image is refused at boot
+//    (without-tpm=refuse) or runs plain while the image says encrypted (=plain), and a
+//    LUKS state under an image without the word is never opened;
+//  - with encryption on, a node whose words say without-tpm=plain may be running a
+//    plain state (it had no TPM at first boot), which only an image that says plain too
+//    takes: the initrd treats any other value, or none, as refuse. So the new image must
+//    say plain too. The other way (refuse to plain) is allowed: a node under refuse has
+//    an encrypted state, which every value opens.
+// The words alone decide, not the state on the disk, so a node under plain that did
+// encrypt is refused too; its fix is the same (build the new image with the node's
+// setting).
+Status CheckStateEncryption(const std::vector<std::string>& running_cmdline,
+                            const std::vector<std::string>& new_cmdline);
 
 // GateVerdict is the health gate's answer for a boot whose slots it could not read.
 struct GateVerdict {

@@ -128,3 +128,69 @@ TEST_CASE("gate: a boot that cannot be read is not committed, unless it cannot b
   CHECK(UnreadableBoot("root=/dev/mapper/root sprout.roothash=abc sprout.live=iso fstab=no", std::nullopt, "x").pass);
   CHECK_FALSE(UnreadableBoot("", std::nullopt, "cannot read /proc/cmdline").pass);
 }
+
+TEST_CASE("state encryption: an update keeps the node's encryption word; without-tpm may not go from plain to refuse",
+          "[update][state]") {
+  using Words = std::vector<std::string>;
+  const Words plain = {"ro", "sprout.roothash=abc", "sprout.state=PARTUUID=s", "panic=10"};
+  const Words refuse = {"ro", "sprout.state=PARTUUID=s", "sprout.state.encryption=tpm2",
+                        "sprout.state.without-tpm=refuse"};
+  const Words allow_plain = {"ro", "sprout.state=PARTUUID=s", "sprout.state.encryption=tpm2",
+                             "sprout.state.without-tpm=plain"};
+  const Words tpm2_only = {"ro", "sprout.state.encryption=tpm2"};  // no without-tpm: the initrd refuses
+
+  SECTION("the same words on both sides pass") {
+    CHECK(CheckStateEncryption(plain, plain));
+    CHECK(CheckStateEncryption(refuse, refuse));
+    CHECK(CheckStateEncryption(allow_plain, allow_plain));
+    CHECK(CheckStateEncryption(refuse, tpm2_only));
+    CHECK(CheckStateEncryption(tpm2_only, refuse));
+  }
+  SECTION("a plain node is not updated to an image that encrypts") {
+    for (const auto& next : {refuse, allow_plain, tpm2_only}) {
+      auto r = CheckStateEncryption(plain, next);
+      REQUIRE_FALSE(r);
+      CHECK(r.error().starts_with(
+          "the new image encrypts the state partition (sprout.state.encryption=tpm2) and this node's state is plain "
+          "ext4 (no sprout.state.encryption= on its command line); an update cannot convert a node's state: "
+          "reinstall the node from the new image, or build the new image with the node's setting "
+          "(disk.stateEncryption: none)"));
+    }
+  }
+  SECTION("an encrypting node is not updated to an image that does not encrypt") {
+    for (const auto& node : {refuse, allow_plain, tpm2_only}) {
+      auto r = CheckStateEncryption(node, plain);
+      REQUIRE_FALSE(r);
+      CHECK(r.error() ==
+            "the new image does not encrypt the state partition (no sprout.state.encryption= on its command line) "
+            "and this node's image encrypts its state (sprout.state.encryption=tpm2); an update cannot convert a "
+            "node's state: reinstall the node from the new image, or build the new image with the node's setting "
+            "(disk.stateEncryption: tpm2)");
+    }
+  }
+  SECTION("another encryption (a later sprout's) is a change too") {
+    auto r = CheckStateEncryption(refuse, {"sprout.state.encryption=fido2"});
+    REQUIRE_FALSE(r);
+    CHECK(
+        r.error().starts_with("the new image encrypts the state partition (sprout.state.encryption=fido2) and "
+                              "this node's image encrypts its state (sprout.state.encryption=tpm2)"));
+  }
+  SECTION("without-tpm: refuse to plain passes, plain to refuse (or to no word) is refused") {
+    CHECK(CheckStateEncryption(refuse, allow_plain));
+    CHECK(CheckStateEncryption(tpm2_only, allow_plain));
+    auto r = CheckStateEncryption(allow_plain, refuse);
+    REQUIRE_FALSE(r);
+    CHECK(r.error() ==
+          "the new image refuses a plain state partition (sprout.state.without-tpm=refuse) and this node's image "
+          "lets it stay plain without a TPM (sprout.state.without-tpm=plain), so this node's state may be plain "
+          "ext4, which the new image's initrd would refuse to boot; an update cannot convert a node's state: "
+          "reinstall the node from the new image, or build the new image with the node's setting "
+          "(disk.withoutTpm: plain)");
+    auto none = CheckStateEncryption(allow_plain, tpm2_only);
+    REQUIRE_FALSE(none);
+    CHECK_THAT(none.error(), Catch::Contains("(no sprout.state.without-tpm=, which means refuse)"));
+  }
+  SECTION("without encryption a stray without-tpm word means nothing") {
+    CHECK(CheckStateEncryption({"sprout.state.without-tpm=plain"}, plain));
+  }
+}

@@ -269,6 +269,24 @@ TEST_CASE("plan: refusals name the input and the fix", "[update]") {
     REQUIRE(allowed);
     CHECK(allowed->downgrade_note.starts_with("downgrade allowed by --allow-downgrade"));
   }
+  SECTION("a build that encrypts the state, for a node whose state is plain; and the reverse") {
+    auto in = Inputs();
+    const std::string words = " sprout.state.encryption=tpm2 sprout.state.without-tpm=refuse";
+    const auto at = in.build_entry.find(" panic=10");
+    in.build_entry.insert(at, words);
+    auto p = PlanUpdate(in);
+    REQUIRE_FALSE(p);
+    CHECK_THAT(p.error(), Catch::StartsWith("the new image encrypts the state partition "
+                                            "(sprout.state.encryption=tpm2) and this node's state is plain ext4"));
+    in.cmdline.insert(in.cmdline.find(" panic=10"), words);
+    auto both = PlanUpdate(in);
+    REQUIRE(both);
+    CHECK_THAT(both->entry_text, Catch::Contains(words));
+    in.build_entry = EntryFor(kHashB);
+    auto reverse = PlanUpdate(in);
+    REQUIRE_FALSE(reverse);
+    CHECK_THAT(reverse.error(), Catch::StartsWith("the new image does not encrypt the state partition"));
+  }
   SECTION("the same build again") {
     auto in = Inputs();
     in.build.root_hash = kHashA;
