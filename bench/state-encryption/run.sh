@@ -166,7 +166,7 @@ $(grep -av '^\s*$' "$log" | tail -n 8 | tr -d '\r')"
   P50[$side.$r]=$(put_value "$log" p50_ms) P99[$side.$r]=$(put_value "$log" p99_ms) MEAN[$side.$r]=$(put_value "$log" mean_ms)
   LOGIN[$side.$r]=$(printf '%.1f' "${BOOT_LOGIN_SECONDS:-0}")
   [ -n "${BOOT_LOGIN_SECONDS:-}" ] || fail "round $r, $side: no login prompt on the console"
-  ENCRYPT[$side.$r]=$(grep -ao 'sprout: encrypted the state partition [^ ]* in [0-9.]* s' "$log" | head -n 1 | awk '{ print $(NF - 1) }')
+  ENCRYPT[$side.$r]=$(grep -ao 'sprout: encrypted the state partition [^ ]* in [0-9.]* s' "$log" | head -n 1 | awk '{ print $(NF - 1) }' || true)
   if [ "$side" = luks2 ]; then
     [ -n "${ENCRYPT[$side.$r]}" ] || fail "round $r, luks2: no 'sprout: encrypted the state partition' line on the console"
   else
