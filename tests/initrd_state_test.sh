@@ -87,7 +87,12 @@ else
   truncate -s 1M "$work/area.img"
   printf 'role=control-plane\ncluster-secret=c2VjcmV0LXNlY3JldC1zZWNyZXQ=\n' |
     dd of="$work/area.img" conv=notrunc status=none
-  loop=$(losetup --find --show "$work/area.img")
+  if ! loop=$(losetup --find --show "$work/area.img" 2>&1); then
+    echo "$name: check 4 skipped: no loop device here ($loop)"
+    echo "$name: $passed passed, $failed failed"
+    [ "$failed" -eq 0 ]
+    exit
+  fi
   : >"$SPROUT_KMSG"
   keep_config_area "$loop" "$work/state/lib/sprout" 2>/dev/null
   kept=$work/state/lib/sprout/config-area
