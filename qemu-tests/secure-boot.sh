@@ -223,6 +223,7 @@ check_encrypted_state() {
   recovery=$(grep -ao 'sprout: recovery key: [a-z-]*' "$log" | head -n 1 | sed 's/.*: //')
   check "7. first boot: a recovery key was printed on the console" "$recovery" '^[a-z]{8}(-[a-z]{8}){7}$'
   check "7. first boot: /var is ext4 on the unlocked LUKS device" "$(smoke_value "$log" var)" '^ext4 +/dev/mapper/sprout-state$'
+  check "7. first boot: sprout-firstboot status says so" "$(smoke_value "$log" state-status)" '^state: encrypted \(LUKS2'
   check "7. first boot: the config area's settings were moved into the encrypted state" \
     "$(grep -ac 'moved the config area' "$log")" '^[1-9]'
   check "7. first boot: sprout-firstboot still has the cluster secret" "$(smoke_value "$log" config)" 'cluster-secret set by'

@@ -130,6 +130,8 @@ for boot in 1 2; do
   check "boot $boot: /var is ext4 on the state partition" "$(smoke_value "$log" var)" '^ext4 +/dev/vda7'
   # smoke.yaml asks for encrypted state but allows a machine without a TPM (this VM) to
   # run plain: loudly, at every boot.
+  check "boot $boot: sprout-firstboot status says the state is not encrypted" "$(smoke_value "$log" state-status)" \
+    '^state: NOT encrypted: the image asks for sprout.state.encryption=tpm2, and /var is on /dev/vda7'
   if [ "$boot" = 1 ]; then
     check "boot 1: no TPM, so the state stays plain, with a warning on the console" \
       "$(grep -ac 'WARNING: no TPM 2.0 on this machine: the state partition /dev/vda7 stays NOT encrypted' "$log")" '^[1-9]'

@@ -129,6 +129,19 @@ std::string DescribeState(const StateOnCmdline& state) {
   return text + kWithoutTpmWord + state.without_tpm + ", which this sprout does not know";
 }
 
+std::string StateStatusLine(const StateOnCmdline& state, const std::string& var_source) {
+  if (state.live || state.encryption.empty() || state.encryption == StateEncryptionName(StateEncryption::kNone)) {
+    return "";
+  }
+  if (var_source == "/dev/mapper/sprout-state") {
+    return "encrypted (LUKS2 on /dev/mapper/sprout-state, unlocked with the TPM at boot)";
+  }
+  return "NOT encrypted: the image asks for " + std::string(kStateEncryptionWord) + state.encryption +
+         ", and /var is " + (var_source.empty() ? std::string("not mounted") : "on " + var_source) +
+         " (a node with no TPM at first boot runs plain under disk.withoutTpm: plain); whoever holds the disk can "
+         "read etcd's data, the keys and the secrets";
+}
+
 std::vector<PartitionSpec> PlanPartitions(const DiskPlan& d, std::uint64_t esp_size, std::uint64_t root_size,
                                           std::uint64_t verity_size, std::uint64_t state_size) {
   // GPT attribute 60 marks a partition read-only for the OS, per the DPS.

@@ -100,6 +100,12 @@ StateOnCmdline ReadStateWords(const std::vector<std::string>& cmdline);
 // without a TPM: refuse to start", ... (the PCRs are the ones the initrd seals to).
 std::string DescribeState(const StateOnCmdline& state);
 
+// StateStatusLine is what `sprout-firstboot status` says of a node's state, from its
+// command line's words and the source /var is mounted from: "" when the image does not
+// ask for encryption (the line is left out); "encrypted (LUKS2, ...)" when /var is on
+// the device the initrd unlocked; otherwise a warning that it is not.
+std::string StateStatusLine(const StateOnCmdline& state, const std::string& var_source);
+
 // PlanPartitions lists the GPT partitions (root and verity types of plan.arch, from the
 // Discoverable Partitions Specification): ESP, root A and its verity, the reserved
 // root B and its verity (same sizes), the config area, then the state partition last

@@ -130,3 +130,17 @@ TEST_CASE("DescribeState reads a live medium's line and words this sprout does n
         "encrypted at first boot (LUKS2, key sealed to the TPM: PCRs 7+11); without a TPM: "
         "sprout.state.without-tpm=maybe, which this sprout does not know");
 }
+
+TEST_CASE("StateStatusLine: what sprout-firstboot status says of the node's state", "[plan]") {
+  const auto encrypted = ReadStateWords({"ro", "sprout.state.encryption=tpm2", "sprout.state.without-tpm=plain"});
+  // An image that does not encrypt, and a live medium, get no line.
+  CHECK(StateStatusLine(ReadStateWords({"ro", "sprout.state=PARTUUID=x"}), "/dev/vda7").empty());
+  CHECK(StateStatusLine(ReadStateWords({"sprout.live=iso", "sprout.state.encryption=tpm2"}), "tmpfs").empty());
+  CHECK(StateStatusLine(encrypted, "/dev/mapper/sprout-state") ==
+        "encrypted (LUKS2 on /dev/mapper/sprout-state, unlocked with the TPM at boot)");
+  // Plain because the node had no TPM: said, with what it means.
+  const std::string plain = StateStatusLine(encrypted, "/dev/vda7");
+  CHECK(plain.starts_with("NOT encrypted: the image asks for sprout.state.encryption=tpm2, and /var is on /dev/vda7"));
+  CHECK(plain.find("whoever holds the disk can read") != std::string::npos);
+  CHECK(StateStatusLine(encrypted, "").find("/var is not mounted") != std::string::npos);
+}
