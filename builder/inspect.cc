@@ -72,13 +72,7 @@ std::string AddSlots(nlohmann::ordered_json& out, const std::vector<Partition>& 
 // the node's state: where it lives and whether it is encrypted (docs/secure-boot.md). A
 // Secure Boot entry repeats its unified kernel image's signed command line.
 void AddState(nlohmann::ordered_json& out, const std::string& entry_text) {
-  std::vector<std::string> words;
-  for (const auto& line : Split(entry_text, '\n')) {
-    if (!line.starts_with("options ")) continue;
-    for (const auto& word : Split(std::string(Trim(line.substr(8))), ' ')) {
-      if (!word.empty()) words.push_back(word);
-    }
-  }
+  const std::vector<std::string> words = update::EntryOptionsWords(entry_text);
   if (words.empty()) {
     out["state"] = nullptr;
     return;

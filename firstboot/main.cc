@@ -18,6 +18,7 @@
 #include "formationd/transport.h"
 #include "image/plan.h"
 #include "nodeconfig/sources.h"
+#include "update/entries.h"
 #include "util/fs.h"
 #include "util/text.h"
 
@@ -59,7 +60,7 @@ std::string StateLine() {
     if (fields >> source >> target && target == "/var") var_source = source;
   }
   return sprout::StateStatusLine(
-      sprout::ReadStateWords(sprout::Split(sprout::Trim(cmdline ? *cmdline : std::string()), ' ')), var_source);
+      sprout::ReadStateWords(sprout::update::CmdlineWords(cmdline ? *cmdline : std::string())), var_source);
 }
 
 int Status(const std::filesystem::path& state_dir, bool json) {

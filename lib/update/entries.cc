@@ -94,6 +94,24 @@ std::string EntryRootHash(const std::string& entry_text) { return WordValue(entr
 
 std::string RootHashOfCmdline(const std::string& cmdline) { return WordValue(cmdline, "sprout.roothash="); }
 
+std::vector<std::string> CmdlineWords(const std::string& cmdline) {
+  std::vector<std::string> out;
+  for (const auto& w : Split(std::string(Trim(cmdline)), ' ')) {
+    if (!w.empty()) out.push_back(w);
+  }
+  return out;
+}
+
+std::vector<std::string> EntryOptionsWords(const std::string& entry_text) {
+  std::vector<std::string> out;
+  for (const auto& raw : Split(entry_text, '\n')) {
+    const std::string line(Trim(raw));
+    if (!line.starts_with("options ")) continue;
+    for (auto& w : CmdlineWords(line.substr(8))) out.push_back(std::move(w));
+  }
+  return out;
+}
+
 std::optional<Entry> BootedEntry(const std::vector<Entry>& entries, const std::string& booted_hash) {
   if (booted_hash.empty()) return std::nullopt;
   std::optional<Entry> committed;

@@ -39,6 +39,12 @@ std::string DescribeState(const EntryName& e);
 // EntryRootHash is the sprout.roothash= value of an entry's options line, or "".
 std::string EntryRootHash(const std::string& entry_text);
 
+// CmdlineWords are the words of a kernel command line (/proc/cmdline), empty ones dropped.
+std::vector<std::string> CmdlineWords(const std::string& cmdline);
+
+// EntryOptionsWords are the words of all of an entry's options lines (systemd-boot joins them).
+std::vector<std::string> EntryOptionsWords(const std::string& entry_text);
+
 // RootHashOfCmdline is the sprout.roothash= value of a kernel command line, or "".
 std::string RootHashOfCmdline(const std::string& cmdline);
 

@@ -23,25 +23,6 @@ std::string WordValue(const std::string& cmdline, const std::string& key) {
   return "";
 }
 
-// Words are the words of a kernel command line, or of an entry's options lines (all of
-// them: systemd-boot joins them).
-std::vector<std::string> Words(const std::string& cmdline) {
-  std::vector<std::string> out;
-  for (const auto& w : Split(std::string(Trim(cmdline)), ' ')) {
-    if (!w.empty()) out.push_back(w);
-  }
-  return out;
-}
-std::vector<std::string> OptionsWords(const std::string& entry_text) {
-  std::vector<std::string> out;
-  for (const auto& raw : Split(entry_text, '\n')) {
-    const std::string line(Trim(raw));
-    if (!line.starts_with("options ")) continue;
-    for (auto& w : Words(line.substr(8))) out.push_back(std::move(w));
-  }
-  return out;
-}
-
 // EntryText makes the new entry from the build's own: its kernel and initrd in the
 // slot's folder, and this disk's state and config partitions (the build's entry names
 // the partitions of the build's disk, which this node does not have).
@@ -211,7 +192,8 @@ Result<UpdatePlan> PlanUpdate(const UpdateInputs& in) {
   plan.downgrade_note = *downgrade;
   // The new entry keeps the build's state words (EntryText copies them), so they are
   // what the node's next boot reads.
-  if (auto s = CheckStateEncryption(Words(in.cmdline), OptionsWords(in.build_entry)); !s) return Fail(s.error());
+  if (auto s = CheckStateEncryption(CmdlineWords(in.cmdline), EntryOptionsWords(in.build_entry)); !s)
+    return Fail(s.error());
 
   // The booted entry must be committed: updating from a slot on trial would remove
   // the only committed entry (the other slot's) and leave nothing to fall back to.
