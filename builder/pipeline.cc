@@ -270,11 +270,13 @@ Result<BootFiles> MakeInitrd(const BuildPlan& plan, const PackedRoot& root) {
     fs::remove(unpacked, ec);
   }
   std::vector<RootEntry> stages{{RootEntry::Kind::kDir, "sprout", "", {}, 0755}};
-  for (const char* stage : {"local-top", "local-bottom"}) {
+  // The two stages, and the functions they share (sourced, so not executable).
+  for (const char* stage : {"local-top", "local-bottom", "functions"}) {
     fs::path script = DataDir() / "images" / "initrd" / stage;
     std::error_code ec;
     if (fs::exists(script, ec))
-      stages.push_back({RootEntry::Kind::kFile, std::string("sprout/") + stage, "", script, 0755});
+      stages.push_back({RootEntry::Kind::kFile, std::string("sprout/") + stage, "", script,
+                        std::string_view(stage) == "functions" ? 0644u : 0755u});
   }
   auto cpio = MakeCpio(stages, plan.epoch);
   if (!cpio) return Fail(cpio.error());

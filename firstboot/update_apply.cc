@@ -184,6 +184,7 @@ struct BuildImage {
   GptLayout gpt;
   VerityGeometry verity;  // its slot a's verity superblock
   std::string kernel, initrd, metadata;
+  std::string uki;    // a Secure Boot build's signed unified kernel image (then no kernel and initrd)
   std::string entry;  // its one loader entry's text
 };
 
@@ -220,20 +221,27 @@ Result<BuildImage> ReadBuildImage(const std::string& raw, const BuildInfo& build
     if (!r) return Fail(mounted.error() + "; mtools cannot read it either: " + r.error());
     files = extracted->path();
   }
-  std::error_code ec;
-  if (fs::exists(files / kUkiPath, ec)) {
-    return Fail(raw + " is a Secure Boot build (a signed unified kernel image, " + kUkiPath +
-                "); A/B updates to one are not built yet (docs/secure-boot.md): reflash the node with it");
-  }
-  auto kernel = ReadFile(files / "sprout" / "vmlinuz");
-  auto initrd = ReadFile(files / "sprout" / "initrd.img");
   auto metadata = ReadFile(files / "sprout" / "image.json");
   auto entries = ReadEntries(files);
-  if (!kernel || !initrd || !metadata || entries.size() != 1) {
-    return Fail(raw + ": its ESP lacks sprout/vmlinuz, sprout/initrd.img, sprout/image.json or its one loader entry");
+  std::error_code ec;
+  if (fs::exists(files / kUkiPath, ec)) {
+    // A Secure Boot build: one signed file, copied as it is (a node cannot re-sign it).
+    // Its command line names the state and config partitions by name, so it fits this
+    // node; its key unlocks through the signed PCR policy it carries (docs/secure-boot.md).
+    auto uki = ReadFile(files / kUkiPath);
+    if (!uki || !metadata || entries.size() != 1) {
+      return Fail(raw + ": its ESP lacks " + kUkiPath + ", sprout/image.json or its one loader entry");
+    }
+    image.uki = std::move(*uki);
+  } else {
+    auto kernel = ReadFile(files / "sprout" / "vmlinuz");
+    auto initrd = ReadFile(files / "sprout" / "initrd.img");
+    if (!kernel || !initrd || !metadata || entries.size() != 1) {
+      return Fail(raw + ": its ESP lacks sprout/vmlinuz, sprout/initrd.img, sprout/image.json or its one loader entry");
+    }
+    image.kernel = std::move(*kernel);
+    image.initrd = std::move(*initrd);
   }
-  image.kernel = std::move(*kernel);
-  image.initrd = std::move(*initrd);
   image.metadata = std::move(*metadata);
   image.entry = entries.front().text;
   return image;
@@ -312,12 +320,20 @@ Status WriteBootEntry(const Node& node, const UpdatePlan& plan, const BuildImage
   const fs::path kdir = node.esp / plan.kernel_dir;
   std::error_code ec;
   fs::create_directories(kdir, ec);
-  for (auto [name, data] : {std::pair{"vmlinuz", &image.kernel}, std::pair{"initrd.img", &image.initrd},
-                            std::pair{"image.json", &image.metadata}}) {
+  std::vector<std::pair<const char*, const std::string*>> files;
+  if (image.uki.empty()) {
+    files = {{"vmlinuz", &image.kernel}, {"initrd.img", &image.initrd}};
+  } else {
+    files = {{kUkiFile, &image.uki}};
+  }
+  files.emplace_back("image.json", &image.metadata);
+  for (auto [name, data] : files) {
     if (auto s = WriteFileAtomic(kdir / name, *data); !s) return s;
   }
   if (auto s = SyncPath(node.esp / "sprout"); !s) return s;
-  Step("kernel and initrd written to /" + plan.kernel_dir, t0);
+  Step(std::string(image.uki.empty() ? "kernel and initrd" : "signed unified kernel image") + " written to /" +
+           plan.kernel_dir,
+       t0);
   if (auto s = WriteFileAtomic(node.esp / "loader" / "entries" / plan.entry_file, plan.entry_text); !s) return s;
   Step("loader entry " + plan.entry_file + " written: the next boot tries slot " +
            std::string(1, plan.slots.inactive.letter) + " up to " + std::to_string(tries) + " times",

@@ -153,6 +153,7 @@ boot() {
     -drive "if=pflash,format=raw,unit=0,readonly=on,file=$code" \
     -drive "if=pflash,format=raw,unit=1,file=$work/$1.vars" \
     -drive "if=virtio,format=raw,file=${BOOT_DISK:-$work/$1.esp}" \
+    ${BOOT_EXTRA:+-drive "if=virtio,format=raw,readonly=on,file=$BOOT_EXTRA"} \
     -display none -serial "file:$log" -monitor none -nic none -no-reboot ${BOOT_TPM:+$(tpm_args "$BOOT_TPM")} \
     2>"$log.qemu" &
   local pid=$! t0=$SECONDS
@@ -275,6 +276,59 @@ check_encrypted_state() {
     "$(grep -ac 'did not release the key' "$work/sb-off.log"):$(grep -ac 'login:' "$work/sb-off.log")" '^[1-9][0-9]*:0$'
 }
 
+# check_update_unlocks: check 8, on check 7's disk and machine (TPM A, Secure Boot on): an
+# A/B update to another build signed with the same key, then the rollback from it, and
+# both unlock the state with the TPM, through the signed PCR 11 policy each UKI carries.
+# The update build (UPDATE_BUILD, a second build of the smoke profile with a later epoch,
+# which smoke.sh makes with KEEP_UPDATE) reaches the node on a second disk; the smoke
+# check installs it with `sprout-firstboot update apply --tries 1`.
+check_update_unlocks() {
+  local build=${UPDATE_BUILD:-} disk=$work/image.raw old new raw marker entries
+  echo "== 8. an A/B update to another build by the same signer, and the rollback, unlock the state"
+  if [ -z "$build" ] || [ ! -f "$build/manifest.json" ]; then
+    echo "== 8. SKIPPED: no update build given (UPDATE_BUILD=DIR: a second build of the smoke profile, made by smoke.sh with KEEP_UPDATE=DIR)"
+    return
+  fi
+  old=$(grep -a 'Command line:' "$work/image.log" | head -n 1 | grep -o 'sprout.roothash=[0-9a-f]*' | cut -d= -f2)
+  new=$(sed -n 's/.*"rootHash": *"\([0-9a-f]*\)".*/\1/p' "$build/manifest.json" | head -n 1)
+  raw=$(sed -n 's/.*"file": *"\([^"]*\.raw\)".*/\1/p' "$build/manifest.json" | head -n 1)
+  mkdir -p "$work/update/build"
+  cp "$build/manifest.json" "$build/sha256sums" "$work/update/build/" &&
+    cp --sparse=always "$build/$raw" "$work/update/build/" || { check "8. the update build is readable" "no" '^yes$'; return; }
+  truncate -s 4G "$work/update.img"
+  mkfs.ext4 -q -F -L SPROUT-UPDATE -d "$work/update" "$work/update.img" || { check "8. the update disk is made" "no" '^yes$'; return; }
+  rm -rf "$work/update"
+
+  BOOT_TPM=$work/tpm-a BOOT_DISK=$disk BOOT_EXTRA=$work/update.img BOOT_LIMIT=1200 \
+    BOOT_STOP='SPROUT-SMOKE done|Access Denied|Kernel panic|Rebooting' boot update-apply
+  echo "   $BOOT_SECONDS s"
+  grep -a 'SPROUT-SMOKE update-apply:' "$work/update-apply.log" | tr -d '\r' | sed 's/^.*update-apply: /   apply: /' | tail -n 12
+  check "8. the node installed the update into its other slot" \
+    "$(grep -a 'SPROUT-SMOKE update-apply: exit=' "$work/update-apply.log" | tr -d '\r' | sed 's/.*exit=//')" '^0$'
+  marker=written-in-boot-$(smoke_value "$work/update-apply.log" boot)
+  read -r esp_node _ < <(partition_range "$disk" 1)
+  entries=$(mdir -b -i "$disk@@$esp_node" ::loader/entries 2>/dev/null | sed 's|.*/||' | sort | tr '\n' ' ')
+  check "8. the ESP has the new slot's signed UKI and a loader entry with one try" \
+    "$(mdir -b -i "$disk@@$esp_node" ::sprout/b 2>/dev/null | grep -c 'sprout.efi$'):$entries" '^1:sprout-1-a\.conf sprout-2-b\+1\.conf $'
+
+  echo "== 8. the update's first boot (slot b, on trial), cut at the login prompt"
+  BOOT_TPM=$work/tpm-a BOOT_DISK=$disk BOOT_LIMIT=600 BOOT_STOP='login:|Access Denied|Kernel panic|Rebooting' boot update-boot
+  echo "   $BOOT_SECONDS s: $(grep -a 'unlocked the encrypted\|did not release' "$work/update-boot.log" | head -n 1 | tr -d '\r')"
+  check "8. the update boots the new build's UKI" \
+    "$(grep -a 'Command line:' "$work/update-boot.log" | head -n 1 | grep -o 'sprout.roothash=[0-9a-f]*' | cut -d= -f2)" "^$new\$"
+  check "8. the new UKI unlocked the state with the TPM, nothing encrypted again, to a login prompt" \
+    "$(grep -ac 'unlocked the encrypted state partition' "$work/update-boot.log"):$(grep -ac 'encrypting the state' "$work/update-boot.log"):$(grep -ac 'login:' "$work/update-boot.log")" '^[1-9][0-9]*:0:[1-9]'
+
+  echo "== 8. the rollback: the trial was never committed and its one try is spent, so the old slot boots"
+  BOOT_TPM=$work/tpm-a BOOT_DISK=$disk BOOT_LIMIT=600 BOOT_STOP='SPROUT-SMOKE done|Access Denied|Kernel panic|Rebooting' boot rollback
+  echo "   $BOOT_SECONDS s"
+  check "8. the rollback boots the old build's UKI" \
+    "$(grep -a 'Command line:' "$work/rollback.log" | head -n 1 | grep -o 'sprout.roothash=[0-9a-f]*' | cut -d= -f2)" "^$old\$"
+  check "8. the old UKI unlocked the state with the TPM" "$(grep -ac 'unlocked the encrypted state partition' "$work/rollback.log")" '^[1-9]'
+  check "8. /var is the same encrypted state, with the update boot's file" \
+    "$(smoke_value "$work/rollback.log" var) $(smoke_value "$work/rollback.log" prev-marker)" "^ext4 +/dev/mapper/sprout-state $marker\$"
+}
+
 echo "== 5. signed systemd-boot starts the signed UKI from an entry that adds options"
 "$sprout" sign-efi --key "$key" --cert "$cert" -o "$work/systemd-bootx64.efi" "$sdboot" || exit 1
 esp loader "$work/systemd-bootx64.efi" "$work/signed.efi" || exit 1
@@ -295,6 +349,9 @@ check "5. (control) without Secure Boot the entry's options do replace it" "$(li
 if [ -n "$(mdir -b -i "$image@@$esp_lo" ::sprout/sprout.efi 2>/dev/null)" ]; then
   echo "== 6. the signed image itself, its loader entry edited"
   cp --sparse=always "$image" "$work/image.raw"
+  # A disk larger than the image, as a node's is: the first boot grows the state partition
+  # before it encrypts it, and check 8's update has room in /var for its download.
+  truncate -s +3G "$work/image.raw"
   mcopy -n -i "$work/image.raw@@$esp_lo" ::loader/entries/sprout-1-a.conf "$work/image-entry.conf" || exit 1
   sed -i 's/^options .*/& sprout.injected=1/' "$work/image-entry.conf"
   mcopy -o -i "$work/image.raw@@$esp_lo" "$work/image-entry.conf" ::loader/entries/sprout-1-a.conf || exit 1
@@ -325,6 +382,7 @@ if [ -n "$(mdir -b -i "$image@@$esp_lo" ::sprout/sprout.efi 2>/dev/null)" ]; the
   check "6. the root is opened through dm-verity" "$(grep -ac 'device-mapper: verity: sha256' "$log")" '^[1-9]'
   if [ "$encrypted" = yes ]; then
     check_encrypted_state
+    check_update_unlocks
   else
     echo "== 7. SKIPPED: $image does not ask for encrypted state (disk.stateEncryption: tpm2, as smoke.yaml does)"
   fi

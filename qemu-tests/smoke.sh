@@ -196,6 +196,22 @@ check "a second import skips what is present" "$(images_value reimport)" 'etcd:3
 
 # Hand the pristine image to the tamper test, if asked.
 [ -n "${KEEP_IMAGE:-}" ] && cp --sparse=always "$image" "$KEEP_IMAGE"
+# And a second build of the same profile, signed with the same key, with a later epoch
+# (so another root hash, and no downgrade): qemu-tests/secure-boot.sh check 8 updates a
+# node of the first build to it and rolls back.
+if [ -n "${KEEP_UPDATE:-}" ]; then
+  echo "== a second build of the smoke profile, epoch +100 (the update of secure-boot.sh check 8)"
+  t_update=$SECONDS
+  epoch=$(sed -n 's/^ *sourceDateEpoch: *//p' "$top/profiles/default.yaml" | head -n 1)
+  rm -rf "$KEEP_UPDATE"
+  if SOURCE_DATE_EPOCH=$((epoch + 100)) "$SPROUT" build "$here/smoke.yaml" -o "$KEEP_UPDATE" --cache-dir "$CACHE" \
+    --offline --format raw "${sb_flags[@]}" >"$work/update-build.log" 2>&1; then
+    echo "   built in $((SECONDS - t_update)) s: $(grep -o '"rootHash": *"[0-9a-f]\{12\}' "$KEEP_UPDATE/manifest.json" | head -n 1)"
+  else
+    tail -n 20 "$work/update-build.log"
+    check "the second build (for the update test)" "failed" '^built$'
+  fi
+fi
 cat "$work/figures" 2>/dev/null
 echo "smoke: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

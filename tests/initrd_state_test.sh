@@ -9,7 +9,9 @@
 #      and the console says why and what to do;
 #   4. on a node with encrypted state, the config area's settings (the cluster secret)
 #      move into the state and the area is wiped, on a real loop device; an area
-#      already wiped moves nothing.
+#      already wiped moves nothing;
+#   5. device_of (images/initrd/functions) finds PARTLABEL=NAME only on the disk that
+#      holds the verity root, on a sysfs tree laid out as the kernel does it.
 set -u
 name=initrd_state_test
 for tool in mke2fs e2fsck resize2fs debugfs dumpe2fs; do
@@ -34,6 +36,36 @@ SPROUT_INITRD_TEST=1
 . "$src/images/initrd/local-bottom"
 
 blocks() { dumpe2fs -h "$1" 2>/dev/null | sed -n 's/^Block count: *//p'; }
+
+# 5. PARTLABEL=NAME on the root's disk: two disks with the same partition names (a node
+#    with a second sprout disk plugged in); the state is found on the root's disk only.
+# shellcheck source=images/initrd/functions
+. "$src/images/initrd/functions"
+sys=$work/sys
+mkpart() {  # DISK PART NAME
+  mkdir -p "$sys/devices/$1/$2" && : >"$sys/devices/$1/$2/partition"
+  printf 'MAJOR=254\nDEVNAME=%s\nDEVTYPE=partition\nPARTN=1\nPARTNAME=%s\n' "$2" "$3" >"$sys/devices/$1/$2/uevent"
+  mkdir -p "$sys/class/block" && ln -s "../../devices/$1/$2" "$sys/class/block/$2"
+}
+mkpart vda vda2 sprout-root-a && mkpart vda vda7 sprout-state && mkpart vda vda6 sprout-config
+mkpart sdb sdb7 sprout-state && mkpart sdb sdb2 sprout-root-a
+printf 'ro sprout.verity.data=PARTUUID=data-uuid sprout.state=PARTLABEL=sprout-state\n' >"$work/cmdline"
+resolve_device() { case "$1" in PARTUUID=data-uuid) echo /dev/vda2 ;; /dev/*) echo "$1" ;; *) return 1 ;; esac; }
+found=$(SPROUT_CMDLINE=$work/cmdline SPROUT_SYS_BLOCK=$sys/class/block device_of PARTLABEL=sprout-state)
+found_config=$(SPROUT_CMDLINE=$work/cmdline SPROUT_SYS_BLOCK=$sys/class/block device_of PARTLABEL=sprout-config)
+missing=$(SPROUT_CMDLINE=$work/cmdline SPROUT_SYS_BLOCK=$sys/class/block device_of PARTLABEL=sprout-esp) && missing="found $missing"
+if [ "$found" = /dev/vda7 ] && [ "$found_config" = /dev/vda6 ] && [ -z "$missing" ]; then
+  ok "PARTLABEL= is looked up on the root's disk: state $found, config $found_config (not /dev/sdb7); a name it lacks is not found"
+else
+  bad "device_of: state '$found', config '$found_config', a missing name gave '$missing'"
+fi
+printf 'ro sprout.verity.data=PARTUUID=data-uuid\n' >"$work/cmdline"
+if [ "$(SPROUT_CMDLINE=$work/cmdline device_of PARTUUID=data-uuid)" = /dev/vda2 ]; then
+  ok "any other spec (PARTUUID=, as older images wrote) goes to resolve_device"
+else
+  bad "device_of PARTUUID= did not go to resolve_device"
+fi
+unset -f resolve_device
 
 # 1. Grown partition, file system not yet grown, and no /run marker: grown now.
 img=$work/state.img

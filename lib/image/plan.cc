@@ -64,8 +64,11 @@ void PlanBoot(DiskPlan& d, const Profile& profile, const std::string& root_hash)
       "sprout.roothash=" + root_hash,
       "sprout.verity.data=PARTUUID=" + d.root_uuid.ToString(),
       "sprout.verity.hash=PARTUUID=" + d.verity_uuid.ToString(),
-      "sprout.state=PARTUUID=" + d.state_uuid.ToString(),
-      "sprout.config=PARTUUID=" + d.config_uuid.ToString(),
+      // By their GPT names on the disk that holds the root (the initrd and sprout-firstboot
+      // look there), not by PARTUUID: one command line then fits every disk, so a signed
+      // UKI of a new build boots on a node whose partitions the build never saw.
+      std::string(kStateWord) + kStateLabel,
+      std::string(kConfigWord) + kConfigLabel,
       // sprout mounts what it needs itself; the generator would guess from the disk.
       "systemd.gpt_auto=0",
       // Fail closed: a root that verity refuses makes initramfs-tools' panic() reboot

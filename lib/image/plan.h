@@ -39,6 +39,13 @@ inline constexpr const char* kEmptyLabel = "_empty";
 inline constexpr const char* kStateLabel = "sprout-state";
 inline constexpr const char* kConfigLabel = "sprout-config";
 
+// The command line names the state partition and the config area by these words and
+// their GPT names; both are looked up on the disk that holds the verity root (the data
+// partition of sprout.verity.data=), never elsewhere. Older images named them with
+// PARTUUID=, which the initrd and sprout-firstboot still read.
+inline constexpr const char* kStateWord = "sprout.state=PARTLABEL=";
+inline constexpr const char* kConfigWord = "sprout.config=PARTLABEL=";
+
 // The config area's size: small, written by `sprout personalize`, read at boot.
 inline constexpr std::uint64_t kConfigSize = 1 << 20;
 

@@ -22,6 +22,21 @@ TEST_CASE("PlanBoot derives root and verity partition UUIDs from the root hash h
   CHECK(d.loader_conf.find("editor no") != std::string::npos);
 }
 
+TEST_CASE("the command line names the state and config partitions the same way on every disk", "[plan]") {
+  // A signed UKI's command line cannot be rewritten for the node it lands on, so apart
+  // from the root hash's own words it must not depend on the build's disk.
+  Profile p;
+  DiskPlan one = PlanDisk(p, "seed-one"), two = PlanDisk(p, "seed-two");
+  REQUIRE_FALSE(one.state_uuid == two.state_uuid);
+  const std::string hash(64, 'b');
+  PlanBoot(one, p, hash);
+  PlanBoot(two, p, hash);
+  CHECK(one.cmdline == two.cmdline);
+  CHECK(std::count(one.cmdline.begin(), one.cmdline.end(), "sprout.state=PARTLABEL=sprout-state") == 1);
+  CHECK(std::count(one.cmdline.begin(), one.cmdline.end(), "sprout.config=PARTLABEL=sprout-config") == 1);
+  for (const auto& word : one.cmdline) CHECK(word.find(one.state_uuid.ToString()) == std::string::npos);
+}
+
 TEST_CASE("PlanDisk is a pure function of the seed", "[plan]") {
   Profile p;
   DiskPlan a = PlanDisk(p, "seed-1"), b = PlanDisk(p, "seed-1"), c = PlanDisk(p, "seed-2");
@@ -93,7 +108,7 @@ TEST_CASE("PlanBoot puts the state's encryption words after sprout.config= only 
   encrypted.cmdline = {"quiet"};
   DiskPlan e = PlanDisk(encrypted, "s");
   PlanBoot(e, encrypted, std::string(64, 'a'));
-  auto config = std::find(e.cmdline.begin(), e.cmdline.end(), "sprout.config=PARTUUID=" + e.config_uuid.ToString());
+  auto config = std::find(e.cmdline.begin(), e.cmdline.end(), "sprout.config=PARTLABEL=sprout-config");
   REQUIRE(std::distance(config, e.cmdline.end()) > 2);
   CHECK(*(config + 1) == "sprout.state.encryption=tpm2");
   CHECK(*(config + 2) == "sprout.state.without-tpm=refuse");  // the default

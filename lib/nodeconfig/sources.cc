@@ -44,6 +44,37 @@ void KeepFile(const std::filesystem::path& path, const std::string& source, std:
 
 }  // namespace
 
+std::optional<std::filesystem::path> PartitionOnRootDisk(const SystemPaths& paths, const std::string& cmdline,
+                                                         const std::string& name) {
+  namespace fs = std::filesystem;
+  const std::string key = "sprout.verity.data=PARTUUID=";
+  std::string uuid;
+  for (const auto& word : Split(Trim(cmdline), ' ')) {
+    if (word.starts_with(key)) uuid = word.substr(key.size());
+  }
+  if (uuid.empty()) return std::nullopt;
+  std::error_code ec;
+  const fs::path data = fs::canonical(paths.by_partuuid / uuid, ec);
+  if (ec) return std::nullopt;
+  // /sys/class/block/vda2 links into the disk's own folder, which holds one folder per
+  // partition, each with a "partition" file and a uevent naming its GPT name.
+  const fs::path disk = fs::canonical(paths.sys_class_block / data.filename(), ec).parent_path();
+  if (ec) return std::nullopt;
+  for (const auto& entry : fs::directory_iterator(disk, ec)) {
+    if (!fs::exists(entry.path() / "partition", ec)) continue;
+    auto uevent = ReadPrefix(entry.path() / "uevent", 4096);
+    if (!uevent) continue;
+    std::string devname;
+    bool named = false;
+    for (const auto& line : Split(*uevent, '\n')) {
+      if (line == "PARTNAME=" + name) named = true;
+      if (line.starts_with("DEVNAME=")) devname = line.substr(8);
+    }
+    if (named && !devname.empty()) return paths.dev / devname;
+  }
+  return std::nullopt;
+}
+
 LoadedConfig LoadNodeConfig(const SystemPaths& paths) {
   LoadedConfig out;
   std::vector<NodeConfig> layers;
@@ -55,11 +86,17 @@ LoadedConfig LoadNodeConfig(const SystemPaths& paths) {
   KeepFile(paths.saved_area, "config area (kept in the encrypted state)", layers, out);
 
   for (const auto& word : Split(Trim(cmdline), ' ')) {
-    if (!word.starts_with("sprout.config=PARTUUID=")) continue;
-    std::string uuid = word.substr(std::string("sprout.config=PARTUUID=").size());
-    auto area = ReadPrefix(paths.by_partuuid / uuid, kAreaLimit);
+    if (!word.starts_with("sprout.config=")) continue;
+    const std::string spec = word.substr(std::string("sprout.config=").size());
+    std::optional<std::filesystem::path> device;
+    if (spec.starts_with("PARTUUID=")) device = paths.by_partuuid / spec.substr(std::string("PARTUUID=").size());
+    if (spec.starts_with("PARTLABEL=")) {
+      device = PartitionOnRootDisk(paths, cmdline, spec.substr(std::string("PARTLABEL=").size()));
+    }
+    auto area = device ? ReadPrefix(*device, kAreaLimit) : std::nullopt;
     if (!area) {
-      out.problems.push_back("config area PARTUUID=" + uuid + " cannot be read");
+      out.problems.push_back("config area " + spec + " cannot be read" +
+                             (device ? " (" + device->string() + ")" : std::string(" (not found on the root's disk)")));
       continue;
     }
     Keep(ParseNodeConfig(*area, "config area"), layers, out);

@@ -105,3 +105,46 @@ TEST_CASE("LoadNodeConfig: a wiped config area sets nothing, and the copy kept i
         "config area (kept in the encrypted state):1: role must be 'control-plane' or 'worker'; got 'boss'");
   CHECK(*bad.config.role == "worker");
 }
+
+TEST_CASE("LoadNodeConfig finds sprout.config=PARTLABEL= on the disk that holds the root, not on another",
+          "[nodeconfig]") {
+  TempDir t(fs::temp_directory_path(), "nodeconfig");
+  SystemPaths p;
+  p.cmdline = t.path() / "cmdline";
+  p.fw_cfg = t.path() / "fw_cfg";
+  p.by_partuuid = t.path() / "by-partuuid";
+  p.saved_area = t.path() / "config-area";
+  p.sys_class_block = t.path() / "sys" / "class" / "block";
+  p.dev = t.path() / "dev";
+  fs::create_directories(p.by_partuuid);
+  fs::create_directories(p.sys_class_block);
+  fs::create_directories(p.dev);
+  // Laid out as the kernel does: /sys/class/block/NAME links to the partition's folder
+  // inside its disk's folder.
+  auto part = [&](const std::string& disk, const std::string& name, const std::string& label, const std::string& data) {
+    const fs::path dir = t.path() / "sys" / "devices" / disk / name;
+    fs::create_directories(dir);
+    std::ofstream(dir / "partition") << "1\n";
+    std::ofstream(dir / "uevent") << "MAJOR=254\nDEVNAME=" << name << "\nDEVTYPE=partition\nPARTNAME=" << label << "\n";
+    fs::create_symlink(dir, p.sys_class_block / name);
+    std::ofstream(p.dev / name, std::ios::binary) << data;
+  };
+  part("vda", "vda2", "sprout-root-a", "");
+  part("vda", "vda6", "sprout-config", "role=worker\n");
+  part("sdb", "sdb6", "sprout-config", "role=control-plane\n");  // a second sprout disk plugged in
+  fs::create_symlink(p.dev / "vda2", p.by_partuuid / "root-uuid");
+  std::ofstream(p.cmdline) << "ro sprout.verity.data=PARTUUID=root-uuid sprout.config=PARTLABEL=sprout-config\n";
+
+  CHECK(PartitionOnRootDisk(p, "sprout.verity.data=PARTUUID=root-uuid", "sprout-config") == p.dev / "vda6");
+  CHECK_FALSE(PartitionOnRootDisk(p, "sprout.verity.data=PARTUUID=root-uuid", "sprout-state"));
+  CHECK_FALSE(PartitionOnRootDisk(p, "ro", "sprout-config"));  // no root named: nothing guessed
+  auto loaded = LoadNodeConfig(p);
+  CHECK(loaded.problems.empty());
+  REQUIRE(loaded.config.role);
+  CHECK(*loaded.config.role == "worker");
+
+  std::ofstream(p.cmdline) << "ro sprout.verity.data=PARTUUID=root-uuid sprout.config=PARTLABEL=sprout-cfg\n";
+  auto missing = LoadNodeConfig(p);
+  REQUIRE(missing.problems.size() == 1);
+  CHECK(missing.problems[0] == "config area PARTLABEL=sprout-cfg cannot be read (not found on the root's disk)");
+}

@@ -15,39 +15,45 @@ namespace {
 
 std::string SlotLabel(char slot) { return std::string("sprout-root-") + slot; }
 
-// WordValue is the value of KEY= among the words of a command line.
-std::string WordValue(const std::string& cmdline, const std::string& key) {
-  for (const auto& w : Split(std::string(Trim(cmdline)), ' ')) {
-    if (w.starts_with(key)) return w.substr(key.size());
+// NodePartitionWord is the command line's word for the node's own state or config
+// partition, for a build whose entry names them by PARTUUID (images before the words by
+// name): the PARTUUID of the partition labelled label on this node's disk.
+Result<std::string> NodePartitionWord(const GptLayout& disk, const std::string& key, const std::string& label) {
+  for (const auto& p : disk.partitions) {
+    if (p.spec.label == label) return key + "PARTUUID=" + p.spec.uuid.ToString();
   }
-  return "";
+  return Fail("this node's disk has no partition labelled " + label);
 }
 
-// EntryText makes the new entry from the build's own: its kernel and initrd in the
-// slot's folder, and this disk's state and config partitions (the build's entry names
-// the partitions of the build's disk, which this node does not have).
-Result<std::string> EntryText(const std::string& build_entry, const std::string& cmdline, const std::string& dir,
+// EntryText makes the new entry from the build's own: its kernel and initrd (or unified
+// kernel image) in the slot's folder. The state and config partitions are named by their
+// GPT names on the root's disk (PlanBoot), which fits this node as it fits the build's
+// disk, and are kept as they are; a build from before that names the build's own
+// PARTUUIDs, which this node does not have, so those words get the node's.
+Result<std::string> EntryText(const std::string& build_entry, const GptLayout& disk, const std::string& dir,
                               const std::string& new_hash) {
   std::string out;
-  bool linux_seen = false, options_seen = false, hash_seen = false;
+  bool kernel_seen = false, options_seen = false, hash_seen = false;
   for (const auto& raw : Split(build_entry, '\n')) {
     std::string line(Trim(raw));
     if (line.starts_with("linux ")) {
       out += "linux /" + dir + "/vmlinuz\n";
-      linux_seen = true;
+      kernel_seen = true;
     } else if (line.starts_with("initrd ")) {
       out += "initrd /" + dir + "/initrd.img\n";
+    } else if (line.starts_with("efi ")) {
+      out += "efi /" + dir + "/" + kUkiFile + "\n";
+      kernel_seen = true;
     } else if (line.starts_with("options ")) {
       std::string opts;
       for (const auto& w : Split(line.substr(8), ' ')) {
         if (w.empty()) continue;
         std::string word = w;
-        for (const char* key : {"sprout.state=", "sprout.config="}) {
-          if (word.starts_with(key)) {
-            std::string mine = WordValue(cmdline, key);
-            if (mine.empty()) return Fail(std::string("the running kernel command line has no ") + key);
-            word = key + mine;
-          }
+        for (auto [key, label] : {std::pair{"sprout.state=", kStateLabel}, std::pair{"sprout.config=", kConfigLabel}}) {
+          if (!word.starts_with(key) || word.starts_with(std::string(key) + "PARTLABEL=")) continue;
+          auto mine = NodePartitionWord(disk, key, label);
+          if (!mine) return Fail(mine.error());
+          word = *mine;
         }
         if (word.starts_with("sprout.roothash=") && word != "sprout.roothash=" + new_hash) {
           return Fail("the build's loader entry names another root hash than its manifest");
@@ -61,7 +67,7 @@ Result<std::string> EntryText(const std::string& build_entry, const std::string&
       out += line + "\n";
     }
   }
-  if (!linux_seen || !options_seen) return Fail("the build's loader entry lacks a linux or options line");
+  if (!kernel_seen || !options_seen) return Fail("the build's loader entry lacks a linux (or efi) or options line");
   // Without its root hash the entry would boot a root that verity does not check, and
   // the node could not tell which slot it runs.
   if (!hash_seen) return Fail("the build's loader entry has no sprout.roothash= on its options line");
@@ -155,7 +161,7 @@ std::vector<std::string> EntryPaths(const std::string& entry_text) {
   std::vector<std::string> out;
   for (const auto& raw : Split(entry_text, '\n')) {
     std::string line(Trim(raw));
-    for (const char* key : {"linux ", "initrd "}) {
+    for (const char* key : {"linux ", "initrd ", "efi "}) {
       if (line.starts_with(key)) {
         std::string path(Trim(line.substr(std::string(key).size())));
         while (path.starts_with("/")) path = path.substr(1);
@@ -262,7 +268,7 @@ Result<UpdatePlan> PlanUpdate(const UpdateInputs& in) {
                    {target.verity.entry, uuids.verity, SlotLabel(target.letter) + "-verity"}};
   plan.kernel_dir = std::string("sprout/") + target.letter;
   plan.entry_file = TrialEntryName(generation + 1, target.letter, in.tries);
-  auto text = EntryText(in.build_entry, in.cmdline, plan.kernel_dir, in.build.root_hash);
+  auto text = EntryText(in.build_entry, in.disk, plan.kernel_dir, in.build.root_hash);
   if (!text) return Fail("the build's loader entry: " + text.error());
   plan.entry_text = *text;
   return plan;

@@ -91,8 +91,12 @@ struct UpdatePlan {
 // PlanUpdate makes the plan or says, naming the input, why the update cannot be done.
 Result<UpdatePlan> PlanUpdate(const UpdateInputs& in);
 
-// EntryPaths are the ESP paths (relative, no leading slash) an entry's linux and
-// initrd lines name.
+// kUkiFile is the name of a slot's unified kernel image in its folder (sprout/b/sprout.efi),
+// as the image's own is sprout/sprout.efi (kUkiPath).
+inline constexpr const char* kUkiFile = "sprout.efi";
+
+// EntryPaths are the ESP paths (relative, no leading slash) an entry's linux, initrd
+// and efi lines name.
 std::vector<std::string> EntryPaths(const std::string& entry_text);
 
 }  // namespace sprout::update

@@ -195,10 +195,43 @@ TEST_CASE("plan: first update writes slot b with a counted generation-2 entry", 
   // The entry boots the new kernel from the slot's folder with this disk's state and config.
   CHECK(plan->entry_text.find("linux /sprout/b/vmlinuz\n") != std::string::npos);
   CHECK(plan->entry_text.find("initrd /sprout/b/initrd.img\n") != std::string::npos);
-  CHECK(plan->entry_text.find("sprout.state=PARTUUID=NODE-STATE") != std::string::npos);
-  CHECK(plan->entry_text.find("sprout.config=PARTUUID=NODE-CONFIG") != std::string::npos);
+  // The build names its own partitions by PARTUUID (an image from before the words by
+  // name): the entry gets this node's, read from its disk's GPT by their labels.
+  CHECK(plan->entry_text.find("sprout.state=PARTUUID=" + Guid::Derive("s", "v").ToString()) != std::string::npos);
+  CHECK(plan->entry_text.find("sprout.config=PARTUUID=" + Guid::Derive("s", "c").ToString()) != std::string::npos);
   CHECK(plan->entry_text.find("BUILD-") == std::string::npos);
   CHECK(plan->entry_text.find("sprout.roothash=" + kHashB) != std::string::npos);
+}
+
+TEST_CASE("plan: a unified kernel image's entry goes to the slot's folder, its words by name kept as they are",
+          "[update]") {
+  auto in = Inputs();
+  const auto u = SlotUuidsOf(kHashB);
+  const std::string options = "options root=/dev/mapper/root ro sprout.roothash=" + kHashB +
+                              " sprout.verity.data=PARTUUID=" + u.root.ToString() +
+                              " sprout.verity.hash=PARTUUID=" + u.verity.ToString() +
+                              " sprout.state=PARTLABEL=sprout-state sprout.config=PARTLABEL=sprout-config panic=10\n";
+  in.build_entry = "title sprout test\nefi /sprout/sprout.efi\n" + options;
+  auto plan = PlanUpdate(in);
+  REQUIRE(plan);
+  // Word for word the UKI's own command line (which a node cannot re-sign), in slot b's folder.
+  CHECK(plan->entry_text == "title sprout test\nefi /sprout/b/sprout.efi\n" + options);
+  CHECK(EntryPaths(plan->entry_text) == std::vector<std::string>{"sprout/b/sprout.efi"});
+
+  // Updating again from slot b: slot a's UKI entry is stale, and so is its file.
+  in.cmdline = "ro sprout.roothash=" + kHashB;
+  in.disk = Disk(kHashA, kHashB);
+  in.entries = {MakeEntry("sprout-1-a.conf", "title a\nefi /sprout/sprout.efi\noptions sprout.roothash=" + kHashA),
+                MakeEntry("sprout-2-b.conf", plan->entry_text)};
+  in.build.root_hash = kHashC;
+  in.build_disk = Disk(kHashC, "");
+  in.build_entry = "title sprout test\nefi /sprout/sprout.efi\noptions ro sprout.roothash=" + kHashC +
+                   " sprout.state=PARTLABEL=sprout-state\n";
+  auto back = PlanUpdate(in);
+  REQUIRE(back);
+  CHECK(back->entry_text.find("efi /sprout/a/sprout.efi\n") != std::string::npos);
+  CHECK(back->remove_entries == std::vector<std::string>{"sprout-1-a.conf"});
+  CHECK(back->remove_files == std::vector<std::string>{"sprout/sprout.efi"});
 }
 
 TEST_CASE("plan: back to slot a removes slot a's stale entry and its files, never the running ones", "[update]") {
