@@ -235,11 +235,13 @@ check_encrypted_state() {
   # The power cut: the VM was killed when the report was out, with no shutdown.
   state_header "$disk" "$work/state-header" || { check "7. the state partition's header copies" "failed" '^ok$'; return; }
   dump=$(cryptsetup luksDump "$work/state-header" 2>&1)
-  echo "$dump" | grep -E '^(Version|Label):|systemd-|tpm2-hash-pcrs|tpm2-pcr-bank|^Keyslots:|^  [0-9]+: luks2|Keyslot:' |
+  echo "$dump" | grep -E '^(Version|Label):|systemd-|tpm2-hash-pcrs|tpm2-pubkey-pcrs|tpm2-pcr-bank|^Keyslots:|^  [0-9]+: luks2|Keyslot:' |
     sed 's/^/   luksDump: /'
   check "7. cryptsetup luksDump: LUKS2" "$(echo "$dump" | sed -n 's/^Version:[[:space:]]*//p')" '^2$'
-  check "7. cryptsetup luksDump: a TPM2 token bound to PCRs 7 and 11" \
-    "$(echo "$dump" | grep -c 'systemd-tpm2'):$(echo "$dump" | sed -n 's/^[[:space:]]*tpm2-hash-pcrs:[[:space:]]*//p' | head -n 1)" '^1:7\+11$'
+  # PCR 7 literally (Secure Boot on, the same keys); PCR 11 through the signed policy whose
+  # public key the UKI carries, so that another UKI of the same signer unlocks (check 8).
+  check "7. cryptsetup luksDump: a TPM2 token bound to PCR 7, and to PCR 11 through the UKI's signed policy" \
+    "$(echo "$dump" | grep -c 'systemd-tpm2'):$(echo "$dump" | sed -n 's/^[[:space:]]*tpm2-hash-pcrs:[[:space:]]*//p' | head -n 1):$(echo "$dump" | sed -n 's/^[[:space:]]*tpm2-pubkey-pcrs:[[:space:]]*//p' | head -n 1)" '^1:7:11$'
   check "7. cryptsetup luksDump: two key slots (the TPM's and the recovery key), the set-up key gone" \
     "$(echo "$dump" | grep -cE '^  [0-9]+: luks2')" '^2$'
   check "7. the printed recovery key opens the state on the host" \
