@@ -9,6 +9,7 @@
 
 #include "builder/commands.h"
 #include "efi/authenticode.h"
+#include "efi/pcr_policy.h"
 #include "efi/pe.h"
 #include "util/fs.h"
 #include "util/sha256.h"
@@ -99,11 +100,23 @@ int Uki(const UkiOptions& o) {
     return Failed(
         "--key and --cert go together: give both to sign the image, or neither (make a pair with "
         "`sprout keygen --secure-boot -o PREFIX`)");
+  std::string key, cert;
+  if (!o.key.empty()) {
+    auto k = Read(o.key, "--key");
+    if (!k) return Failed(k.error());
+    auto c = Read(o.cert, "--cert");
+    if (!c) return Failed(c.error());
+    key = std::move(*k);
+    cert = std::move(*c);
+    // As in a Secure Boot build (builder/boot_signing.cc): the PCR policy signed with the
+    // same key, so both paths make the same UKI from the same inputs.
+    if (auto s = efi::AddPcrPolicy(parts, key); !s) return Failed("--key " + o.key.string() + ": " + s.error());
+  }
   auto uki = efi::BuildUki(*stub, parts);
   if (!uki) return Failed(uki.error());
   std::string out = std::move(*uki);
-  if (!o.key.empty()) {
-    auto signed_image = SignWith(out, o.key, o.cert, o.output.string());
+  if (!key.empty()) {
+    auto signed_image = efi::SignPe(out, key, cert, o.output.string());
     if (!signed_image) return Failed(signed_image.error());
     out = std::move(*signed_image);
   }
@@ -115,6 +128,10 @@ int Uki(const UkiOptions& o) {
   } else {
     auto sig = efi::ReadPeSignature(out, o.output.string());
     if (sig && sig->signed_) std::cout << "signed by:  " << sig->subject << "\n";
+    auto policy = efi::CheckPcrPolicy(out);
+    if (policy && policy->ok())
+      std::cout << "pcr policy: PCR 11 " << policy->pcr11 << ", signed by the same key (sha256 "
+                << policy->key_fingerprint << ")\n";
   }
   return 0;
 }
