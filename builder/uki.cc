@@ -1,7 +1,7 @@
 // `sprout uki`: a unified kernel image from systemd's EFI stub, a kernel, an initrd, a
 // command line and os-release, signed for Secure Boot when given a key; `sprout keygen
 // --secure-boot`: the key and certificate; `sprout inspect FILE.efi`: an EFI file's
-// sections and signature (docs/secure-boot.md).
+// sections, signature and signed PCR policy (docs/secure-boot.md).
 #include "efi/uki.h"
 
 #include <iostream>
@@ -180,6 +180,23 @@ int InspectEfi(const fs::path& file, bool json) {
     auto osrel = efi::UkiSection(*bytes, ".osrel");
     out["osRelease"] = osrel ? Printable(OsReleaseName(*osrel)) : "";
   }
+  efi::PcrPolicyCheck policy;
+  if (uki) {
+    auto checked = efi::CheckPcrPolicy(*bytes);
+    if (!checked) return Failed(checked.error());
+    policy = std::move(*checked);
+    // The reasons quote the file's own strings (its JSON's digests).
+    policy.problem = Printable(policy.problem);
+    if (policy.present) {
+      out["pcrPolicy"] = {{"pcr11", policy.pcr11},
+                          {"keyFingerprint", policy.key_fingerprint},
+                          {"signedPolicy", Printable(policy.signed_policy)},
+                          {"policyMatches", policy.policy_matches},
+                          {"signatureVerifies", policy.signature_verifies},
+                          {"problem", policy.problem}};
+    }
+  }
+  const bool policy_bad = policy.present && !policy.ok();
   auto sig = efi::ReadPeSignature(*bytes, file.string());
   if (!sig) return Failed(sig.error());
   out["signed"] = sig->signed_;
@@ -191,9 +208,10 @@ int InspectEfi(const fs::path& file, bool json) {
                      {"certificateSha256", sig->cert_sha256},
                      {"digestMatches", sig->digest_matches}};
   }
+  const bool digest_bad = sig->signed_ && !sig->digest_matches;
   if (json) {
     std::cout << out.dump(2) << "\n";
-    return sig->signed_ && !sig->digest_matches ? 1 : 0;
+    return digest_bad || policy_bad ? 1 : 0;
   }
   std::cout << file.string() << ": EFI application (PE32+, " << out["machine"].get<std::string>() << "), "
             << HumanSize(bytes->size()) << (uki ? ", a unified kernel image" : "") << "\n";
@@ -203,10 +221,20 @@ int InspectEfi(const fs::path& file, bool json) {
   if (uki) {
     std::cout << "cmdline:    " << out["cmdline"].get<std::string>() << "\n";
     std::cout << "os-release: " << out["osRelease"].get<std::string>() << "\n";
+    if (!policy.present) {
+      std::cout << "pcr policy: none (no .pcrsig: a state sealed to a signing key does not unlock under it)\n";
+    } else if (policy.ok()) {
+      std::cout << "pcr policy: PCR 11 " << policy.pcr11 << ", key sha256 " << policy.key_fingerprint
+                << ": signed for this file's PCR 11, and the signature verifies with .pcrpkey\n";
+    } else {
+      std::cout << "pcr policy: PCR 11 " << (policy.pcr11.empty() ? "unknown" : policy.pcr11) << ", key sha256 "
+                << (policy.key_fingerprint.empty() ? "unknown" : policy.key_fingerprint)
+                << ": DOES NOT MATCH this file: " << policy.problem << "\n";
+    }
   }
   if (!sig->signed_) {
     std::cout << "signature:  none (Secure Boot firmware refuses it)\n";
-    return 0;
+    return policy_bad ? 1 : 0;
   }
   std::cout << "signed by:  " << sig->subject << "\n"
             << "issuer:     " << sig->issuer << "\n"
@@ -215,7 +243,7 @@ int InspectEfi(const fs::path& file, bool json) {
             << (sig->digest_matches ? "the signed Authenticode digest is this file's"
                                     : "DOES NOT MATCH this file: it changed after signing")
             << "\n";
-  return sig->digest_matches ? 0 : 1;
+  return digest_bad || policy_bad ? 1 : 0;
 }
 
 }  // namespace sprout::cli
