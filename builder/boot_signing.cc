@@ -1,6 +1,7 @@
 #include "builder/boot_signing.h"
 
 #include "efi/authenticode.h"
+#include "efi/pcr_policy.h"
 #include "efi/uki.h"
 #include "image/arch.h"
 #include "util/fs.h"
@@ -37,6 +38,9 @@ Result<BootFiles> SignedBoot(const BootFiles& boot, const SecureBootKeys& keys, 
   parts.cmdline = Join(cmdline, " ");
   parts.kernel = boot.kernel;
   parts.initrd = boot.initrd;
+  // The signed PCR policy, with the Secure Boot key: a state sealed to that key unlocks
+  // under every UKI it signs (docs/secure-boot.md).
+  if (auto s = efi::AddPcrPolicy(parts, keys.key_pem); !s) return Fail(what + ": " + s.error());
   auto uki = efi::BuildUki(boot.stub, parts);
   if (!uki) return Fail(what + ": " + uki.error());
   auto signed_uki = efi::SignPe(*uki, keys.key_pem, keys.cert_pem, what);

@@ -26,8 +26,9 @@ struct SecureBootKeys {
 Result<SecureBootKeys> LoadSecureBootKeys(const std::filesystem::path& key, const std::filesystem::path& cert);
 
 // SignedBoot is boot with systemd-boot signed and the unified kernel image for cmdline
-// (the stub, kernel, initrd, the command line and os-release) made and signed; what
-// names the image in errors ("the disk's unified kernel image").
+// (the stub, kernel, initrd, the command line and os-release, and the PCR policy signed
+// with the same key: .pcrpkey and .pcrsig) made and signed; what names the image in
+// errors ("the disk's unified kernel image").
 Result<BootFiles> SignedBoot(const BootFiles& boot, const SecureBootKeys& keys, const std::vector<std::string>& cmdline,
                              const std::string& what);
 

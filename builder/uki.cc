@@ -1,7 +1,7 @@
 // `sprout uki`: a unified kernel image from systemd's EFI stub, a kernel, an initrd, a
 // command line and os-release, signed for Secure Boot when given a key; `sprout keygen
 // --secure-boot`: the key and certificate; `sprout inspect FILE.efi`: an EFI file's
-// sections and signature (docs/secure-boot.md).
+// sections, signature and signed PCR policy (docs/secure-boot.md).
 #include "efi/uki.h"
 
 #include <iostream>
@@ -9,6 +9,7 @@
 
 #include "builder/commands.h"
 #include "efi/authenticode.h"
+#include "efi/pcr_policy.h"
 #include "efi/pe.h"
 #include "util/fs.h"
 #include "util/sha256.h"
@@ -99,11 +100,23 @@ int Uki(const UkiOptions& o) {
     return Failed(
         "--key and --cert go together: give both to sign the image, or neither (make a pair with "
         "`sprout keygen --secure-boot -o PREFIX`)");
+  std::string key, cert;
+  if (!o.key.empty()) {
+    auto k = Read(o.key, "--key");
+    if (!k) return Failed(k.error());
+    auto c = Read(o.cert, "--cert");
+    if (!c) return Failed(c.error());
+    key = std::move(*k);
+    cert = std::move(*c);
+    // As in a Secure Boot build (builder/boot_signing.cc): the PCR policy signed with the
+    // same key, so both paths make the same UKI from the same inputs.
+    if (auto s = efi::AddPcrPolicy(parts, key); !s) return Failed("--key " + o.key.string() + ": " + s.error());
+  }
   auto uki = efi::BuildUki(*stub, parts);
   if (!uki) return Failed(uki.error());
   std::string out = std::move(*uki);
-  if (!o.key.empty()) {
-    auto signed_image = SignWith(out, o.key, o.cert, o.output.string());
+  if (!key.empty()) {
+    auto signed_image = efi::SignPe(out, key, cert, o.output.string());
     if (!signed_image) return Failed(signed_image.error());
     out = std::move(*signed_image);
   }
@@ -115,6 +128,10 @@ int Uki(const UkiOptions& o) {
   } else {
     auto sig = efi::ReadPeSignature(out, o.output.string());
     if (sig && sig->signed_) std::cout << "signed by:  " << sig->subject << "\n";
+    auto policy = efi::CheckPcrPolicy(out);
+    if (policy && policy->ok())
+      std::cout << "pcr policy: PCR 11 " << policy->pcr11 << ", signed by the same key (sha256 "
+                << policy->key_fingerprint << ")\n";
   }
   return 0;
 }
@@ -163,6 +180,23 @@ int InspectEfi(const fs::path& file, bool json) {
     auto osrel = efi::UkiSection(*bytes, ".osrel");
     out["osRelease"] = osrel ? Printable(OsReleaseName(*osrel)) : "";
   }
+  efi::PcrPolicyCheck policy;
+  if (uki) {
+    auto checked = efi::CheckPcrPolicy(*bytes);
+    if (!checked) return Failed(checked.error());
+    policy = std::move(*checked);
+    // The reasons quote the file's own strings (its JSON's digests).
+    policy.problem = Printable(policy.problem);
+    if (policy.present) {
+      out["pcrPolicy"] = {{"pcr11", policy.pcr11},
+                          {"keyFingerprint", policy.key_fingerprint},
+                          {"signedPolicy", Printable(policy.signed_policy)},
+                          {"policyMatches", policy.policy_matches},
+                          {"signatureVerifies", policy.signature_verifies},
+                          {"problem", policy.problem}};
+    }
+  }
+  const bool policy_bad = policy.present && !policy.ok();
   auto sig = efi::ReadPeSignature(*bytes, file.string());
   if (!sig) return Failed(sig.error());
   out["signed"] = sig->signed_;
@@ -174,9 +208,10 @@ int InspectEfi(const fs::path& file, bool json) {
                      {"certificateSha256", sig->cert_sha256},
                      {"digestMatches", sig->digest_matches}};
   }
+  const bool digest_bad = sig->signed_ && !sig->digest_matches;
   if (json) {
     std::cout << out.dump(2) << "\n";
-    return sig->signed_ && !sig->digest_matches ? 1 : 0;
+    return digest_bad || policy_bad ? 1 : 0;
   }
   std::cout << file.string() << ": EFI application (PE32+, " << out["machine"].get<std::string>() << "), "
             << HumanSize(bytes->size()) << (uki ? ", a unified kernel image" : "") << "\n";
@@ -186,10 +221,20 @@ int InspectEfi(const fs::path& file, bool json) {
   if (uki) {
     std::cout << "cmdline:    " << out["cmdline"].get<std::string>() << "\n";
     std::cout << "os-release: " << out["osRelease"].get<std::string>() << "\n";
+    if (!policy.present) {
+      std::cout << "pcr policy: none (no .pcrsig: a state sealed to a signing key does not unlock under it)\n";
+    } else if (policy.ok()) {
+      std::cout << "pcr policy: PCR 11 " << policy.pcr11 << ", key sha256 " << policy.key_fingerprint
+                << ": signed for this file's PCR 11, and the signature verifies with .pcrpkey\n";
+    } else {
+      std::cout << "pcr policy: PCR 11 " << (policy.pcr11.empty() ? "unknown" : policy.pcr11) << ", key sha256 "
+                << (policy.key_fingerprint.empty() ? "unknown" : policy.key_fingerprint)
+                << ": DOES NOT MATCH this file: " << policy.problem << "\n";
+    }
   }
   if (!sig->signed_) {
     std::cout << "signature:  none (Secure Boot firmware refuses it)\n";
-    return 0;
+    return policy_bad ? 1 : 0;
   }
   std::cout << "signed by:  " << sig->subject << "\n"
             << "issuer:     " << sig->issuer << "\n"
@@ -198,7 +243,7 @@ int InspectEfi(const fs::path& file, bool json) {
             << (sig->digest_matches ? "the signed Authenticode digest is this file's"
                                     : "DOES NOT MATCH this file: it changed after signing")
             << "\n";
-  return sig->digest_matches ? 0 : 1;
+  return digest_bad || policy_bad ? 1 : 0;
 }
 
 }  // namespace sprout::cli

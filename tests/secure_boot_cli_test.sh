@@ -48,11 +48,15 @@ out=$("$SPROUT" inspect "$work/unsigned.efi" 2>&1); rc=$?
 check "inspect an unsigned UKI: its sections" "$out" 'sections: .* \.osrel .* \.cmdline .* \.linux .* \.initrd'
 check "inspect an unsigned UKI: command line and os-release" "$out" 'cmdline: +console=ttyS0 ro.*os-release: sprout test'
 check "inspect an unsigned UKI: no signature, exit 0" "$rc:$out" '^0:.*signature: +none'
+check "inspect an unsigned UKI: no PCR policy" "$out" 'pcr policy: none \(no \.pcrsig'
 mk --key "$work/sb.key" --cert "$work/sb.crt" -o "$work/signed.efi" >/dev/null 2>&1
 mk --key "$work/sb.key" --cert "$work/sb.crt" -o "$work/signed2.efi" >/dev/null 2>&1
 check "one UKI signed twice with one key: the same bytes" "$(cmp "$work/signed.efi" "$work/signed2.efi" 2>&1 && echo identical)" '^identical$'
 out=$("$SPROUT" inspect "$work/signed.efi" 2>&1); rc=$?
 check "inspect a signed UKI: the signer and a matching digest" "$rc:$out" '^0:.*signed by: +CN=site test key.*digest: +the signed Authenticode digest is this file'"'"'s'
+check "inspect a signed UKI: the PCR policy is this file's and verifies" "$out" \
+  "pcr policy: PCR 11 [0-9a-f]{64}, key sha256 [0-9a-f]{64}: signed for this file's PCR 11, and the signature verifies with \.pcrpkey"
+check "inspect a signed UKI: .pcrpkey and .pcrsig follow the other sections" "$out" 'sections: .* \.initrd \([^)]*\) \.pcrpkey \([^)]*\) \.pcrsig '
 out=$("$SPROUT" inspect --json "$work/signed.efi" 2>&1)
 check "inspect --json: signed, the certificate's sha256" "$out" '"signed": true.*"certificateSha256": "[0-9a-f]{64}".*"digestMatches": true'
 out=$(sbverify --cert "$work/sb.crt" "$work/signed.efi" 2>&1); rc=$?
@@ -76,6 +80,8 @@ at=$(grep -abo 'console=ttyS0 ro' "$work/changed.efi" | head -n 1 | cut -d: -f1)
 printf 'R' | dd of="$work/changed.efi" bs=1 seek=$((at + 14)) count=1 conv=notrunc status=none
 out=$("$SPROUT" inspect "$work/changed.efi" 2>&1); rc=$?
 check "inspect a UKI changed after signing: exit 1, says so" "$rc:$out" '^1:.*DOES NOT MATCH this file'
+check "inspect a UKI changed after signing: its PCR policy is not the file's" "$out" \
+  'pcr policy: PCR 11 [0-9a-f]{64}, key sha256 [0-9a-f]{64}: DOES NOT MATCH this file: the signed policy [0-9a-f]{64} is not'
 check "sbverify agrees" "$(sbverify --cert "$work/sb.crt" "$work/changed.efi" >/dev/null 2>&1; echo $?)" '^1$'
 
 # --- sprout build --secure-boot-key: a tiny base with systemd's real stub and systemd-boot
@@ -111,6 +117,8 @@ hash=$("$SPROUT" inspect --json "$work/b1/tiny.raw" | python3 -c 'import json,sy
 uki=$("$SPROUT" inspect "$work/b1.uki" 2>&1)
 check "the UKI's embedded command line has the image's root hash" "$uki" "cmdline: .*sprout\.roothash=${hash:-none}"
 check "the UKI carries the base's os-release" "$uki" 'os-release: Debian GNU/Linux 12 \(bookworm\)'
+check "the UKI carries a PCR policy signed with the Secure Boot key" "$uki" \
+  "pcr policy: PCR 11 [0-9a-f]{64}, key sha256 $(openssl pkey -in "$work/sb.key" -pubout 2>/dev/null | openssl rsa -pubin -RSAPublicKey_out -outform DER 2>/dev/null | sha256sum | cut -c1-64): signed for this file's PCR 11"
 insp=$("$SPROUT" inspect "$work/b1/tiny.raw" 2>&1)
 check "inspect IMAGE names the UKI's signer" "$insp" 'sprout/sprout\.efi: signed by CN ?= ?site test key \(certificate sha256 [0-9a-f]{16}'
 check "inspect IMAGE names systemd-boot's signer" "$insp" 'EFI/BOOT/BOOTX64\.EFI: signed by CN ?= ?site test key'

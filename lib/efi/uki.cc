@@ -11,7 +11,7 @@ namespace {
 
 constexpr const char* kStub = "the EFI stub";
 constexpr std::uint32_t kSectionHeaderSize = 40;
-constexpr std::uint32_t kAddedSections = 4;
+constexpr std::size_t kPartSections = 6;
 // Initialized, readable data: what objcopy gives an added data section.
 constexpr std::uint32_t kDataCharacteristics = 0x40000040;
 // COFF file header fields, from the "PE\0\0" signature.
@@ -57,8 +57,12 @@ Result<std::string> BuildUki(const std::string& stub, const UkiParts& parts) {
     return Fail(stub_name +
                 " is signed (it has a certificate table); build the UKI from the unsigned stub systemd-boot-efi "
                 "ships and sign the UKI afterwards");
-  const std::array<Added, kAddedSections> all{
-      {{".osrel", &parts.osrel}, {".cmdline", &parts.cmdline}, {".linux", &parts.kernel}, {".initrd", &parts.initrd}}};
+  const std::array<Added, kPartSections> all{{{".osrel", &parts.osrel},
+                                              {".cmdline", &parts.cmdline},
+                                              {".linux", &parts.kernel},
+                                              {".initrd", &parts.initrd},
+                                              {".pcrpkey", &parts.pcrpkey},
+                                              {".pcrsig", &parts.pcrsig}}};
   for (const auto& a : all)
     if (FindSection(*pe, a.name) != nullptr)
       return Fail(stub_name + " already has a " + std::string(a.name) +
@@ -80,10 +84,13 @@ Result<std::string> BuildUki(const std::string& stub, const UkiParts& parts) {
   if (data_end > stub.size())
     return Fail(stub_name + " is cut short: its headers end at " + Hex(data_end) + " but the file is " +
                 std::to_string(stub.size()) + " bytes");
-  const std::uint64_t new_table_end = table_end + std::uint64_t{kSectionHeaderSize} * kAddedSections;
+  const auto added = static_cast<std::uint64_t>(
+      std::count_if(all.begin(), all.end(), [](const Added& a) { return !a.data->empty(); }));
+  const std::uint64_t new_table_end = table_end + std::uint64_t{kSectionHeaderSize} * added;
   if (new_table_end > first_raw)
-    return Fail(stub_name + " has no room in its headers for 4 more section headers (its section table ends at " +
-                Hex(table_end) + ", " + Hex(new_table_end - table_end) + " more bytes are needed, and its " +
+    return Fail(stub_name + " has no room in its headers for " + std::to_string(added) +
+                " more section headers (its section table ends at " + Hex(table_end) + ", " +
+                Hex(new_table_end - table_end) + " more bytes are needed, and its " +
                 (first_raw < pe->size_of_headers ? "first section starts" : "headers end") + " at " + Hex(first_raw) +
                 "); use a stub linked with larger headers, such as systemd-boot-efi's");
   if (!AllZero(std::string_view(stub).substr(table_end, new_table_end - table_end)))
@@ -112,7 +119,7 @@ Result<std::string> BuildUki(const std::string& stub, const UkiParts& parts) {
   std::uint32_t header = static_cast<std::uint32_t>(table_end);
   std::uint16_t count = static_cast<std::uint16_t>(pe->sections.size());
   for (const auto& a : all) {
-    if (a.data->empty()) continue;  // no initrd, or no os-release
+    if (a.data->empty()) continue;  // no initrd, os-release or PCR policy
     const std::uint64_t raw_offset = AlignUp(out.size(), pe->file_alignment);
     const std::uint64_t raw_size = AlignUp(a.data->size(), pe->file_alignment);
     if (raw_offset + raw_size > std::numeric_limits<std::uint32_t>::max() ||

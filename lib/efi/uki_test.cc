@@ -33,7 +33,15 @@ void CheckUki(const std::string& stub, const std::string& uki, const UkiParts& p
   REQUIRE(before);
   REQUIRE(after);
   const std::size_t n = before->sections.size();
-  REQUIRE(after->sections.size() == n + 4);
+  std::vector<std::pair<std::string, std::string>> added;
+  for (const auto& [name, data] : std::vector<std::pair<std::string, std::string>>{{".osrel", parts.osrel},
+                                                                                   {".cmdline", parts.cmdline},
+                                                                                   {".linux", parts.kernel},
+                                                                                   {".initrd", parts.initrd},
+                                                                                   {".pcrpkey", parts.pcrpkey},
+                                                                                   {".pcrsig", parts.pcrsig}})
+    if (!data.empty()) added.emplace_back(name, data);
+  REQUIRE(after->sections.size() == n + added.size());
   std::uint64_t stub_end = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const auto& s = before->sections[i];
@@ -44,8 +52,6 @@ void CheckUki(const std::string& stub, const std::string& uki, const UkiParts& p
     stub_end =
         std::max<std::uint64_t>(stub_end, std::uint64_t{s.virtual_address} + std::max(s.virtual_size, s.raw_size));
   }
-  const std::vector<std::pair<std::string, std::string>> added{
-      {".osrel", parts.osrel}, {".cmdline", parts.cmdline}, {".linux", parts.kernel}, {".initrd", parts.initrd}};
   std::uint64_t va_floor = stub_end;
   std::uint64_t file_floor = 0;
   std::uint64_t added_raw = 0;
@@ -184,6 +190,51 @@ TEST_CASE("BuildUki refuses a stub with no room for four more section headers", 
   CheckUki(MakeTestPe(0x8664, 11), *eleven, TestParts());
 }
 
+TEST_CASE("BuildUki's room check counts the sections it adds", "[efi]") {
+  // Ten sections end the table at 0x318: five more headers fit below 0x400, six do not.
+  UkiParts six = TestParts();
+  six.pcrpkey = "-----BEGIN PUBLIC KEY-----\n";
+  six.pcrsig = "{}";
+  auto refused = BuildUki(MakeTestPe(0x8664, 10), six);
+  REQUIRE(!refused);
+  CHECK(Contains(refused.error(),
+                 "no room in its headers for 6 more section headers (its section table ends at "
+                 "0x318, 0xf0 more bytes are needed"));
+  auto nine = BuildUki(MakeTestPe(0x8664, 9), six);
+  REQUIRE(nine);
+  CheckUki(MakeTestPe(0x8664, 9), *nine, six);
+  CHECK(UkiSection(*nine, ".pcrsig").value() == "{}");
+  // Without a PCR policy, initrd or os-release, two headers are added, and fit where six do not.
+  UkiParts two{"", "console=ttyS0", "kernel", ""};
+  auto small = BuildUki(MakeTestPe(0x8664, 12), two);
+  REQUIRE(small);
+  CheckUki(MakeTestPe(0x8664, 12), *small, two);
+}
+
+TEST_CASE("BuildUki adds .pcrpkey and .pcrsig last, and refuses a stub that has one", "[efi]") {
+  UkiParts parts = TestParts();
+  parts.pcrpkey = "public key";
+  parts.pcrsig = "signature";
+  auto uki = BuildUki(MakeTestPe(), parts);
+  REQUIRE(uki);
+  CheckUki(MakeTestPe(), *uki, parts);
+  auto pe = ParsePe(*uki, "uki");
+  REQUIRE(pe);
+  REQUIRE(pe->sections.size() == 8);
+  CHECK(pe->sections[6].name == ".pcrpkey");
+  CHECK(pe->sections[7].name == ".pcrsig");
+  UkiParts plain = TestParts();
+  auto refused = BuildUki(*uki, UkiParts{"", "x", "y", ""});
+  REQUIRE(!refused);
+  CHECK(Contains(refused.error(), "already has a .osrel section"));
+  // A stub with only a .pcrsig (made here by renaming the stub's .data) is refused too.
+  std::string stub = MakeTestPe();
+  stub.replace(kTestPeSectionTableOffset + 40, 8, std::string(".pcrsig\0", 8));
+  refused = BuildUki(stub, plain);
+  REQUIRE(!refused);
+  CHECK(Contains(refused.error(), "the EFI stub already has a .pcrsig section"));
+}
+
 TEST_CASE("BuildUki refuses a stub whose first section starts inside the room for headers", "[efi]") {
   std::string stub = MakeTestPe();
   PutLe32(stub, kTestPeSectionTableOffset + 20, 0x200);  // .text's raw data at 0x200
@@ -295,4 +346,31 @@ TEST_CASE("BuildUki turns systemd-boot-efi's x86-64 stub into a UKI", "[efi]") {
   auto again = BuildUki(*stub, parts);
   REQUIRE(again);
   CHECK(*again == *uki);
+}
+
+TEST_CASE("systemd-boot-efi's stubs have room for all six sections, the PCR policy's included", "[efi]") {
+  // Bookworm's x86-64 stub (252) has 8 sections, its table ends at 0x2c8 and its headers
+  // at 0x400: room for 7 more.
+  int found = 0;
+  for (const char* name : {"linuxx64.efi.stub", "linuxaa64.efi.stub"}) {
+    const std::filesystem::path path = std::filesystem::path("/usr/lib/systemd/boot/efi") / name;
+    if (!std::filesystem::exists(path)) {
+      WARN("skipped: no " + path.string() + " on this machine (Debian's systemd-boot-efi for its architecture)");
+      continue;
+    }
+    ++found;
+    INFO(path.string());
+    auto stub = ReadFile(path);
+    REQUIRE(stub);
+    UkiParts parts{"ID=debian\n",
+                   "console=ttyS0",
+                   MakeTestPe() + Pattern(9000, 6),
+                   Pattern(7000, 7),
+                   "-----BEGIN PUBLIC KEY-----\n",
+                   R"({"sha256":[]})"};
+    auto uki = BuildUki(*stub, parts);
+    REQUIRE(uki);
+    CheckUki(*stub, *uki, parts);
+  }
+  if (found == 0) SUCCEED();
 }
