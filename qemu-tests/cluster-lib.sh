@@ -237,9 +237,22 @@ vm_start() {
   ip -n "$CLUSTER_NS" tuntap add dev "$tap" mode tap || return 1
   ip -n "$CLUSTER_NS" link set "$tap" master br0 up
   echo "=== boot $(date +%T) from $medium" >> "$dir/node-$i.log"
+  # CLUSTER_TPM=1: each node has its own software TPM 2.0 (swtpm), whose state lives in
+  # DIR/tpm-I across the node's restarts, as a machine's TPM does (docs/secure-boot.md).
+  local tpm=()
+  if [ -n "${CLUSTER_TPM:-}" ]; then
+    [ -f "$dir/tpm-$i/pid" ] && kill "$(cat "$dir/tpm-$i/pid")" 2>/dev/null && sleep 0.5
+    mkdir -p "$dir/tpm-$i" && rm -f "$dir/tpm-$i/sock"
+    swtpm socket --tpm2 --tpmstate "dir=$dir/tpm-$i" --ctrl "type=unixio,path=$dir/tpm-$i/sock" \
+      --pid "file=$dir/tpm-$i/pid" --log "file=$dir/tpm-$i/log" --daemon || return 1
+    local w=0
+    while [ ! -S "$dir/tpm-$i/sock" ] && [ "$w" -lt 50 ]; do sleep 0.1; w=$((w + 1)); done
+    tpm=(-chardev "socket,id=chrtpm,path=$dir/tpm-$i/sock" -tpmdev emulator,id=tpm0,chardev=chrtpm
+      -device tpm-tis,tpmdev=tpm0)
+  fi
   date +%s.%N >"$dir/node-$i.started"  # power-on, for the timeline (qemu-tests/timeline.sh)
   ip netns exec "$CLUSTER_NS" "${QEMU_CMD[@]}" -m "$mem" -smp "$CLUSTER_SMP" \
-    "${firmware[@]}" "${boot[@]}" \
+    "${firmware[@]}" "${boot[@]}" "${tpm[@]}" \
     -netdev "tap,id=n0,ifname=$tap,script=no,downscript=no" \
     -device "virtio-net-pci,netdev=n0,mac=52:54:00:18:00:$(printf %02x $((10 + i)))" \
     -fw_cfg "name=opt/sprout/config,file=$dir/node-$i.conf" \
@@ -440,7 +453,7 @@ cluster_teardown() {
   cluster_watchdog stop
   for f in "$CLUSTER_DIR"/ssh-*; do [ -S "$f" ] && node_ssh_close "${f##*/ssh-}"; done
   cluster_health_sampler stop
-  for f in "$CLUSTER_DIR"/node-*.pid "$CLUSTER_DIR"/server-*.pid; do
+  for f in "$CLUSTER_DIR"/node-*.pid "$CLUSTER_DIR"/server-*.pid "$CLUSTER_DIR"/tpm-*/pid; do
     [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null
   done
   sleep 0.5
