@@ -43,7 +43,7 @@ check "the API reads the Secret back" "$(cluster_kubectl get secret enc-check -o
 # The control: etcd's files on the node hold the ConfigMap's value in plain text (the
 # Secret's is encrypted by the apiserver, aescbc, with a key that also lives in /var).
 check "(control) on the node, etcd's files hold the ConfigMap's value in plain text" \
-  "$(node_ssh 1 "sync; grep -rlaF '$plain' /var/lib/etcd | head -n 1")" '^/var/lib/etcd/'
+  "$(node_ssh 1 "sync; grep -rlaF '$plain' /var/lib/sprout/etcd | head -n 1")" '^/var/lib/sprout/etcd/'
 node_ssh 1 sync
 sleep 5
 vm_kill 1
