@@ -13,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "efi/openssl.h"
 #include "efi/pe.h"
 #include "util/sha256.h"
 
@@ -32,26 +33,17 @@ constexpr const char* kSpcSpOpusInfoOid = "1.3.6.1.4.1.311.2.1.12";
 constexpr const char* kContentTypeOid = "1.2.840.113549.1.9.3";
 constexpr const char* kMessageDigestOid = "1.2.840.113549.1.9.4";
 
-using Bio = std::unique_ptr<BIO, decltype(&BIO_free)>;
-using Key = std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)>;
+using ossl::Bio;
+using ossl::Key;
 using Cert = std::unique_ptr<X509, decltype(&X509_free)>;
 using Pkcs7 = std::unique_ptr<PKCS7, decltype(&PKCS7_free)>;
 using Object = std::unique_ptr<ASN1_OBJECT, decltype(&ASN1_OBJECT_free)>;
 using AnyString = std::unique_ptr<ASN1_STRING, decltype(&ASN1_STRING_free)>;
-using MdCtx = std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)>;
+using ossl::MdCtx;
 using DigestInfo = std::unique_ptr<X509_SIG, decltype(&X509_SIG_free)>;
 
-// OpenSslError takes the oldest error off OpenSSL's queue and clears the rest.
-std::string OpenSslError() {
-  unsigned long e = ERR_get_error();
-  ERR_clear_error();
-  if (e == 0) return "unknown OpenSSL error";
-  char buf[256];
-  ERR_error_string_n(e, buf, sizeof buf);
-  return buf;
-}
-
-const unsigned char* Bytes(std::string_view s) { return reinterpret_cast<const unsigned char*>(s.data()); }
+using ossl::Bytes;
+std::string OpenSslError() { return ossl::ErrorText(); }
 
 std::array<std::uint8_t, 32> Sha256Of(std::string_view s) {
   Sha256 h;
@@ -59,12 +51,7 @@ std::array<std::uint8_t, 32> Sha256Of(std::string_view s) {
   return h.Digest();
 }
 
-Key ReadKey(std::string_view pem) {
-  Bio bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), BIO_free);
-  // An empty passphrase callback: an encrypted key fails instead of prompting.
-  auto no_passphrase = [](char*, int, int, void*) { return 0; };
-  return {bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, no_passphrase, nullptr) : nullptr, EVP_PKEY_free};
-}
+Key ReadKey(std::string_view pem) { return ossl::ReadPrivateKey(pem); }
 
 Cert ReadCert(std::string_view pem) {
   Bio bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), BIO_free);

@@ -10,6 +10,7 @@
 #include <optional>
 #include <utility>
 
+#include "efi/openssl.h"
 #include "efi/pe.h"
 #include "util/sha256.h"
 #include "util/text.h"
@@ -18,9 +19,10 @@ namespace sprout::efi {
 
 namespace {
 
-using Bio = std::unique_ptr<BIO, decltype(&BIO_free)>;
-using Key = std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)>;
-using MdCtx = std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)>;
+using ossl::Bio;
+using ossl::Bytes;
+using ossl::Key;
+using ossl::MdCtx;
 
 // The sections systemd's stub (252) measures into PCR 11, in the order it measures them.
 // .pcrsig is left out on purpose: it signs the value these make.
@@ -33,16 +35,7 @@ constexpr std::array<std::uint8_t, 4> kPolicyPcrCommand{0x00, 0x00, 0x01, 0x7f};
 // bitmap with bit 11 (byte 1, bit 3) set.
 constexpr std::array<std::uint8_t, 10> kPcr11Selection{0x00, 0x00, 0x00, 0x01, 0x00, 0x0b, 0x03, 0x00, 0x08, 0x00};
 
-std::string OpenSslError() {
-  unsigned long e = ERR_get_error();
-  ERR_clear_error();
-  if (e == 0) return "unknown OpenSSL error";
-  char buf[256];
-  ERR_error_string_n(e, buf, sizeof buf);
-  return buf;
-}
-
-const unsigned char* Bytes(std::string_view s) { return reinterpret_cast<const unsigned char*>(s.data()); }
+std::string OpenSslError() { return ossl::ErrorText(); }
 
 std::string HexOf(const Pcr& d) { return Hex(d.data(), d.size()); }
 
@@ -57,12 +50,8 @@ void Extend(Pcr& pcr, std::string_view data) {
   pcr = outer.Digest();
 }
 
-// No passphrase prompt: an encrypted key is refused, as for the Authenticode signer.
-int NoPassphrase(char*, int, int, void*) { return 0; }
-
 Result<Key> ReadRsaPrivateKey(std::string_view pem) {
-  Bio bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), BIO_free);
-  Key key(bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, NoPassphrase, nullptr) : nullptr, EVP_PKEY_free);
+  Key key = ossl::ReadPrivateKey(pem);  // an encrypted key is refused, as for the Authenticode signer
   if (!key)
     return Fail("the PCR policy's signing key is not an unencrypted PEM private key (" + OpenSslError() +
                 "); give the RSA key the UKI is signed with, without a passphrase");
@@ -73,7 +62,7 @@ Result<Key> ReadRsaPrivateKey(std::string_view pem) {
 
 Result<Key> ReadRsaPublicKey(std::string_view pem) {
   Bio bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), BIO_free);
-  Key key(bio ? PEM_read_bio_PUBKEY(bio.get(), nullptr, NoPassphrase, nullptr) : nullptr, EVP_PKEY_free);
+  Key key(bio ? PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr) : nullptr, EVP_PKEY_free);
   if (!key) return Fail("the PCR policy's public key is not a PEM public key (" + OpenSslError() + ")");
   if (EVP_PKEY_get_base_id(key.get()) != EVP_PKEY_RSA) return Fail("the PCR policy's public key is not RSA");
   return key;
