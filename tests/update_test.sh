@@ -144,15 +144,22 @@ check "a raw image with more data than its manifest says is refused while it is 
 check "... and the copy is removed" "$(ls -A "$work/state" | tr '\n' ' ')" '^$'
 
 # The raw image is read once, into the private copy that was checked: here it is a FIFO
-# that gives B's bytes to its first reader and A's to any later one.
+# that gives B's bytes to its first reader and A's to any later one. The feeder opens
+# the FIFO again only once apply has said the copy is done (or after 60 s): a writer
+# that opened it while the first reader still held it would extend that first read.
 mkdir "$work/b-fifo"
 cp "$work/b/manifest.json" "$work/b/manifest.json.sig" "$work/b/sha256sums" "$work/b-fifo/"
 mkfifo "$work/b-fifo/repro.raw"
-timeout 300 bash -c 'cat "$1" >"$3"; for _ in 1 2 3; do cat "$2" >"$3" 2>/dev/null; done' _ \
-  "$work/b/repro.raw" "$work/a/repro.raw" "$work/b-fifo/repro.raw" &
+: >"$work/fifo.log"
+timeout 300 bash -c 'cat "$1" >"$3"
+  for _ in $(seq 600); do grep -q "] copied " "$4" && break; sleep 0.1; done
+  for _ in 1 2 3; do cat "$2" >"$3" 2>/dev/null; done' _ \
+  "$work/b/repro.raw" "$work/a/repro.raw" "$work/b-fifo/repro.raw" "$work/fifo.log" &
 feeder=$!
-out=$(run apply "$work/b-fifo" 2>&1)
+timeout 240 "$FIRSTBOOT" update apply "$work/b-fifo" --disk "$node" --esp "$esp" --cmdline "$work/cmdline" \
+  --state-dir "$work/state" --root "$root_a" >"$work/fifo.log" 2>&1
 rc=$?
+out=$(cat "$work/fifo.log")
 kill "$feeder" 2>/dev/null
 echo "$out" | sed 's/^/   /'
 check "apply A -> B (its raw image given as a FIFO, which can be read only once)" "$rc" '^0$'
