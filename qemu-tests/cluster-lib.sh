@@ -23,7 +23,7 @@
 CLUSTER_NET=198.18.0
 CLUSTER_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CLUSTER_MEM=${CLUSTER_MEM:-2048}  # the control plane and containerd's images (in memory on an ISO node)
-CLUSTER_SMP=${CLUSTER_SMP:-1}
+CLUSTER_SMP=${CLUSTER_SMP:-1}  # virtual CPUs a node; CLUSTER_SMP_I sets node I's alone
 # What the nodes run on: tcg (software emulation; the default), auto (KVM when a guest
 # boots under it, else software emulation, saying why) or kvm (KVM, or an error naming the
 # fix); SPROUT_QEMU_ACCEL overrides it (choose_accel in lib.sh). cluster_init settles it
@@ -250,8 +250,9 @@ vm_start() {
     tpm=(-chardev "socket,id=chrtpm,path=$dir/tpm-$i/sock" -tpmdev emulator,id=tpm0,chardev=chrtpm
       -device tpm-tis,tpmdev=tpm0)
   fi
+  local smp_of=CLUSTER_SMP_$i
   date +%s.%N >"$dir/node-$i.started"  # power-on, for the timeline (qemu-tests/timeline.sh)
-  ip netns exec "$CLUSTER_NS" "${QEMU_CMD[@]}" -m "$mem" -smp "$CLUSTER_SMP" \
+  ip netns exec "$CLUSTER_NS" "${QEMU_CMD[@]}" -m "$mem" -smp "${!smp_of:-$CLUSTER_SMP}" \
     "${firmware[@]}" "${boot[@]}" "${tpm[@]}" \
     -netdev "tap,id=n0,ifname=$tap,script=no,downscript=no" \
     -device "virtio-net-pci,netdev=n0,mac=52:54:00:18:00:$(printf %02x $((10 + i)))" \

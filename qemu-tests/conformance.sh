@@ -1,8 +1,8 @@
 #!/bin/bash
 # The upstream Kubernetes conformance suite on a QEMU cluster of the default image, by
 # hand (docs/conformance.md): three control-plane nodes (CONFORMANCE_CONTROL_PLANES, 1 or
-# 3; one gets two virtual CPUs) and CONFORMANCE_WORKERS workers (default 0) boot on the
-# harness's private network and turn Ready; the suite's test
+# 3; one gets two virtual CPUs) and CONFORMANCE_WORKERS workers (default 0; one virtual
+# CPU each) boot on the harness's private network and turn Ready; the suite's test
 # images (images/conformance/test-images.sh, built from Debian packages and the Kubernetes
 # source tree) are served from Debian's docker-registry inside the same network
 # namespace; then e2e.test, compiled from the same source as the cluster, runs the tests
@@ -58,7 +58,9 @@ peers=()
 for i in $(seq "$cps"); do peers+=("$(node_ip "$i")"); done
 t0=$SECONDS
 for i in $(seq "$cps"); do node_config "$i" control-plane "${peers[@]}"; vm_start "$i"; done
-for i in $(seq $((cps + 1)) $((cps + workers))); do node_config "$i" worker "${peers[@]}"; vm_start "$i"; done
+for i in $(seq $((cps + 1)) $((cps + workers))); do  # a worker runs no control plane: one virtual CPU
+  export "CLUSTER_SMP_$i=1"; node_config "$i" worker "${peers[@]}"; vm_start "$i"
+done
 total=$((cps + workers))
 if ! wait_until "${SPROUT_K8S_LIMIT:-3000}" "$total Ready nodes" nodes_ready "$total"; then
   check "$total nodes Ready" timeout '^[0-9]+$'
