@@ -1,10 +1,14 @@
 #include "firstboot/kube_agent.h"
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <syslog.h>
 
 #include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <thread>
 #include <tuple>
@@ -24,6 +28,28 @@ namespace sprout::firstboot {
 namespace fs = std::filesystem;
 
 namespace {
+
+// LinkWithAddress names the network link that holds ip, if one does.
+std::optional<std::string> LinkWithAddress(const std::string& ip) {
+  struct ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return std::nullopt;
+  std::optional<std::string> link;
+  for (const struct ifaddrs* a = list; a != nullptr && !link; a = a->ifa_next) {
+    if (a->ifa_addr == nullptr) continue;
+    char text[INET6_ADDRSTRLEN] = {};
+    const void* raw = nullptr;
+    if (a->ifa_addr->sa_family == AF_INET) {
+      raw = &reinterpret_cast<const struct sockaddr_in*>(a->ifa_addr)->sin_addr;
+    } else if (a->ifa_addr->sa_family == AF_INET6) {
+      raw = &reinterpret_cast<const struct sockaddr_in6*>(a->ifa_addr)->sin6_addr;
+    }
+    if (raw != nullptr && ::inet_ntop(a->ifa_addr->sa_family, raw, text, sizeof text) != nullptr && ip == text) {
+      link = a->ifa_name;
+    }
+  }
+  ::freeifaddrs(list);
+  return link;
+}
 
 // Round is one pass; it returns what went wrong, or "" when all is in shape.
 class Agent {
@@ -81,6 +107,7 @@ class Agent {
     if (self->pod_cidr.empty()) return "node " + o_.node_name + " has no pod subnet yet";
     if (auto s = WriteCni(self->pod_cidr); !s.empty()) return s;
     if (auto s = StartKubeProxy(); !s.empty()) return s;
+    RouteServices();  // a failure is reported (serviceRoute in kubernetes.json) and retried; it holds up nothing
     if (o_.routes) return Routes(kube::PeerRoutes(o_.node_name, *nodes, o_.networks));
     return "";
   }
@@ -95,6 +122,35 @@ class Agent {
   bool kubelet_started_ = false;
   std::string written_token_;  // the token bootstrap-kubelet.conf was written with
   bool proxy_started_ = false;
+  bool services_routed_ = false;
+
+  // RouteServices puts networking.services on the link that holds this node's address,
+  // once, so that the node's own processes (the apiserver calling a webhook) reach
+  // ClusterIPs where there is no default route (kube::ServiceRoute says why).
+  void RouteServices() {
+    if (services_routed_ || !o_.routes) return;
+    auto cidr = kube::ServiceRoute(o_.networks);
+    if (!cidr) return;
+    std::string problem;
+    auto link = LinkWithAddress(o_.node_ip);
+    if (!link) {
+      problem = "no network link holds this node's address '" + o_.node_ip + "' to route " + *cidr + " on";
+    } else {
+      const std::string route = *cidr + " dev " + *link;
+      auto run = Run({{"ip", "route", "replace", *cidr, "dev", *link}});
+      if (!run) {
+        problem = run.error();
+      } else if (run->exit_code != 0) {
+        problem = "ip route replace " + route + " failed: " + run->output;
+      } else {
+        services_routed_ = true;
+        log_(LOG_INFO, "Service network: route " + route + " (this node's own processes reach ClusterIPs)");
+        return;
+      }
+    }
+    report["serviceRoute"] = problem;
+    if (refused_.insert(problem).second) log_(LOG_WARNING, "Service network: " + problem);
+  }
 
   // StartKubeProxy starts kube-proxy once the node has its kubelet.conf and pod network
   // (at first boot its unit was skipped for want of the kubeconfig; later boots start

@@ -8,7 +8,8 @@
 //     kubeadm's bootstrap RBAC (created once, kept if present), and its own
 //     node-role.kubernetes.io/control-plane label;
 //   every node, once the controller-manager gave it a pod subnet: the CNI
-//     configuration for it, kube-proxy started, and routes to the other nodes' pod
+//     configuration for it, kube-proxy started, networking.services routed on the
+//     link of the node's address (kube::ServiceRoute), and routes to the other nodes' pod
 //     subnets, only those kube::PeerRoutes finds safe (inside networking.pods, clear
 //     of the node and service networks and of each other); the rest are logged once
 //     as warnings and listed in kubernetes.json, never installed.

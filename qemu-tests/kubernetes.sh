@@ -151,6 +151,14 @@ check "the pod bridge has its pods' links (carrier)" "$(node_ssh 1 cat /sys/clas
 check "a pod reaches the Deployment through the Service's ClusterIP" \
   "$(cluster_kubectl get pod client -o jsonpath='{.status.phase}') $(cluster_kubectl logs client 2>&1 | tr '\n' ' ')" \
   '^Succeeded hello-from-hello-'
+# The node's own processes reach ClusterIPs too: the apiserver calls admission and
+# conversion webhooks and aggregated APIs that way. This node has no default route, so
+# only the node agent's route for networking.services lets the kernel route such a
+# packet as far as kube-proxy's rules (kube::ServiceRoute).
+check "the node agent routes the Service network on the node's link (ip route)" \
+  "$(node_ssh 1 ip route show 10.96.0.0/12)" '^10\.96\.0\.0/12 dev enp[0-9a-z]+ '
+check "the node itself fetches the Deployment through the Service's ClusterIP" \
+  "$(node_ssh 1 "timeout 15 busybox wget -q -O - http://$service_ip/" 2>&1 | tr '\n' ' ')" '^hello-from-hello-'
 # Cluster DNS (docs/dns.md): the node's knotd at 169.254.20.10, fed by sprout-firstboot dns;
 # a pod resolves through the search path the kubelet gives it, then fetches by name.
 check "the DNS server and its controller run" \

@@ -209,6 +209,11 @@ PodRoutePlan PeerRoutes(const std::string& self, const std::vector<NodeView>& no
   return plan;
 }
 
+std::optional<std::string> ServiceRoute(const PodNetworks& networks) {
+  if (!ParseCidr(networks.services)) return std::nullopt;
+  return networks.services;
+}
+
 std::string ControlPlaneLabelPatch() {
   json patch = {{"metadata", {{"labels", {{kControlPlaneLabel, ""}, {kMasterLabel, ""}}}}}};
   return patch.dump();

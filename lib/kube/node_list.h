@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,17 @@ struct PodRoutePlan {
 // allocator never gives out overlapping subnets, so an overlap is always someone's
 // doing. Without a valid networking.pods nothing is routed.
 PodRoutePlan PeerRoutes(const std::string& self, const std::vector<NodeView>& nodes, const PodNetworks& networks);
+
+// ServiceRoute is the route a node needs so that its own processes reach Service
+// ClusterIPs: networking.services on the node's link. kube-proxy rewrites a ClusterIP to
+// a pod's address in iptables' OUTPUT chain, but the kernel routes a host's packet
+// before that chain runs, so a node with no default route (an air-gapped site) fails
+// every connect to a ClusterIP with "Network is unreachable". That breaks the
+// apiserver's calls to admission and conversion webhooks and to aggregated APIs, which
+// it makes to their Services' ClusterIPs from the node's network. Pods are not
+// affected: their packets are rewritten as they enter the node. Empty when
+// networking.services is not a valid network.
+std::optional<std::string> ServiceRoute(const PodNetworks& networks);
 
 // ControlPlaneLabelPatch is a JSON merge patch (application/merge-patch+json) for a
 // Node that sets node-role.kubernetes.io/control-plane and, for tools of the 1.20

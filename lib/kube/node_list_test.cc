@@ -314,3 +314,13 @@ TEST_CASE("kube: ControlPlaneLabelPatch labels a node so NeedsControlPlaneLabel 
   node.labels.erase("node-role.kubernetes.io/master");
   CHECK(NeedsControlPlaneLabel(node));
 }
+
+TEST_CASE("kube: ServiceRoute is networking.services when it is a network, else nothing", "[kube]") {
+  CHECK(ServiceRoute(PodNetworks{"10.244.0.0/16", "198.18.0.0/24", "10.96.0.0/12"}) == "10.96.0.0/12");
+  CHECK(ServiceRoute(PodNetworks{"fd00:10:244::/56", "", "fd00:10:96::/112"}) == "fd00:10:96::/112");
+  // No Service network in the cluster record, or one that is not a network: no route.
+  CHECK_FALSE(ServiceRoute(PodNetworks{"10.244.0.0/16", "", ""}));
+  CHECK_FALSE(ServiceRoute(PodNetworks{"10.244.0.0/16", "", "10.96.0.1/12"}));
+  CHECK_FALSE(ServiceRoute(PodNetworks{"10.244.0.0/16", "", "10.96.0.0"}));
+  CHECK_FALSE(ServiceRoute(PodNetworks{"10.244.0.0/16", "", "10.96.0.0/12 dev lo"}));
+}
