@@ -1,8 +1,5 @@
 #include "firstboot/kube_agent.h"
 
-#include <arpa/inet.h>
-#include <ifaddrs.h>
-#include <netinet/in.h>
 #include <syslog.h>
 
 #include <algorithm>
@@ -20,6 +17,7 @@
 #include "kube/node_list.h"
 #include "staticpod/kubelet.h"
 #include "util/fs.h"
+#include "util/links.h"
 #include "util/process.h"
 #include "util/text.h"
 
@@ -28,28 +26,6 @@ namespace sprout::firstboot {
 namespace fs = std::filesystem;
 
 namespace {
-
-// LinkWithAddress names the network link that holds ip, if one does.
-std::optional<std::string> LinkWithAddress(const std::string& ip) {
-  struct ifaddrs* list = nullptr;
-  if (::getifaddrs(&list) != 0) return std::nullopt;
-  std::optional<std::string> link;
-  for (const struct ifaddrs* a = list; a != nullptr && !link; a = a->ifa_next) {
-    if (a->ifa_addr == nullptr) continue;
-    char text[INET6_ADDRSTRLEN] = {};
-    const void* raw = nullptr;
-    if (a->ifa_addr->sa_family == AF_INET) {
-      raw = &reinterpret_cast<const struct sockaddr_in*>(a->ifa_addr)->sin_addr;
-    } else if (a->ifa_addr->sa_family == AF_INET6) {
-      raw = &reinterpret_cast<const struct sockaddr_in6*>(a->ifa_addr)->sin6_addr;
-    }
-    if (raw != nullptr && ::inet_ntop(a->ifa_addr->sa_family, raw, text, sizeof text) != nullptr && ip == text) {
-      link = a->ifa_name;
-    }
-  }
-  ::freeifaddrs(list);
-  return link;
-}
 
 // Round is one pass; it returns what went wrong, or "" when all is in shape.
 class Agent {
@@ -116,7 +92,7 @@ class Agent {
   const NodeAgentOptions& o_;
   const AgentLog& log_;
   std::set<std::string> routed_;     // "CIDR via IP" already programmed
-  std::set<std::string> refused_;    // skipped routes already logged
+  std::set<std::string> refused_;    // skipped routes and Service-route problems already logged
   bool bootstrap_done_ = false;      // bindings made, the base token's Secret gone
   std::int64_t secrets_window_ = 0;  // the window whose worker-token Secrets exist
   bool kubelet_started_ = false;

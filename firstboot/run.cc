@@ -1,8 +1,5 @@
 #include "firstboot/run.h"
 
-#include <arpa/inet.h>
-#include <ifaddrs.h>
-#include <netinet/in.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-journal.h>
 #include <unistd.h>
@@ -30,6 +27,7 @@
 #include "staticpod/etcd_pod.h"
 #include "staticpod/kubelet.h"
 #include "util/fs.h"
+#include "util/links.h"
 
 namespace sprout::firstboot {
 namespace {
@@ -325,23 +323,7 @@ std::thread NodeAgent(const settings::NodeSettings& settings, const ClusterRecor
 bool WaitForLocalAddress(const std::string& ip, std::chrono::seconds limit) {
   auto deadline = std::chrono::steady_clock::now() + limit;
   for (;;) {
-    struct ifaddrs* list = nullptr;
-    bool found = false;
-    if (::getifaddrs(&list) == 0) {
-      for (auto* a = list; a != nullptr && !found; a = a->ifa_next) {
-        if (a->ifa_addr == nullptr) continue;
-        char text[INET6_ADDRSTRLEN] = {};
-        const void* raw = nullptr;
-        if (a->ifa_addr->sa_family == AF_INET) {
-          raw = &reinterpret_cast<const sockaddr_in*>(a->ifa_addr)->sin_addr;
-        } else if (a->ifa_addr->sa_family == AF_INET6) {
-          raw = &reinterpret_cast<const sockaddr_in6*>(a->ifa_addr)->sin6_addr;
-        }
-        if (raw && ::inet_ntop(a->ifa_addr->sa_family, raw, text, sizeof text) && ip == text) found = true;
-      }
-      ::freeifaddrs(list);
-    }
-    if (found) return true;
+    if (LinkWithAddress(ip)) return true;
     if (std::chrono::steady_clock::now() >= deadline || g_stop) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
