@@ -4,21 +4,18 @@
 #include <cstdio>
 #include <cxxopts.hpp>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "firstboot/dns.h"
 #include "firstboot/run.h"
+#include "firstboot/tpm.h"
 #include "firstboot/update.h"
 #include "formationd/state_file.h"
 #include "formationd/transport.h"
-#include "image/plan.h"
 #include "nodeconfig/sources.h"
-#include "update/entries.h"
 #include "util/fs.h"
 #include "util/text.h"
 
@@ -46,21 +43,6 @@ int ShowConfig() {
   }
   for (const auto& p : loaded.problems) std::cout << "problem: " << p << "\n";
   return 0;
-}
-
-// StateLine is the state partition's line of `status`: whether /var is encrypted as the
-// image asks (docs/secure-boot.md), from /proc/cmdline and where /var is mounted from.
-std::string StateLine() {
-  auto cmdline = sprout::ReadFile("/proc/cmdline");
-  std::string var_source;
-  std::ifstream mounts("/proc/self/mounts");
-  for (std::string line; std::getline(mounts, line);) {
-    std::istringstream fields(line);
-    std::string source, target;
-    if (fields >> source >> target && target == "/var") var_source = source;
-  }
-  return sprout::StateStatusLine(
-      sprout::ReadStateWords(sprout::update::CmdlineWords(cmdline ? *cmdline : std::string())), var_source);
 }
 
 int Status(const std::filesystem::path& state_dir, bool json) {
@@ -100,7 +82,8 @@ int Status(const std::filesystem::path& state_dir, bool json) {
   }
   std::cout << "peers seen: " << join(state->peers_up) << "\n";
   if (!state->warning.empty()) std::cout << "warning: " << state->warning << "\n";
-  if (auto line = StateLine(); !line.empty()) std::cout << "state: " << line << "\n";
+  if (auto line = sprout::firstboot::StateLine(); !line.empty()) std::cout << "state: " << line << "\n";
+  if (auto line = sprout::firstboot::TpmLine(); !line.empty()) std::cout << "tpm: " << line << "\n";
   if (!state->cluster_token.empty()) {
     std::cout << "cluster: " << state->cluster_token << ", founder " << state->founder
               << "\nfounding members: " << join(state->members) << " (etcd member list: the full membership)\n";

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "firstboot/kube_agent.h"
+#include "firstboot/tpm.h"
 #include "formationd/daemon.h"
 #include "formationd/state_file.h"
 #include "kube/api.h"
@@ -361,6 +362,9 @@ int Run(const settings::RunFlags& flags, const BackupFlags& backup_flags) {
   // 3. Apply the node config to this host, only when told to (the unit passes --apply-system).
   if (flags.apply_system) ApplyToSystem(in.config, flags.state_dir);
   if (!SaveStart(flags.state_dir, *state)) return 1;
+  // 3a. A node whose state the TPM unlocked resets the TPM's dictionary-attack counter,
+  // which every unclean shutdown raises: power cuts in a row must not lock it out.
+  ResetTpmLockout([](int priority, const std::string& message) { Log(priority, "tpm", message); });
   if (!resolved.ok()) return SettingErrors(resolved.errors);
   settings::NodeSettings& settings = resolved.settings;
   if (!settings.idle_reason.empty()) return Idle(flags.state_dir, *state, settings.idle_reason);
