@@ -151,8 +151,8 @@ struct Command {
 const Command kCommands[] = {
     {"run", "run [flags]", "form or join the cluster, then keep it (the systemd unit runs this)", nullptr,
      [](const NodeArgs& n) { return sprout::firstboot::Run(n.flags, n.backup); }},
-    {"status", "status [--json]", "phase, peers, cluster, backups, slots, DNS, Kubernetes", nullptr,
-     [](const NodeArgs& n) { return Status(n.flags.state_dir, n.json); }},
+    {"status", "status [--json]", "phase, peers, the state and its TPM, cluster, backups, slots, DNS, Kubernetes",
+     nullptr, [](const NodeArgs& n) { return Status(n.flags.state_dir, n.json); }},
     {"config", "config", "the node's merged settings and where each came from (never the secret)", nullptr,
      [](const NodeArgs&) { return ShowConfig(); }},
     {"backup", "backup now|list", "take an etcd backup now, or list this cluster's bundles", nullptr,
