@@ -33,6 +33,10 @@ check "/var (etcd's data, the keys) is ext4 on the unlocked LUKS2 device" "$(nod
   '^ext4 +/dev/mapper/sprout-state$'
 check "sprout-firstboot status says so" "$(node_ssh 1 /usr/lib/sprout/sprout-firstboot status | grep '^state: ')" '^state: encrypted'
 wait_until 1800 "the node Ready" nodes_ready 1
+dump=$(node_ssh 1 cryptsetup luksDump /dev/disk/by-partlabel/sprout-state)
+echo "$dump" | grep -E '^(Version|Label):|systemd-|tpm2-hash-pcrs|^Keyslots:|^  [0-9]+: luks2' | sed 's/^/   luksDump on node-1: /'
+check "cryptsetup luksDump on the node: LUKS2 with a TPM2 token" \
+  "$(echo "$dump" | sed -n 's/^Version:[[:space:]]*//p'):$(echo "$dump" | grep -c 'systemd-tpm2')" '^2:1$'
 check "Kubernetes: the node turns Ready (seconds from power-on)" "$([ -n "${WAITED:-}" ] && echo $((SECONDS - t0)) || echo timeout)" '^[0-9]+$'
 
 secret=sprout-secret-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
@@ -61,5 +65,11 @@ else
 fi
 wait_until 900 "the API answers" nodes_ready 1
 check "the Secret is still there" "$(cluster_kubectl get secret enc-check -o jsonpath='{.data.value}' 2>&1 | base64 -d 2>&1)" "^$secret\$"
+# The power cut counted against the TPM's dictionary-attack limit; the boot after it reset
+# the counter (docs/secure-boot.md, "Power cuts and the TPM's lockout").
+reset=$(node_ssh 1 "journalctl -b -u sprout-firstboot -o cat --no-pager | grep 'TPM: ' | tail -n 1")
+echo "   $reset"
+check "the boot after the power cut reset the TPM's lockout counter" "$reset" 'TPM: lockout counter [1-9][0-9]* of [0-9]+, .*; reset, now lockout counter 0 of'
+check "sprout-firstboot status: the TPM's counter" "$(node_ssh 1 /usr/lib/sprout/sprout-firstboot status | grep '^tpm: ')" '^tpm: lockout counter 0 of'
 echo "encrypted-node: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
