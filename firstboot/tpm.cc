@@ -53,8 +53,9 @@ Result<tpm::Bytes> Transact(const tpm::Bytes& command) {
       continue;
     }
     tpm::Bytes answer(4096);
-    ssize_t n = write(fd, command.data(), command.size());
-    if (n == static_cast<ssize_t>(command.size())) n = read(fd, answer.data(), answer.size());
+    // The kernel takes a whole command in one write, or none of it.
+    const bool sent = write(fd, command.data(), command.size()) == static_cast<ssize_t>(command.size());
+    const ssize_t n = sent ? read(fd, answer.data(), answer.size()) : -1;
     const int err = errno;
     close(fd);
     if (n < 0) return Fail(std::string("talking to ") + path + " failed: " + std::strerror(err));
