@@ -92,9 +92,13 @@ else
 fi
 
 # 3. Scheduled bundles: one per slot of INTERVAL seconds, by the leader only; retention.
+# Retention orders bundles by their time, so the manual bundles go only once KEEP
+# scheduled ones are newer than the later of them; where the slots fall against the
+# manual backups decides whether that takes KEEP or KEEP + 1 slots. Wait for both.
 want=$((KEEP + 1))  # enough slots for retention to have removed something
 deadline=$(($(date +%s) + INTERVAL * (want + 2) + 10))
-while [ "$(cat "$WORK"/n[123]/firstboot.log | grep -c 'backup: good: .*-scheduled.sprout-backup')" -lt "$want" ] &&
+while { [ "$(cat "$WORK"/n[123]/firstboot.log | grep -c 'backup: good: .*-scheduled.sprout-backup')" -lt "$want" ] ||
+  ! grep -q 'backup: retention removed .*manual-node2' "$WORK"/n[123]/firstboot.log; } &&
   [ "$(date +%s)" -lt "$deadline" ]; do
   sleep 1
 done
