@@ -62,7 +62,7 @@ grep -v '^\s*\(#\|$\)' "$list" | grep -vxFf "$WORK/listed.txt" | sed 's/^/     n
 # make custom resource definitions: summary.py's SERIAL);
 # between them they select exactly the listed tests, and the summary reads the reports
 # of every ginkgo node.
-serial=$(grep -v '^#' "$list" | grep -cE '\[Serial\]|\] CustomResourceDefinition resources ')
+serial=$(grep -v '^#' "$list" | grep -cE '\[Serial\]|\] CustomResource(Definition resources|PublishOpenAPI) ')
 runs=""
 for pass in parallel serial; do
   focus=$(/usr/bin/python3 "$SRC/qemu-tests/conformance/summary.py" --focus "$list" --$pass)
