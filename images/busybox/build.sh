@@ -16,4 +16,7 @@ for applet in sh ash echo cat ls sleep true false mkdir rm cp mv wget httpd host
   nslookup ps grep sed awk head tail env id date df du free mount uname vi timeout; do
   ln -s busybox "$work/busybox/bin/$applet"
 done
-python3 "$here/../lib/mkimage.py" "$out" "$ref" '["/bin/sh"]' "$work/base" "$work/busybox"
+# As upstream's busybox image: no Entrypoint and `sh` as Cmd, so `kubectl run -it --image=…
+# t` gives a shell and `kubectl run … t -- nslookup NAME` runs nslookup (the arguments
+# replace Cmd; with an Entrypoint of /bin/sh they became a script name for sh to open).
+python3 "$here/../lib/mkimage.py" --cmd '["sh"]' "$out" "$ref" null "$work/base" "$work/busybox"

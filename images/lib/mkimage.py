@@ -4,7 +4,7 @@
 Usage: mkimage.py [OPTION VALUE]... LAYOUT REF ENTRYPOINT_JSON LAYER_DIR...
 
 Options (each optional; without them the config holds only Entrypoint and the default
-PATH, as for the etcd, busybox and Kubernetes component images):
+PATH, as for the etcd and Kubernetes component images):
   --cmd JSON            the image's Cmd (a JSON list)
   --env NAME=VALUE      sets one variable (repeatable); PATH replaces the default PATH
   --workdir DIR         the image's WorkingDir
