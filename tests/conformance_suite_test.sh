@@ -62,7 +62,8 @@ grep -v '^\s*\(#\|$\)' "$list" | grep -vxFf "$WORK/listed.txt" | sed 's/^/     n
 # make custom resource definitions: summary.py's SERIAL);
 # between them they select exactly the listed tests, and the summary reads the reports
 # of every ginkgo node.
-serial=$(grep -v '^#' "$list" | grep -cE '\[Serial\]|\] CustomResource(Definition resources|PublishOpenAPI) ')
+serial=$(/usr/bin/python3 -B -c 'import sys; sys.path.insert(0, sys.argv[1]); import summary
+print(sum(1 for n in summary.wanted_tests(sys.argv[2]) if summary.SERIAL.search(n)))' "$SRC/qemu-tests/conformance" "$list")
 runs=""
 for pass in parallel serial; do
   focus=$(/usr/bin/python3 "$SRC/qemu-tests/conformance/summary.py" --focus "$list" --$pass)

@@ -31,8 +31,10 @@ conformance_run() {
   local args=(--kubeconfig "$CLUSTER_DIR/admin.conf" --provider skeleton --kubectl-path "$CLUSTER_KUBECTL"
     --non-blocking-taints node-role.kubernetes.io/control-plane,node-role.kubernetes.io/master
     --num-nodes "${CONFORMANCE_NODES:-1}" --disable-log-dump)
+  local listed
+  listed=$(grep -cv '^\s*\(#\|$\)' "$list")
   echo "   e2e.test (sha256 $(awk '$2 == "e2e.test" {print substr($1, 1, 12)}' "$e2e/SHA256SUMS")...) from $e2e:" \
-    "$(grep -cv '^\s*\(#\|$\)' "$list") tests listed in $list"
+    "$listed tests listed in $list"
   local t0=$SECONDS pass nodes focus part parts=("$list") name
   if [ "${CONFORMANCE_CHUNK:-0}" -gt 0 ]; then
     # A long run in parts, each a ginkgo run of its own that writes its reports when it
@@ -73,8 +75,7 @@ conformance_run() {
   # a test that fails twice fails. More failures than CONFORMANCE_RETRIES (default: a
   # tenth of the list, at least 3) are not retried: that many is not chance. A long list
   # by hand on two emulated nodes has more load failures than CI's slice of 41.
-  local failed listed retries
-  listed=$(grep -cv '^\s*\(#\|$\)' "$list")
+  local failed retries
   retries=${CONFORMANCE_RETRIES:-$((listed / 10 > 3 ? listed / 10 : 3))}
   failed=$(python3 "$CONFORMANCE_DIR/summary.py" --failed --wanted "$list" "$dir")
   if [ -n "$failed" ] && [ "$(echo "$failed" | wc -l)" -le "$retries" ]; then
