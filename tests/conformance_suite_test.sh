@@ -5,7 +5,8 @@
 # run of its [Conformance] focus, read through its JUnit report by
 # qemu-tests/conformance/summary.py); every test CI's single-node list names is one of
 # them; the summary counts a failure, a skip and a test missing from the report; and a
-# second run of the recipe is a cache hit that prints the same folder.
+# second run of the recipe is a cache hit that prints the same folder; sprout's patch to
+# the suite is compiled in.
 set -u
 name=conformance_suite_test
 . "$(dirname "$0")/lib/checks.sh"
@@ -33,6 +34,12 @@ if [ "$again" = "$E2E" ] && grep -q '^conformance: cached: ' "$WORK/again.log"; 
 else
   bad "a second run printed '$again' ($(tail -n 1 "$WORK/again.log"))"
 fi
+
+# sprout's patch to the suite (images/conformance/patches) is compiled in: the namespace
+# tests read SPROUT_E2E_WAIT_SCALE.
+grep -aq SPROUT_E2E_WAIT_SCALE "$E2E/e2e.test" &&
+  ok "e2e.test holds the namespace tests' scalable wait (SPROUT_E2E_WAIT_SCALE)" ||
+  bad "e2e.test lacks SPROUT_E2E_WAIT_SCALE: images/conformance/patches was not applied"
 
 # The tree's list of the release's conformance tests.
 /usr/bin/python3 -c 'import sys, yaml; [print(t["codename"]) for t in yaml.safe_load(open(sys.argv[1]))]' \

@@ -4,8 +4,9 @@
 # components, and prints the folder holding them. Usage: compile.sh CACHE-DIR
 #
 # The folder is CACHE-DIR/kubernetes/e2e/KEY, where KEY is the sha256 of the source
-# package's .dsc, this recipe, images/kubernetes/source and go-env.sh, and the components' patches to
-# the tree (images/kubernetes/patches, applied here too): the same inputs give
+# package's .dsc, this recipe, images/kubernetes/source and go-env.sh, the components' patches to
+# the tree (images/kubernetes/patches, applied here too) and the suite's own
+# (images/conformance/patches): the same inputs give
 # the same folder, and a second run compiles nothing. The source package comes from
 # images/kubernetes/compile.sh's cache (that recipe fetches it once), and the Go build
 # cache is shared with it, so the packages the components already compiled are reused.
@@ -31,7 +32,8 @@ trap 'rm -rf ${work:+"$work"}' EXIT
 #    Go build cache with the packages the suite shares with them.
 bash "$kube/compile.sh" "$cache" >/dev/null
 dsc=$(kube_dsc "$cache")
-out="$cache/kubernetes/e2e/$(kube_key "$dsc" "$kube/source" "$kube/go-env.sh" "$here/compile.sh" "$kube"/patches/*.patch)"
+out="$cache/kubernetes/e2e/$(kube_key "$dsc" "$kube/source" "$kube/go-env.sh" "$here/compile.sh" "$kube"/patches/*.patch \
+  "$here"/patches/*.patch)"
 kube_cached conformance "$out"
 
 # 2. Unpack (dpkg-source checks the tarballs against the .dsc).
@@ -41,6 +43,12 @@ kube_unpack "$work" "$dsc"
 # The components' patches to the tree apply here too (a test client walks maps with the
 # same json-iterator; images/kubernetes/patches says why each).
 kube_patch "$work/tree"
+# Then the suite's own (images/conformance/patches: a wait that emulation outlasts made
+# scalable, inert unless asked for; each patch says why).
+for p in "$here"/patches/*.patch; do
+  log "applying $(basename "$p")"
+  patch -d "$work/tree" -p1 --forward --quiet <"$p" >&2 || { log "$p does not apply; the source changed"; exit 1; }
+done
 kube_go_env "$work" amd64 "$cache"
 cd "$GOPATH/src/k8s.io/kubernetes"
 
