@@ -6,7 +6,7 @@
 # qemu-tests/conformance/summary.py); every test CI's single-node list names is one of
 # them; the summary counts a failure, a skip and a test missing from the report; and a
 # second run of the recipe is a cache hit that prints the same folder; sprout's patch to
-# the suite is compiled in.
+# the suite is compiled in; and tally.py counts the tests over several runs.
 set -u
 name=conformance_suite_test
 . "$(dirname "$0")/lib/checks.sh"
@@ -150,3 +150,23 @@ rc=$?
 [ "$rc" = 1 ] && [ "$(echo "$out" | tail -n 1)" = "conformance: 1 passed, 1 failed, 0 skipped" ] &&
   echo "$out" | grep -q 'FAILED  test b .*(and again on a second try, alone)' &&
   ok "a test that failed twice fails" || bad "a test that failed twice (status $rc): $(echo "$out" | tr '\n' ' ')"
+
+# The tally over several runs (tally.py): a test passed in any run passes; one that only
+# failed is named with its run and failure; a pass under scaled waits counts apart; a
+# plain list (CI's) passes as a whole; a name holding " (" is read whole.
+printf '%s\n' 'test a [Conformance]' 'test b [Conformance]' 'test c [Conformance]' 'test d [Conformance]' \
+  'test (e) [Conformance]' >"$WORK/all.txt"
+/usr/bin/python3 "$SRC/qemu-tests/conformance/summary.py" --wanted "$WORK/want.txt" "$WORK/report.xml" >"$WORK/run1.txt"
+printf '%s\n' "waits scaled: the namespace tests' by 3 (CONFORMANCE_WAIT_SCALE), every other wait upstream's" \
+  '  passed  test c [Conformance] (4.0 s)' 'conformance: 1 passed, 0 failed, 0 skipped' >"$WORK/run2.txt"
+echo 'test (e) [Conformance]' >"$WORK/ci.txt"
+out=$(/usr/bin/python3 -B "$SRC/qemu-tests/conformance/tally.py" "$WORK/all.txt" "one=$WORK/run1.txt" \
+  "two=$WORK/run2.txt" "ci=$WORK/ci.txt")
+rc=$?
+echo "$out" | sed 's/^/     /'
+[ "$rc" = 1 ] &&
+  [ "$(echo "$out" | head -n 1)" = "of 5 [Conformance] tests: 2 passed (1 more only with scaled waits), 1 failed in every run that ran them, 1 not run yet" ] &&
+  echo "$out" | grep -q '^  FAILED  test b \[Conformance\] (one: timed out waiting / for the condition)$' &&
+  echo "$out" | grep -q '^  passed with scaled waits  test c \[Conformance\] (two: 4.0 s)$' &&
+  echo "$out" | grep -q '^  not run  test d \[Conformance\]$' && ! echo "$out" | grep -q 'test (e)' &&
+  ok "the tally over three runs: $(echo "$out" | head -n 1)" || bad "the tally over three runs (status $rc)"
