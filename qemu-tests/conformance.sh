@@ -18,7 +18,9 @@
 # Writes the suite's JUnit reports, logs and summary.txt (each test that did not pass,
 # with its failure or reason) to OUT (default ./conformance-results), and prints the
 # summary. CONFORMANCE_PARALLEL (default 4) tests run at a time; CONFORMANCE_TIMEOUT
-# bounds each pass (default 14400 s here).
+# bounds each pass (default 14400 s here). The other knobs (CONFORMANCE_CHUNK, _DEADLINE,
+# _RETRIES, _QUIET, _WAIT_SCALE) are qemu-tests/conformance/lib.sh's; tally.py there
+# counts the tests over several runs.
 # Usage: qemu-tests/conformance.sh IMAGE [LIST [OUT]]   (needs root; KEEP_LOGS=1 keeps logs)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
