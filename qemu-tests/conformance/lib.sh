@@ -40,6 +40,16 @@ conformance_quiesce() {
 
 conformance_run() {
   local list=$1 dir=$2 e2e rc=0 cut=0
+  # The environment of every e2e.test run: the registries' remapping, and the scale of
+  # the waits when one is asked for (the summary then says so).
+  local run_env=(env)
+  [ -z "${CONFORMANCE_REPO_LIST:-}" ] || run_env+=(KUBE_TEST_REPO_LIST="$CONFORMANCE_REPO_LIST")
+  if [ -n "${CONFORMANCE_WAIT_SCALE:-}" ]; then
+    [[ $CONFORMANCE_WAIT_SCALE =~ ^[1-9][0-9]*$ ]] ||
+      { echo "conformance: CONFORMANCE_WAIT_SCALE=$CONFORMANCE_WAIT_SCALE is not a whole number of at least 1" >&2; return 2; }
+    run_env+=(SPROUT_E2E_WAIT_SCALE="$CONFORMANCE_WAIT_SCALE")
+    echo "   the namespace tests' waits scaled by $CONFORMANCE_WAIT_SCALE (CONFORMANCE_WAIT_SCALE; images/conformance/patches)"
+  fi
   mkdir -p "$dir"
   e2e=$(bash "$CONFORMANCE_DIR/../../images/conformance/compile.sh" "${SPROUT_CACHE:-/var/cache/sprout}") ||
     { echo "conformance: the suite did not compile (images/conformance/compile.sh)" >&2; return 1; }
@@ -56,16 +66,6 @@ conformance_run() {
   listed=$(grep -cv '^\s*\(#\|$\)' "$list")
   echo "   e2e.test (sha256 $(awk '$2 == "e2e.test" {print substr($1, 1, 12)}' "$e2e/SHA256SUMS")...) from $e2e:" \
     "$listed tests listed in $list"
-  # The environment of every e2e.test run: the registries' remapping, and the scale of
-  # the waits when one is asked for (the summary then says so).
-  local run_env=(env)
-  [ -z "${CONFORMANCE_REPO_LIST:-}" ] || run_env+=(KUBE_TEST_REPO_LIST="$CONFORMANCE_REPO_LIST")
-  if [ -n "${CONFORMANCE_WAIT_SCALE:-}" ]; then
-    [[ $CONFORMANCE_WAIT_SCALE =~ ^[1-9][0-9]*$ ]] ||
-      { echo "conformance: CONFORMANCE_WAIT_SCALE=$CONFORMANCE_WAIT_SCALE is not a whole number of at least 1" >&2; return 2; }
-    run_env+=(SPROUT_E2E_WAIT_SCALE="$CONFORMANCE_WAIT_SCALE")
-    echo "   the namespace tests' waits scaled by $CONFORMANCE_WAIT_SCALE (CONFORMANCE_WAIT_SCALE; images/conformance/patches)"
-  fi
   local t0=$SECONDS pass nodes focus part parts=("$list") name
   if [ "${CONFORMANCE_CHUNK:-0}" -gt 0 ]; then
     # A long run in parts, each a ginkgo run of its own that writes its reports when it

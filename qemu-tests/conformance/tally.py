@@ -15,19 +15,22 @@ sessions (docs/conformance.md). A pass in a run whose summary begins "waits scal
 (CONFORMANCE_WAIT_SCALE) is counted apart, as passing only with scaled waits, unless a
 run without scaled waits also passed it. --ledger prints every test with its verdict
 and the run that gave it. Exits 0 when every test of ALL passed without scaled waits."""
+import os
 import re
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from summary import wanted_tests  # noqa: E402  (the runner's own reading of a list)
 
 
 def names_in(path):
     """The test names of a conformance.yaml or of a list (comments and blanks skipped)."""
-    with open(path) as fh:
-        text = fh.read()
     if path.endswith((".yaml", ".yml")):
         import yaml  # python3-yaml; only for the suite's own list
 
-        return [t["codename"] for t in yaml.safe_load(text)]
-    return [l.strip() for l in text.splitlines() if l.strip() and not l.lstrip().startswith("#")]
+        with open(path) as fh:
+            return [t["codename"] for t in yaml.safe_load(fh)]
+    return wanted_tests(path)
 
 
 def read_run(path):
@@ -60,7 +63,7 @@ def main(argv):
     best = {}  # name -> (rank, label, detail): passed 3, passed with scaled waits 2, failed 1
     per_run = []
     for arg in args[1:]:
-        label, _, path = arg.rpartition("=") if "=" in arg else ("", "", arg)
+        label, _, path = arg.partition("=") if "=" in arg else ("", "", arg)
         label = label or path
         verdicts, scaled = read_run(path)
         passed = 0
