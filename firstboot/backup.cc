@@ -179,6 +179,10 @@ int BackupNow(const settings::NodeSettings& settings, const BackupFlags& b) {
     o->kind = "scheduled";
     o->time = backup::SlotOf(o->time, b.interval);
   }
+  o->waiting = [] {
+    std::cerr << "sprout-firstboot: backup: another backup is under way on this node (the scheduled one, or another "
+                 "`backup now`); waiting for it to finish\n";
+  };
   auto r = backup::TakeBackup(*o);
   if (!r) {
     backup::NoteFailure(settings.formation.state_dir, r.error(), NowSeconds());

@@ -321,8 +321,7 @@ else
   bad "three fresh nodes did not form a cluster from the bundle within 60 s"
 fi
 for i in 1 2 3; do grep -h 'restored etcd from' "$WORK/n$i/firstboot.log" | sed 's/ (PHASE=.*//'; done
-[ "$(grep -l 'restored etcd from' "$WORK"/n[123]/firstboot.log | wc -l)" -eq 3 ] &&
-  ok "every founding member restored from the bundle" || bad "not every founding member restored"
+check_restored_founders
 ids=$(for i in 1 2 3; do nb_ctl "$i" "$(nb_endpoints "$i")" endpoint status -w json | grep -o '"cluster_id":[0-9]*' | cut -d: -f2; done | sort -u)
 echo "cluster IDs: old $old_id, restored $(echo "$ids" | tr '\n' ' ')"
 [ "$(echo "$ids" | grep -c .)" -eq 1 ] && ok "one cluster ID on every restored member" || bad "restored members disagree: $ids"

@@ -10,6 +10,7 @@
 #include "backup/sink.h"
 #include "backup/snapshot.h"
 #include "pki/pki.h"
+#include "util/file_lock.h"
 #include "util/fs.h"
 #include "util/sha256.h"
 
@@ -66,13 +67,21 @@ Result<BackupResult> TakeBackup(const BackupOptions& o) {
       return r;
     }
   }
+  // The node's scratch folder (0700: it holds all of etcd's data), one backup at a time:
+  // a manual one run beside a scheduled one once failed its test restore when the other
+  // replaced the snapshot file under it. Under the lock, anything in it is a leftover of
+  // a backup that died (a power cut), and goes.
+  std::filesystem::create_directories(o.scratch, ec);
+  std::filesystem::permissions(o.scratch, std::filesystem::perms::owner_all, ec);
+  auto lock = FileLock::Acquire(o.scratch / "lock", o.lock_wait, o.waiting);
+  if (!lock) return Fail("another backup is under way on this node: " + lock.error());
+  for (const auto& e : std::filesystem::directory_iterator(o.scratch, ec)) {
+    if (e.path().filename() != "lock") std::filesystem::remove_all(e.path(), ec);
+  }
   // 1. The snapshot, through etcd's API, with etcd's hash checked.
   auto snapshot = FetchSnapshot(o.client_url, o.tls);
   if (!snapshot) return Fail("snapshot: " + snapshot.error());
-  // 2. The test restore, from a file in the node's scratch folder (0700: it holds all
-  // of etcd's data).
-  std::filesystem::create_directories(o.scratch, ec);
-  std::filesystem::permissions(o.scratch, std::filesystem::perms::owner_all, ec);
+  // 2. The test restore, from a file in the scratch folder.
   auto file = o.scratch / "snapshot.db";
   if (auto s = WriteFileAtomic(file, *snapshot, std::filesystem::perms(0600)); !s) return Fail(s.error());
   auto status = TestRestore(o.etcdctl, file, o.scratch);

@@ -3,6 +3,7 @@
 // retention; plus the node's record of its last good and last failed backup.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -34,6 +35,11 @@ struct BackupOptions {
   std::string kind = "manual";        // "manual" or "scheduled"
   std::int64_t time = 0;              // the name's time: now (manual) or the slot (scheduled)
   std::function<std::int64_t()> now;  // Unix seconds; the clock
+  // One backup at a time on a node: the scheduled one and `backup now` share scratch,
+  // so each holds scratch/lock (flock) from the snapshot to the end, waiting at most
+  // lock_wait for the other; `waiting` is called if it has to wait.
+  std::chrono::seconds lock_wait{300};
+  std::function<void()> waiting;
 };
 
 // BackupResult is a backup that counted (or whose slot another node had written).
