@@ -116,6 +116,23 @@ out=$(/usr/bin/python3 "$SRC/qemu-tests/conformance/summary.py" --wanted "$WORK/
   ok "a part cut short: the summary reads e2e.test's progress lines ($(echo "$out" | tail -n 1))" ||
   bad "the summary of a part cut short: $(echo "$out" | tr '\n' ' ')"
 
+# Beside the part cut short, another part that ended wrote a report; it lists the cut
+# part's tests as skipped (outside its focus), and the progress lines must still count.
+# (29 Nov: they did not, and a cut part's passes and failures read as never run.)
+mkdir -p "$WORK/cut/001-parallel"
+cat >"$WORK/cut/001-parallel/junit_01.xml" <<'EOF'
+<testsuite name="Kubernetes e2e suite" tests="3" failures="0">
+  <testcase name="test a [Conformance]" time="0"><skipped message="skipped"></skipped></testcase>
+  <testcase name="test b [Conformance]" time="0"><skipped message="skipped"></skipped></testcase>
+  <testcase name="test c [Conformance]" time="3"></testcase>
+</testsuite>
+EOF
+out=$(/usr/bin/python3 "$SRC/qemu-tests/conformance/summary.py" --wanted "$WORK/want.txt" "$WORK/cut")
+[ "$(echo "$out" | tail -n 1)" = "conformance: 2 passed, 1 failed, 1 skipped" ] &&
+  echo "$out" | grep -q "FAILED  test b \[Conformance\]: failed (from e2e.test's progress line" &&
+  ok "a part cut short beside a part with a report: its progress lines win over the report's skips ($(echo "$out" | tail -n 1))" ||
+  bad "the summary of a part cut short beside a report: $(echo "$out" | tr '\n' ' ')"
+
 # A second try: --failed lists what the first try failed; a test that passes on its
 # second try counts as passed, and the summary says so (the test and the count); one
 # that fails twice fails. The second try's folder inside the run's is not read as a

@@ -117,6 +117,18 @@ def progress(paths):
     return out
 
 
+def merged(reports, lines):
+    """The reports' verdicts, with each progress line's where it ranks higher. A part
+    cut short wrote no report, but the other parts' reports list its tests as skipped
+    (outside their focus): its progress lines must win over those, or its tests would
+    look never run, its failures too."""
+    out = dict(reports)
+    for name, verdict in lines.items():
+        if RANK[verdict[0]] > RANK[out.get(name, ("skipped", ""))[0]]:
+            out[name] = verdict
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     ap.add_argument("--wanted")
@@ -138,9 +150,7 @@ def main():
     if not a.reports:
         print(__doc__.strip(), file=sys.stderr)
         return 2
-    got = results(a.reports)
-    for name, verdict in progress(a.reports).items():
-        got.setdefault(name, verdict)
+    got = merged(results(a.reports), progress(a.reports))
     wanted = wanted_tests(a.wanted) if a.wanted else [n for n, (v, _) in got.items() if v != "skipped"]
     if a.failed:
         for name in wanted:
@@ -149,9 +159,7 @@ def main():
         return 0
     second = {}
     if a.second_try and os.path.isdir(a.second_try):
-        second = results([a.second_try])
-        for name, verdict in progress([a.second_try]).items():
-            second.setdefault(name, verdict)
+        second = merged(results([a.second_try]), progress([a.second_try]))
     counts = {"passed": 0, "failed": 0, "skipped": 0}
     retried = 0
     for name in wanted:
