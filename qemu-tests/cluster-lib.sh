@@ -439,7 +439,7 @@ mirror_pods_running() {
   listed=$(cluster_kubectl get pods -n kube-system --no-headers 2>/dev/null | awk '$3 == "Running" {print $1}')
   for n in "$@"; do
     for c in etcd kube-apiserver kube-controller-manager kube-scheduler; do
-      echo "$listed" | grep -qx "$c-$n" || return 1
+      grep -qx "$c-$n" <<<"$listed" || return 1
     done
   done
 }

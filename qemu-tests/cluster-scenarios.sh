@@ -228,10 +228,12 @@ if within_budget "scenarios 3 and 5" "${CLUSTER_BUDGET_3_5:-1500}"; then
     "$(cluster_etcdctl 2 get /sprout/test/after-backup -w json | python3 -c 'import json,sys; print(json.load(sys.stdin).get("count", 0))')" '^0$'
   # With the static list of three, a founding needs two: the founding members restore the
   # bundle, and a third node that was not among them joins the restored cluster as a
-  # learner (docs/backup.md). No node may have started an empty etcd.
+  # learner (docs/backup.md). No node may have started an empty etcd. (grep reads the whole
+  # journal: with grep -q, which stops at the match, ssh could die writing the rest, and
+  # under pipefail a founding node read as "neither".)
   kinds=$(for i in 1 2 3; do
     if node_ssh "$i" journalctl -b -u sprout-firstboot --no-pager -o cat |
-      grep -q "^sprout-firstboot: restored etcd from $CLUSTER_SHARE/$bundle as founding member"; then
+      grep "^sprout-firstboot: restored etcd from $CLUSTER_SHARE/$bundle as founding member" >/dev/null; then
       echo restored
     elif [ "$(node_phase "$i")" = "member (joined as learner)" ]; then
       echo learner

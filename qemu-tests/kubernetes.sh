@@ -128,7 +128,7 @@ check "the Deployment of the preloaded image runs (seconds)" "${WAITED:-timeout}
 cluster_kubectl get pods -o wide | sed 's/^/     /'
 service_ip=$(cluster_kubectl get service hello -o jsonpath='{.spec.clusterIP}')
 check "the Service has a ClusterIP from the Shoot's services network (10.96.0.0/12)" "$service_ip" '^10\.(9[6-9]|10[0-9]|11[01])\.[0-9]+\.[0-9]+$'
-proxied() { node_ssh 1 iptables-save -t nat | grep -q "default/hello"; }
+proxied() { node_ssh 1 iptables-save -t nat | grep "default/hello" >/dev/null; }
 wait_until 300 "kube-proxy's rules for the Service" proxied
 check "kube-proxy wrote the Service's iptables rules (seconds)" "${WAITED:-timeout}" '^[0-9]+$'
 {

@@ -43,7 +43,7 @@ out=$("$SPROUT" help); check "help teaches the first commands" "$out" 'sprout bu
 # The help is made from the command table: every command it lists explains itself.
 no_help=""
 for c in $(sed -n 's/^  sprout \([a-z-]*\) .*/\1/p' <<<"$out" | sort -u); do
-  [ "$c" = help ] || "$SPROUT" "$c" --help | grep -q "^  sprout $c" || no_help+=" $c"
+  [ "$c" = help ] || "$SPROUT" "$c" --help | grep "^  sprout $c" >/dev/null || no_help+=" $c"
 done
 check "every command in the help answers --help with its own usage" "$(sed -n 's/^  sprout \([a-z-]*\) .*/\1/p' <<<"$out" | sort -u | wc -l) listed;${no_help:- none} without" '^1[0-9] listed; none without$'
 

@@ -7,6 +7,8 @@
 # of only the expected 3, the old rule) must be caught founding twice.
 # Usage: check_election.sh [T] [T_SPARE] (defaults 3 and 2; T=4 needs far more than 3 GB).
 set -euo pipefail
+# (grep -q reads here-strings: `echo "$out" | grep -q` under pipefail fails at random when
+# grep exits before echo has written all of a long output, as it did in CI.)
 here=$(cd "$(dirname "$0")" && pwd)
 t=${1:-3}
 t_spare=${2:-2}
@@ -23,11 +25,11 @@ run() {  # run <extra spin defines...>: prints pan's summary (T from $t)
 
 out=$(run)
 echo "$out" | grep -E 'errors:|states, stored|elapsed time'
-if ! echo "$out" | grep -q 'errors: 0'; then echo "FAIL: the election model violates safety" >&2; exit 1; fi
-if echo "$out" | grep -q 'Search not completed'; then echo "FAIL: search not completed (memory limit)" >&2; exit 1; fi
+if ! grep -q 'errors: 0' <<<"$out"; then echo "FAIL: the election model violates safety" >&2; exit 1; fi
+if grep -q 'Search not completed' <<<"$out"; then echo "FAIL: search not completed (memory limit)" >&2; exit 1; fi
 
 bad=$(run -DFORGET)
-if ! echo "$bad" | grep -q 'assertion violated'; then
+if ! grep -q 'assertion violated' <<<"$bad"; then
   echo "FAIL: the amnesia variant was not caught; the model checks nothing" >&2
   exit 1
 fi
@@ -37,10 +39,10 @@ t=$t_spare
 out=$(run -DN=4 -DQ=3)
 echo "spare node (4 powered on, quorum 3):"
 echo "$out" | grep -E 'errors:|states, stored|elapsed time'
-if ! echo "$out" | grep -q 'errors: 0'; then echo "FAIL: a spare node breaks the election under quorum 3" >&2; exit 1; fi
-if echo "$out" | grep -q 'Search not completed'; then echo "FAIL: search not completed (memory limit)" >&2; exit 1; fi
+if ! grep -q 'errors: 0' <<<"$out"; then echo "FAIL: a spare node breaks the election under quorum 3" >&2; exit 1; fi
+if grep -q 'Search not completed' <<<"$out"; then echo "FAIL: search not completed (memory limit)" >&2; exit 1; fi
 bad=$(run -DN=4 -DQ=2)
-if ! echo "$bad" | grep -q 'assertion violated'; then
+if ! grep -q 'assertion violated' <<<"$bad"; then
   echo "FAIL: 4 nodes under a quorum of 2 were not caught founding twice; the spare model checks nothing" >&2
   exit 1
 fi
