@@ -2,7 +2,7 @@
 """Tallies the [Conformance] tests over several runs: which passed in any run, which
 failed in every run that ran them, which no run has reached.
 
-usage: tally.py ALL [--ledger] [LABEL=]RUN ...
+usage: tally.py ALL [--ledger] [--todo FILE] [LABEL=]RUN ...
 
 ALL is the release's list of tests: the suite's conformance.yaml (as compile.sh puts it
 beside e2e.test) or a file of names, one a line. Each RUN is either a run's summary.txt
@@ -14,7 +14,9 @@ A test counts as passed when some run passed it: a long list runs in parts over 
 sessions (docs/conformance.md). A pass in a run whose summary begins "waits scaled:"
 (CONFORMANCE_WAIT_SCALE) is counted apart, as passing only with scaled waits, unless a
 run without scaled waits also passed it. --ledger prints every test with its verdict
-and the run that gave it. Exits 0 when every test of ALL passed without scaled waits."""
+and the run that gave it. --todo FILE writes the names of the tests not yet passed
+without scaled waits, one a line, as the next run's LIST (conformance.sh IMAGE FILE).
+Exits 0 when every test of ALL passed without scaled waits."""
 import os
 import re
 import sys
@@ -55,6 +57,14 @@ def read_run(path):
 
 
 def main(argv):
+    todo = None
+    if "--todo" in argv:
+        i = argv.index("--todo")
+        if i + 1 >= len(argv):
+            print("tally.py: --todo needs a file to write the list to", file=sys.stderr)
+            return 2
+        todo = argv[i + 1]
+        argv = argv[:i] + argv[i + 2:]
     args = [a for a in argv if a != "--ledger"]
     if len(args) < 2:
         print(__doc__.strip(), file=sys.stderr)
@@ -89,6 +99,12 @@ def main(argv):
         word = {3: "passed", 2: "passed with scaled waits", 1: "FAILED", 0: "not run"}[rank]
         where = f" ({label}: {detail})" if rank else ""
         print(f"  {word}  {name}{where}")
+    if todo:
+        left = [n for n in every if best.get(n, (0,))[0] < 3]
+        with open(todo + ".tmp", "w") as fh:
+            fh.write("".join(n + "\n" for n in left))
+        os.replace(todo + ".tmp", todo)
+        print(f"  {len(left)} tests not yet passed written to {todo}", file=sys.stderr)
     return 0 if counts[3] == len(every) else 1
 
 
