@@ -162,7 +162,7 @@ spec:
       command: [sh, -c, 'for i in \$(seq 1 40); do timeout 5 wget -q -O - http://$service_ip/ && exit 0; sleep 3; done; exit 1']
 EOF
   kube apply -f "$CLUSTER_DIR/$1.yaml" >/dev/null
-  wait_until 900 "pod $1 done" eval "kube get pod $1 -o jsonpath='{.status.phase}' | grep -Eq '^(Succeeded|Failed)\$'"
+  wait_until 900 "pod $1 done" eval "kube get pod $1 -o jsonpath='{.status.phase}' | grep -E '^(Succeeded|Failed)\$' >/dev/null"
   echo "$(kube get pod "$1" -o jsonpath='{.status.phase}') $(kube logs "$1" 2>&1 | tr '\n' ' ')"
 }
 check "a pod on node-1 reaches the worker's pod through the Service's ClusterIP" "$(client client-1 node-1)" \

@@ -66,7 +66,7 @@ check "every pod runs its image by digest" \
 # The node agent reports every 15 s, and a busy apiserver's /readyz flickers; give the
 # report a minute to agree with what kubectl saw.
 k8s_status() { node_ssh 1 sprout-firstboot status | sed -n '/^kubernetes:/,$p' | tr '\n' ' '; }
-status_ready() { k8s_status | grep -Eq 'apiserver: ready \(/readyz ok\).*node: registered, Ready, pod subnet 10\.244\.'; }
+status_ready() { k8s_status | grep -E 'apiserver: ready \(/readyz ok\).*node: registered, Ready, pod subnet 10\.244\.' >/dev/null; }
 wait_until 120 "sprout-firstboot status to report the node ready" status_ready
 check "sprout-firstboot status shows the Kubernetes side" "$(k8s_status)" \
   'apiserver: ready \(/readyz ok\).*node: registered, Ready, pod subnet 10\.244\..*static pods: etcd, kube-apiserver'
@@ -143,7 +143,7 @@ EOF
   pod_spec client "for i in \$(seq 1 20); do timeout 5 wget -q -O - http://$service_ip/ && exit 0; sleep 3; done; exit 1"
 } > "$CLUSTER_DIR/client.yaml"
 cluster_kubectl apply -f "$CLUSTER_DIR/client.yaml" >/dev/null
-client_done() { cluster_kubectl get pod client -o jsonpath='{.status.phase}' | grep -Eq '^(Succeeded|Failed)$'; }
+client_done() { cluster_kubectl get pod client -o jsonpath='{.status.phase}' | grep -E '^(Succeeded|Failed)$' >/dev/null; }
 wait_until 600 "the client pod done" client_done
 check "the pods' links keep their own addresses (the node's address is on its network card only)" \
   "$(node_ssh 1 ip -o -4 addr show | awk '$4 ~ /^198\.18\./ {print $2}' | tr '\n' ' ')" '^enp[0-9a-z]+ $'
@@ -178,7 +178,7 @@ EOF
     for i in $(seq 1 10); do timeout 5 wget -q -O - http://hello/ && exit 0; sleep 3; done; exit 1'
 } >"$CLUSTER_DIR/dns.yaml"
 cluster_kubectl apply -f "$CLUSTER_DIR/dns.yaml" >/dev/null
-dns_done() { cluster_kubectl get pod dns -o jsonpath='{.status.phase}' | grep -Eq '^(Succeeded|Failed)$'; }
+dns_done() { cluster_kubectl get pod dns -o jsonpath='{.status.phase}' | grep -E '^(Succeeded|Failed)$' >/dev/null; }
 wait_until 300 "the DNS pod done" dns_done
 dns_log=$(cluster_kubectl logs dns 2>&1)
 echo "$dns_log" | sed 's/^/     dns pod: /'
@@ -266,7 +266,7 @@ spec: {podCIDR: 198.18.0.12/32, podCIDRs: [198.18.0.12/32], taints: [{key: sprou
 status: {addresses: [{type: InternalIP, address: 198.18.0.66}]}
 EOF
 cluster_kubectl create -f "$CLUSTER_DIR/nodes.yaml" >/dev/null
-peer_routed() { node_ssh 1 ip route show 10.244.77.0/24 | grep -q 'via 198\.18\.0\.77'; }
+peer_routed() { node_ssh 1 ip route show 10.244.77.0/24 | grep 'via 198\.18\.0\.77' >/dev/null; }
 wait_until 120 "the agent's route to the peer Node's pod subnet" peer_routed
 check "the node agent routes a Node's pod subnet inside the pods network via its InternalIP (ip route)" \
   "$(node_ssh 1 ip route show 10.244.77.0/24)" '^10\.244\.77\.0/24 via 198\.18\.0\.77'

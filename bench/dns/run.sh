@@ -23,7 +23,7 @@ missing=$(for tp in knotd:knot knotc:knot named:bind9 rndc:bind9-utils rndc-conf
   command -v "${tp%%:*}" >/dev/null || echo "${tp#*:}"; done | sort -u | tr '\n' ' ')
 [ -z "$missing" ] || { echo "bench/dns: installing $missing"; apt-get install -y --no-install-recommends $missing >/dev/null; }
 for port in 5301 5302 5303 5304 5312; do
-  ! ss -Hlntu "sport = :$port" | grep -q . || { echo "bench/dns: port $port is in use; stop what uses it"; exit 1; }
+  ! ss -Hlntu "sport = :$port" | grep . >/dev/null || { echo "bench/dns: port $port is in use; stop what uses it"; exit 1; }
 done
 
 W=$(mktemp -d /tmp/sprout-bench-dns.XXXXXX)  # mode 0700: private to root
