@@ -34,7 +34,7 @@ image_arch() {
     *) head=$(head -c 17408 "$1" | od -An -tx1 -v) ;;
   esac
   # b921b045-1df0-41c3-af44-4c6f280d3fae (Root Partition, 64-bit ARM) as stored on disk.
-  if tr -d ' \n' <<<"$head" | grep -q 45b021b9f01dc341af444c6f280d3fae; then echo arm64; else echo amd64; fi
+  if tr -d ' \n' <<<"$head" | grep 45b021b9f01dc341af444c6f280d3fae >/dev/null; then echo arm64; else echo amd64; fi
 }
 
 # find_firmware ARCH sets FW_CODE and FW_VARS to Debian's UEFI firmware for ARCH: OVMF
