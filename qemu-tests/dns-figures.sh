@@ -41,7 +41,7 @@ spec:
         - {name: nsswitch, mountPath: /etc/nsswitch.conf, readOnly: true}
       command: [sh, -c, 'exec /bench/lookups $name \$(hostname)']
 EOF
-  lookups_done() { cluster_kubectl get pod "$pod" -o jsonpath='{.status.phase}' 2>/dev/null | grep -Eq '^(Succeeded|Failed)$'; }
+  lookups_done() { cluster_kubectl get pod "$pod" -o jsonpath='{.status.phase}' 2>/dev/null | grep -E '^(Succeeded|Failed)$' >/dev/null; }
   wait_until 600 "the DNS lookup pod done" lookups_done
   DNS_FIGURES=$(cluster_kubectl logs "$pod" 2>&1)
   cluster_kubectl delete pod "$pod" --wait=false >/dev/null 2>&1
