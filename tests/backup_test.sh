@@ -10,7 +10,10 @@
 #   3c. every other control-plane node keeps a byte-identical copy of each good bundle
 #      (sent to its join endpoint by the leader), with the same retention;
 #   5. every node and its disk is destroyed; three fresh nodes given the newest copy a
-#      peer kept (restore-from) form one cluster that holds the keys.
+#      peer kept (restore-from) form one cluster that holds the keys;
+#   6. a founding member that starts empty stays out of the restored cluster;
+#   7. two `backup now` started together on one node both write good bundles, each
+#      under its own name.
 # The share is a plain folder all namespaces see (SHARE says so in the output); with
 # BACKUP_NFS=1 it is an NFS export of the host, mounted over the namespaces' bridge.
 set -u
@@ -322,4 +325,27 @@ if [ "$count" = $((KEYS + 1)) ] && [ "$started3" -eq 0 ] && [ "$id3" != "$id1" ]
   ok "a founding member that started empty stays out of the restored cluster (no mix)"
 else
   bad "mix check: count '$count', node 3 started in the restored cluster: $started3, IDs '$id1' / '$id3'"
+fi
+
+# 7. Two `backup now` started in the same second on one node: the second waits for the
+# first's scratch lock and is named for when it is written, so both are good, under two
+# names (both were once named for when they were asked for: the second failed, "a bundle
+# named ... exists already").
+fb 1 backup now >"$WORK/twin-1.log" 2>&1 &
+twin1=$!
+fb 1 backup now >"$WORK/twin-2.log" 2>&1 &
+twin2=$!
+wait "$twin1"
+rc1=$?
+wait "$twin2"
+rc2=$?
+name1=$(grep '^backup: good: ' "$WORK/twin-1.log" | grep -o '[^/ ]*-manual-node1\.sprout-backup' | head -n 1)
+name2=$(grep '^backup: good: ' "$WORK/twin-2.log" | grep -o '[^/ ]*-manual-node1\.sprout-backup' | head -n 1)
+echo "two backups at once on node 1: status $rc1 '$name1', status $rc2 '$name2'"
+if [ "$rc1" = 0 ] && [ "$rc2" = 0 ] && [ -n "$name1" ] && [ -n "$name2" ] && [ "$name1" != "$name2" ] &&
+  [ -s "$SHARE/$name1" ] && [ -s "$SHARE/$name2" ]; then
+  ok "two backups started together on one node are both good, under two names"
+else
+  cat "$WORK/twin-1.log" "$WORK/twin-2.log"
+  bad "two backups at once on one node: status $rc1 and $rc2, names '$name1' and '$name2'"
 fi

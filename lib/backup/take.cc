@@ -3,8 +3,10 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "backup/catalog.h"
 #include "backup/sink.h"
@@ -17,6 +19,9 @@
 namespace sprout::backup {
 
 namespace {
+
+// How many names a manual backup tries when the one it would take exists (above).
+constexpr int kManualNameTries = 3;
 
 template <std::size_t N>
 Status Random(std::array<std::uint8_t, N>& out) {
@@ -108,7 +113,25 @@ Result<BackupResult> TakeBackup(const BackupOptions& o) {
   // NFS session idle through a long snapshot could outlive its lease.
   auto sink = OpenSink(o.sink);
   if (!sink) return Fail("cannot write to the sink: " + sink.error());
+  // A manual bundle is named for when it is written, not when it was asked for: one that
+  // waited for the lock is newer than the one it waited for. Two written in one second
+  // on this node would share a name; the second then waits for the clock's next second
+  // and takes that name (a few tries: each name is this node's alone).
+  std::int64_t named = o.time;
+  if (o.kind == "manual") {
+    named = o.now();
+    r.file = NameFor(BundleName{o.cluster, named, o.kind, o.node});
+  }
   auto wrote = WriteBundle(**sink, r.file, *sealed, o.node, static_cast<long>(::getpid()));
+  for (int tries = 1; o.kind == "manual" && wrote && *wrote == SinkWrite::kExists && tries < kManualNameTries;
+       ++tries) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (o.now() <= named && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    named = std::max(named + 1, o.now());
+    r.file = NameFor(BundleName{o.cluster, named, o.kind, o.node});
+    wrote = WriteBundle(**sink, r.file, *sealed, o.node, static_cast<long>(::getpid()));
+  }
   if (!wrote) return Fail(wrote.error());
   if (*wrote == SinkWrite::kExists) {
     if (o.kind == "scheduled") {

@@ -33,7 +33,7 @@ struct BackupOptions {
   formation::EtcdClientTls tls;       // the client certificate
   int keep = 7;                       // retention
   std::string kind = "manual";        // "manual" or "scheduled"
-  std::int64_t time = 0;              // the name's time: now (manual) or the slot (scheduled)
+  std::int64_t time = 0;              // the name's time: the slot (scheduled); a manual one's is when it is written
   std::function<std::int64_t()> now;  // Unix seconds; the clock
   // One backup at a time on a node: the scheduled one and `backup now` share scratch,
   // so each holds scratch/lock (flock) from the snapshot to the end, waiting at most
