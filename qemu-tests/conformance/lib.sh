@@ -16,7 +16,8 @@
 # CONFORMANCE_CHUNK=N runs the list in parts of N tests (DIR/NNN-parallel, -serial), and
 # CONFORMANCE_DEADLINE (epoch seconds) starts no part after it: for long runs by hand.
 # CONFORMANCE_WAIT_SCALE=N multiplies the fixed waits that sprout's e2e.test makes scalable
-# (images/conformance/patches: a namespace's deletion) by N; unset, every wait is upstream's.
+# (images/conformance/patches: a namespace's deletion, a critical pod's start; the tests
+# are named in scaled-waits.txt) by N; unset, every wait is upstream's.
 # Before each serial pass and the second try, the run waits (at most CONFORMANCE_QUIET s,
 # default 180) until no namespace is still being deleted: the tests before them leave the
 # namespace controller a backlog, and a test meant to run alone then shares the cluster.
@@ -48,7 +49,7 @@ conformance_run() {
     [[ $CONFORMANCE_WAIT_SCALE =~ ^[1-9][0-9]*$ ]] ||
       { echo "conformance: CONFORMANCE_WAIT_SCALE=$CONFORMANCE_WAIT_SCALE is not a whole number of at least 1" >&2; return 2; }
     run_env+=(SPROUT_E2E_WAIT_SCALE="$CONFORMANCE_WAIT_SCALE")
-    echo "   the namespace tests' waits scaled by $CONFORMANCE_WAIT_SCALE (CONFORMANCE_WAIT_SCALE; images/conformance/patches)"
+    echo "   the waits of the tests in conformance/scaled-waits.txt scaled by $CONFORMANCE_WAIT_SCALE (CONFORMANCE_WAIT_SCALE; images/conformance/patches)"
   fi
   mkdir -p "$dir"
   e2e=$(bash "$CONFORMANCE_DIR/../../images/conformance/compile.sh" "${SPROUT_CACHE:-/var/cache/sprout}") ||
@@ -135,7 +136,7 @@ conformance_run() {
   fi
   {
     [ -z "${CONFORMANCE_WAIT_SCALE:-}" ] ||
-      echo "waits scaled: the namespace tests' by $CONFORMANCE_WAIT_SCALE (CONFORMANCE_WAIT_SCALE), every other wait upstream's"
+      echo "waits scaled: those of the tests in qemu-tests/conformance/scaled-waits.txt by $CONFORMANCE_WAIT_SCALE (CONFORMANCE_WAIT_SCALE), every other wait upstream's"
     python3 "$CONFORMANCE_DIR/summary.py" --wanted "$list" --second-try "$dir/second-try" "$dir"
   } | tee "$dir/summary.txt"
   [ "${PIPESTATUS[0]}" -eq 0 ] && [ "$rc" -eq 0 ] && [ "$cut" -eq 0 ]

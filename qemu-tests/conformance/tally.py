@@ -2,7 +2,7 @@
 """Tallies the [Conformance] tests over several runs: which passed in any run, which
 failed in every run that ran them, which no run has reached.
 
-usage: tally.py ALL [--ledger] [--todo FILE] [LABEL=]RUN ...
+usage: tally.py ALL [--ledger] [--todo FILE] [--scaled-waits FILE] [LABEL=]RUN ...
 
 ALL is the release's list of tests: the suite's conformance.yaml (as compile.sh puts it
 beside e2e.test) or a file of names, one a line. Each RUN is either a run's summary.txt
@@ -11,9 +11,11 @@ names, one a line, that passes as a whole (CI's api-only.txt passes at every lan
 LABEL names the run in the output (default: the file's path).
 
 A test counts as passed when some run passed it: a long list runs in parts over several
-sessions (docs/conformance.md). A pass in a run whose summary begins "waits scaled:"
-(CONFORMANCE_WAIT_SCALE) is counted apart, as passing only with scaled waits, unless a
-run without scaled waits also passed it. --ledger prints every test with its verdict
+sessions (docs/conformance.md). In a run whose summary begins "waits scaled:"
+(CONFORMANCE_WAIT_SCALE), a pass of a test whose waits the scale reaches (scaled-waits.txt,
+beside this file, or --scaled-waits FILE) is counted apart, as passing only with scaled waits, unless a run
+without scaled waits also passed it; any other test's code reads no scaled wait, so its
+pass there is a plain pass. --ledger prints every test with its verdict
 and the run that gave it. --todo FILE writes the names of the tests not yet passed
 without scaled waits, one a line, as the next run's LIST (conformance.sh IMAGE FILE).
 Exits 0 when every test of ALL passed without scaled waits."""
@@ -56,15 +58,26 @@ def read_run(path):
     return out, scaled
 
 
+def take_option(argv, flag, what):
+    """(value, argv without the flag and its value); value None when the flag is absent.
+    Raises ValueError naming what the flag needs when its value is missing."""
+    if flag not in argv:
+        return None, argv
+    i = argv.index(flag)
+    if i + 1 >= len(argv):
+        raise ValueError(f"tally.py: {flag} needs {what}")
+    return argv[i + 1], argv[:i] + argv[i + 2:]
+
+
 def main(argv):
-    todo = None
-    if "--todo" in argv:
-        i = argv.index("--todo")
-        if i + 1 >= len(argv):
-            print("tally.py: --todo needs a file to write the list to", file=sys.stderr)
-            return 2
-        todo = argv[i + 1]
-        argv = argv[:i] + argv[i + 2:]
+    try:
+        todo, argv = take_option(argv, "--todo", "a file to write the list to")
+        scaled_list, argv = take_option(argv, "--scaled-waits", "the file listing the tests the scale reaches")
+    except ValueError as e:
+        print(e, file=sys.stderr)
+        return 2
+    # The tests whose waits CONFORMANCE_WAIT_SCALE reaches.
+    reached = set(wanted_tests(scaled_list or os.path.join(os.path.dirname(os.path.abspath(__file__)), "scaled-waits.txt")))
     args = [a for a in argv if a != "--ledger"]
     if len(args) < 2:
         print(__doc__.strip(), file=sys.stderr)
@@ -80,7 +93,7 @@ def main(argv):
         for name, (verdict, detail) in verdicts.items():
             if name not in every:
                 continue
-            rank = 1 if verdict == "failed" else (2 if scaled else 3)
+            rank = 1 if verdict == "failed" else (2 if scaled and name in reached else 3)
             passed += rank > 1
             if rank > best.get(name, (0,))[0]:
                 best[name] = (rank, label, detail)
