@@ -68,10 +68,10 @@ grep -v '^\s*\(#\|$\)' "$list" | grep -vxFf "$WORK/listed.txt" | sed 's/^/     n
 # are tests of the release, named exactly: a misspelt name would let a scaled pass count
 # as a plain one.
 scaled=$SRC/qemu-tests/conformance/scaled-waits.txt
-want=$(grep -cv '^\s*\(#\|$\)' "$scaled")
-got=$(summary "$WORK/dry/junit_01.xml" "$scaled")
-[ "$want" -ge 1 ] && [ "$got" = "conformance: $want passed, 0 failed, 0 skipped" ] &&
-  ok "every test of scaled-waits.txt is a [Conformance] test of the suite: $got" || bad "scaled-waits.txt: $got"
+scaled_want=$(grep -cv '^\s*\(#\|$\)' "$scaled")
+scaled_got=$(summary "$WORK/dry/junit_01.xml" "$scaled")
+[ "$scaled_want" -ge 1 ] && [ "$scaled_got" = "conformance: $scaled_want passed, 0 failed, 0 skipped" ] &&
+  ok "every test of scaled-waits.txt is a [Conformance] test of the suite: $scaled_got" || bad "scaled-waits.txt: $scaled_got"
 # The runner's two passes (qemu-tests/conformance/lib.sh), under the compiled ginkgo as
 # it runs them: most two at a time, then those that run alone ([Serial], and those that
 # make custom resource definitions: summary.py's SERIAL);
