@@ -475,6 +475,7 @@ cluster_test_traps() {
   trap 'exit 130' INT TERM
 }
 
-# The servers on the bridge, and rolling updates: files of their own, part of this harness.
+# The servers on the bridge, rolling updates, and backups: files of their own, part of this harness.
 . "$CLUSTER_LIB_DIR/cluster-servers.sh"
 . "$CLUSTER_LIB_DIR/cluster-update.sh"
+. "$CLUSTER_LIB_DIR/cluster-backup.sh"

@@ -1,5 +1,6 @@
 #!/bin/bash
-# Cluster scenarios on booted images (issue #7), run in CI:
+# Cluster scenarios on booted images of the etcd-only image (issue #7), by hand; CI runs
+# the same scenarios on the default image, Kubernetes and all (kubernetes-cluster.sh):
 #   0. one node boots alone to its login prompt: the plain boot time, for the ratio;
 #   1. three control-plane nodes of one image, powered on together on a network with no
 #      uplink, form etcd with no human step: three voting members with the right peer
@@ -95,48 +96,13 @@ echo "== 6. a rolling update of ${#roll[@]} of the three (${roll[*]/#/node-}) to
 if [ -z "$update_build" ]; then
   echo "   SKIP scenario 6: no build B given (usage: cluster-scenarios.sh IMAGE [BUILD-B-DIR])"
 elif within_budget "scenario 6" "${CLUSTER_BUDGET_6:-$((200 + 600 * ${#roll[@]}))}"; then
-  hash_b=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["rootHash"])' "$update_build/manifest.json")
-  # Served: B itself (signed with the image's key), and two copies a node of the signed
-  # image must refuse: B without its signature, and B signed with a key made here.
-  served=$CLUSTER_DIR/builds
-  mkdir -p "$served"
-  ln -sfn "$update_build" "$served/b"
-  cluster_refusal_copies "$update_build" "$served"
-  cluster_build_server "$served" b || check "the build server answers on the bridge" "not started" '^serving$'
-  check "node-1 of the signed image refuses B unsigned" \
-    "$(cluster_refuses 1 "${CLUSTER_BUILDS_URL}unsigned/" 'is not signed \(no manifest\.json\.sig\) and this node trusts only builds signed by /etc/sprout/update\.pub' && echo refused)" '^refused$'
-  check "node-1 of the signed image refuses B signed with another key" \
-    "$(cluster_refuses 1 "${CLUSTER_BUILDS_URL}wrong/" 'the signature does not match .*this node trusts only builds signed by /etc/sprout/update\.pub' && echo refused)" '^refused$'
-  cluster_health_sampler start 1 2 3
-  t6=$SECONDS
-  cluster_rolling_update "${CLUSTER_BUILDS_URL}b/" "${roll[@]}"
-  roll_rc=$?
-  rolled=$((SECONDS - t6))
-  sleep 6  # one more sample with all three back
-  cluster_health_sampler stop
-  check "the rolling update took ${roll[*]/#/node-} to build B, one at a time (seconds)" \
-    "$roll_rc $rolled" '^0 [0-9]+$'
-  echo "     etcd sampled every 5-8 s during the update (endpoint health of each node, and a write):"
-  sed 's/^/       /' "$CLUSTER_DIR/health-samples"
-  samples=$(wc -l < "$CLUSTER_DIR/health-samples")
-  check "every sample during the update wrote to etcd (quorum kept)" \
-    "$(grep -c ' write=ok$' "$CLUSTER_DIR/health-samples") of $samples" "^$samples of $samples\$"
-  check "no sample found more than one member down" "$(grep -c '=down.*=down' "$CLUSTER_DIR/health-samples")" '^0$'
-  one_down=$(grep -c '=down' "$CLUSTER_DIR/health-samples")
-  check "each updated node was down in some sample (the update did reboot it)" \
-    "$(for i in "${roll[@]}"; do grep -q "node-$i=down" "$CLUSTER_DIR/health-samples" && echo "node-$i"; done | tr '\n' ' ')" \
-    "^$(printf 'node-%s ' "${roll[@]}")\$"
-  for i in "${roll[@]}"; do
-    check "node-$i runs build B's root, committed, and shows B's file" \
-      "$(node_update_state "$i" "$hash_b") $(node_ssh "$i" cat /etc/sprout-update-build)" '^committed B$'
-  done
-  node_ssh "${roll[-1]}" sprout-firstboot update status 2>&1 | sed "s/^/     node-${roll[-1]}: /"
+  cluster_update_scenario "$update_build" "${roll[@]}"
   got=$(cluster_etcdctl 3 get /sprout/test/key --print-value-only)
   check "the key written before the update is still there" "$([ "$got" = "$value" ] && echo same || echo "'$got' != '$value'")" '^same$'
   check "the cluster ID is unchanged by the update" "$(cluster_id 1)" "^$id_before\$"
   expect_member_list 1 "three voting members after the update" \
     '^node-1:https://198\.18\.0\.11:2380:voter node-2:https://198\.18\.0\.12:2380:voter node-3:https://198\.18\.0\.13:2380:voter$'
-  roll_figures="rolling update ${rolled} s for ${#roll[@]} node(s) (${ROLL_FIGURES[*]}); samples with one member down: $one_down of $samples (one every 5 s plus the time it takes, up to 8 s apart)"
+  roll_figures=$ROLL_SUMMARY
 fi
 
 # Scenario 5 backs up from the four control-plane nodes of scenario 3: the two go together.
@@ -182,35 +148,12 @@ if within_budget "scenarios 3 and 5" "${CLUSTER_BUDGET_3_5:-1500}"; then
   check "the cluster ID is unchanged" "$(cluster_id 5)" "^$id_before\$"
 
   echo "== 5. a backup to an NFS share on the bridge, then every node and disk lost; three fresh nodes restore the cluster from it"
-  # The control-plane nodes were given backup-dir=$CLUSTER_SHARE (their node config) at
-  # first boot; the share is served from here on. `backup now` on node-2 needs no flags.
-  cluster_nfs_server || check "nfs-ganesha serves the share on the bridge" "not started" '^serving$'
-  out=$(node_ssh 2 sprout-firstboot backup now 2>&1)
-  echo "$out" | sed 's/^/     /'
-  bundle=$(echo "$out" | sed -n "s|^backup: good: $CLUSTER_SHARE/\([^/:]*\.sprout-backup\): .*|\1|p" | head -n 1)
-  check "backup now on node-2 writes a good bundle to the share" "${bundle:-none}" '^[a-z0-9-]+-[0-9]{8}T[0-9]{6}Z-manual-node-2\.sprout-backup$'
-  backup_seconds=$(echo "$out" | sed -n 's/^backup: good: .*, \([0-9.]*\) s$/\1/p' | head -n 1)
-  backup_bytes=$(echo "$out" | sed -n 's/^backup: good: .*\.sprout-backup: \([0-9]*\) bytes.*/\1/p' | head -n 1)
-  check "the share holds it, seen by an NFS client on the bridge" "$(cluster_share_ls | grep -cx "$bundle")" '^1$'
-  check "the bundle on the share is the one node-2 wrote (sha256)" \
-    "$(sha256sum "$CLUSTER_DIR/share/$bundle" | cut -d' ' -f1)" \
-    "^$(echo "$out" | sed -n 's/^backup: good: .*, sha256 \([0-9a-f]\{64\}\), .*/\1/p' | head -n 1)\$"
-  check "its copies went to the other voting members" \
-    "$(echo "$out" | sed -n 's/^backup: copies on the other control-plane nodes: //p')" \
-    '^(node-[135] kept it(; |$)){3}$'
-  copies=""
-  for i in 1 3 5; do
-    copies+="$(node_ssh "$i" sha256sum "/var/lib/sprout/backup-copies/$bundle" | cut -d' ' -f1) "
-  done
-  check "node-1, node-3 and node-5 each keep a byte-identical copy" \
-    "$(echo "$copies" | tr ' ' '\n' | grep -c "^$(sha256sum "$CLUSTER_DIR/share/$bundle" | cut -d' ' -f1)\$")" '^3$'
-  check "backup list on node-1 reads the share and opens the bundle" \
-    "$(node_ssh 1 sprout-firstboot backup list 2>&1 | grep -F "$bundle" | grep -o ' good$')" '^ good$'
+  cluster_backup_now 1 3 5
+  bundle=$BUNDLE backup_seconds=$BACKUP_SECONDS backup_bytes=$BACKUP_BYTES
   # Written after the backup: a restore must not have it.
   cluster_etcdctl 1 put /sprout/test/after-backup "$RANDOM" >/dev/null
 
-  for i in 1 2 3 4 5; do vm_kill "$i"; rm -f "$CLUSTER_DIR/node-$i.qcow2" "$CLUSTER_DIR/node-$i.vars"; done
-  rm -rf "$CLUSTER_DIR/pki"  # the harness's etcd client certificate comes from the new node-1
+  cluster_lose_everything 1 2 3 4 5
   CLUSTER_CP_CONFIG=("restore-from=$CLUSTER_SHARE/$bundle" "backup-dir=$CLUSTER_SHARE")
   t5=$SECONDS
   for i in 1 2 3; do node_config "$i" control-plane "${peers[@]}"; vm_start "$i"; done
@@ -226,24 +169,7 @@ if within_budget "scenarios 3 and 5" "${CLUSTER_BUDGET_3_5:-1500}"; then
     "$([ "$got" = "$value" ] && echo same || echo "'$got' != '$value'")" '^same$'
   check "the key written after the backup is not there" \
     "$(cluster_etcdctl 2 get /sprout/test/after-backup -w json | python3 -c 'import json,sys; print(json.load(sys.stdin).get("count", 0))')" '^0$'
-  # With the static list of three, a founding needs two: the founding members restore the
-  # bundle, and a third node that was not among them joins the restored cluster as a
-  # learner (docs/backup.md). No node may have started an empty etcd. (grep reads the whole
-  # journal: with grep -q, which stops at the match, ssh could die writing the rest, and
-  # under pipefail a founding node read as "neither".)
-  kinds=$(for i in 1 2 3; do
-    if node_ssh "$i" journalctl -b -u sprout-firstboot --no-pager -o cat |
-      grep "^sprout-firstboot: restored etcd from $CLUSTER_SHARE/$bundle as founding member" >/dev/null; then
-      echo restored
-    elif [ "$(node_phase "$i")" = "member (joined as learner)" ]; then
-      echo learner
-    else
-      echo "neither:$(node_phase "$i")"
-    fi
-  done | tr '\n' ' ')
-  check "each node restored etcd from the bundle as a founding member (journal) or joined the restored cluster as a learner" \
-    "$kinds" '^((restored|learner) ){3}$'
-  check "a majority of the three founded the cluster from the bundle" "$(grep -o restored <<<"$kinds" | wc -l)" '^[23]$'
+  cluster_restore_kinds "$bundle"
   echo "     cluster ID before the loss $id_before, restored $(cluster_id 1)"
 fi
 echo

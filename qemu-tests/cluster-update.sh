@@ -157,3 +157,48 @@ cluster_health_sampler() {
   echo $! > "$CLUSTER_DIR/sampler.pid"
   disown $! 2>/dev/null
 }
+
+# cluster_update_scenario BUILD-B NODE...: the rolling-update scenario shared by the
+# cluster tests, on control-plane nodes 1-3 of an image signed with BUILD-B's key (a
+# `sprout build --sign` output folder). Serves B on the bridge with the two copies a node
+# must refuse, checks that node-1 refuses both, then updates NODE... one at a time
+# (cluster_rolling_update) while etcd is sampled on nodes 1-3, and checks that quorum
+# held, that each NODE went down and now runs B, committed. Sets ROLLED (seconds) and
+# ROLL_SUMMARY (the run's figures in words).
+cluster_update_scenario() {
+  local build=$1 hash_b served roll_rc samples one_down i; shift
+  hash_b=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["rootHash"])' "$build/manifest.json")
+  served=$CLUSTER_DIR/builds
+  mkdir -p "$served"
+  ln -sfn "$build" "$served/b"
+  cluster_refusal_copies "$build" "$served"
+  cluster_build_server "$served" b || check "the build server answers on the bridge" "not started" '^serving$'
+  check "node-1 of the signed image refuses B unsigned" \
+    "$(cluster_refuses 1 "${CLUSTER_BUILDS_URL}unsigned/" 'is not signed \(no manifest\.json\.sig\) and this node trusts only builds signed by /etc/sprout/update\.pub' && echo refused)" '^refused$'
+  check "node-1 of the signed image refuses B signed with another key" \
+    "$(cluster_refuses 1 "${CLUSTER_BUILDS_URL}wrong/" 'the signature does not match .*this node trusts only builds signed by /etc/sprout/update\.pub' && echo refused)" '^refused$'
+  cluster_health_sampler start 1 2 3
+  local t=$SECONDS
+  cluster_rolling_update "${CLUSTER_BUILDS_URL}b/" "$@"
+  roll_rc=$?
+  ROLLED=$((SECONDS - t))
+  sleep 6  # one more sample with all three back
+  cluster_health_sampler stop
+  check "the rolling update took ${*/#/node-} to build B, one at a time (seconds)" "$roll_rc $ROLLED" '^0 [0-9]+$'
+  echo "     etcd sampled every 5-8 s during the update (endpoint health of each node, and a write):"
+  sed 's/^/       /' "$CLUSTER_DIR/health-samples"
+  samples=$(wc -l < "$CLUSTER_DIR/health-samples")
+  check "every sample during the update wrote to etcd (quorum kept)" \
+    "$(grep -c ' write=ok$' "$CLUSTER_DIR/health-samples") of $samples" "^$samples of $samples\$"
+  check "no sample found more than one member down" "$(grep -c '=down.*=down' "$CLUSTER_DIR/health-samples")" '^0$'
+  one_down=$(grep -c '=down' "$CLUSTER_DIR/health-samples")
+  check "each updated node was down in some sample (the update did reboot it)" \
+    "$(for i in "$@"; do grep -q "node-$i=down" "$CLUSTER_DIR/health-samples" && echo "node-$i"; done | tr '\n' ' ')" \
+    "^$(printf 'node-%s ' "$@")\$"
+  for i in "$@"; do
+    check "node-$i runs build B's root, committed, and shows B's file" \
+      "$(node_update_state "$i" "$hash_b") $(node_ssh "$i" cat /etc/sprout-update-build)" '^committed B$'
+  done
+  node_ssh "${!#}" sprout-firstboot update status 2>&1 | sed "s/^/     node-${!#}: /"
+  ROLL_SUMMARY="rolling update ${ROLLED} s for $# node(s) (${ROLL_FIGURES[*]}); samples with one member down: $one_down of $samples (one every 5 s plus the time it takes, up to 8 s apart)"
+}
