@@ -90,8 +90,9 @@ struct Copies {
 
 // CopyToPeers hands the bundle of r to every other voting member's join endpoint (its
 // address from the member list the bundle's identity holds); each peer checks it opens
-// with the cluster's secret before it keeps it. Bounded: a peer that does not answer
-// costs a few seconds (PushBackupCopy's timeouts).
+// with the cluster's secret before it keeps it. Bounded: a peer that cannot be reached
+// costs 5 s, one that takes the copy and never answers 5 s plus the copy's allowance
+// (formation::BackupCopyAllowanceMs: 30 s plus 4 s a MiB).
 Copies CopyToPeers(const settings::NodeSettings& settings, const backup::BackupOptions& o,
                    const backup::BackupResult& r) {
   const auto& f = settings.formation;

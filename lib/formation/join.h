@@ -40,6 +40,16 @@ const char* JoinAuthorityName(JoinAuthority authority);
 // held in memory while it is checked and written).
 inline constexpr std::uint64_t kMaxBackupCopy = 512ULL << 20;
 
+// BackupCopyAllowanceMs is the time a backup copy of `size` bytes may take on top of a
+// join exchange's own, on both sides: the sender waiting for the answer and the
+// receiver's deadline. The receiver reads the copy, checks that it opens with the
+// cluster's secret and writes it durably before it answers; on a busy control-plane node
+// in emulation that took over 5 s for a 2.6 MB bundle (the copies were kept, but the
+// sender had stopped waiting: docs/backup.md). 30 s plus 4 s a started MiB.
+inline constexpr std::int64_t BackupCopyAllowanceMs(std::uint64_t size) {
+  return 30000 + 4000 * static_cast<std::int64_t>((size + (1ULL << 20) - 1) >> 20);
+}
+
 // BackupCopyOffer is a control-plane node offering a peer a copy of a backup bundle
 // (docs/backup.md, "Copies on the other control-plane nodes"): the bundle's file name
 // and its size; the bytes follow the request line.

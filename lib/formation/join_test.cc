@@ -374,6 +374,17 @@ TEST_CASE("backup copy offer: round trip, and names, sizes and roles that are re
   CHECK(ValidBundleFileName("sprt-backup-20261124T101500Z-manual-node2.sprout-backup"));
 }
 
+TEST_CASE("backup copy allowance: 30 s and 4 s a started MiB, the same on both sides") {
+  CHECK(BackupCopyAllowanceMs(1) == 34000);
+  CHECK(BackupCopyAllowanceMs(1ULL << 20) == 34000);
+  CHECK(BackupCopyAllowanceMs((1ULL << 20) + 1) == 38000);
+  // The 2.6 MB bundle of a three-node Kubernetes cluster whose copies a 5 s wait cut off.
+  CHECK(BackupCopyAllowanceMs(2649678) == 42000);
+  // The largest copy still fits the int the socket timeouts take.
+  CHECK(BackupCopyAllowanceMs(kMaxBackupCopy) == 30000 + 4000 * 512);
+  CHECK(5000 + BackupCopyAllowanceMs(kMaxBackupCopy) < std::int64_t{1} << 31);
+}
+
 TEST_CASE("backup copy: only a node that proved the control-plane key, and only where copies are kept") {
   JoinRequest offer{kJoinVersion, true, "node-1", "198.18.0.11", BackupCopyOffer{"c.sprout-backup", 5}};
   CHECK(MayStoreCopy(offer, JoinAuthority::kControlPlane, true));

@@ -110,6 +110,9 @@ Status PushBackupCopy(const std::string& address, std::uint16_t port, const Join
   request.copy = BackupCopyOffer{name, bytes.size()};
   ClientSession c;
   if (auto s = Connect(c, address, port, key, timeout_ms); !s) return s;
+  // The peer answers only once it has checked and kept the copy, which takes time on a
+  // busy node: each read and write may wait the copy's allowance too.
+  SetTimeouts(c.fd, static_cast<int>(timeout_ms + BackupCopyAllowanceMs(bytes.size())));
   // A peer that refuses the offer answers without reading the bytes: its answer is
   // read even when sending them failed.
   const bool sent = WriteAll(c.ssl.get(), RenderJoinRequest(request)) && WriteAll(c.ssl.get(), bytes);

@@ -152,7 +152,7 @@ void JoinServer::Reap(bool all) {
         Journal(LOG_WARNING,
                 "join: cut off a connection from " + c->from + " at its deadline (" +
                     std::to_string(limits_.deadline_ms) +
-                    " ms for the whole exchange, plus a second per MiB of a backup copy)",
+                    " ms for the whole exchange, plus 30 s and 4 s a MiB for a backup copy)",
                 {{"JOIN_REFUSED_FROM", c->from}});
       }
     }
@@ -200,10 +200,9 @@ void JoinServer::Handle(Connection& conn) {
     if (auto may = MayStoreCopy(*request, proved, store != nullptr); !may) {
       response.error = may.error();
     } else {
-      // A second per MiB beyond the usual deadline: 1 MiB/s is far below any link a
-      // control plane runs on, and the copy is bounded by kMaxBackupCopy.
-      const auto extra = static_cast<std::int64_t>(request->copy->size >> 20) * 1000;
-      conn.deadline_ms = SteadyMs() + limits_.deadline_ms + extra;
+      // The copy's allowance beyond the usual deadline (BackupCopyAllowanceMs), granted
+      // only to a proved control-plane peer; the copy is bounded by kMaxBackupCopy.
+      conn.deadline_ms = SteadyMs() + limits_.deadline_ms + BackupCopyAllowanceMs(request->copy->size);
       std::string bytes = line.substr(line.find('\n') + 1);
       if (bytes.size() > request->copy->size || !ReadExactly(ssl.get(), bytes, request->copy->size)) {
         response.error =
