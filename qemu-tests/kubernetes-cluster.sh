@@ -126,7 +126,7 @@ ready4=$((SECONDS - t0))
 BASELINE="one plain boot=${plain:-0},three plain boots together=${plain_together:-0}" \
   TIMELINE_TITLE="three control-plane nodes and a worker to Ready ($(cluster_accel_name), $(date -u +%F))" \
   cluster_timeline "${TIMELINE_DIR:-$CLUSTER_DIR}/timeline" 1 2 3 4
-echo "figures: one plain boot ${plain:-?} s; three plain boots together ${plain_together:-?} s; three control-plane" \
+[ -z "$plain" ] || echo "figures: one plain boot ${plain:-?} s; three plain boots together ${plain_together:-?} s; three control-plane" \
   "nodes Ready ${ready3} s after power-on: $([ -n "${plain_together:-}" ] && echo "scale=2; $ready3 / $plain_together" | bc || echo '?')" \
   "times three plain boots (the goal is 3)"
 check "the worker has no control-plane role" \
