@@ -216,7 +216,7 @@ done
 echo "== 7. the upstream [Conformance] tests of DNS, Services and pods across nodes"
 if [ "${CLUSTER_CONFORMANCE:-1}" = 0 ]; then
   echo "   SKIPPED: CLUSTER_CONFORMANCE=0"
-elif within_budget "scenario 7" "${CLUSTER_BUDGET_7:-900}"; then
+elif within_budget "scenario 7" "${CLUSTER_BUDGET_7:-1200}"; then
   . "$here/conformance/lib.sh"
   slice=$here/conformance/cluster-slice.txt
   wanted=$(grep -cv '^\s*\(#\|$\)' "$slice")
@@ -282,7 +282,7 @@ fi
 # Scenario 5 runs before 4 so that, when CI's deadline holds only one of them, it is the
 # restore; 4 then joins the restored cluster.
 echo "== 5. a backup to an NFS share on the bridge, then every node and disk lost; three fresh control-plane nodes and a worker restore the cluster from it"
-if within_budget "scenario 5" "${CLUSTER_BUDGET_5:-1500}"; then
+if within_budget "scenario 5" "${CLUSTER_BUDGET_5:-1800}"; then
   cluster_backup_now 1 3
   # Written after the backup: a restore must not have it.
   kube create configmap after-backup --from-literal=written="$RANDOM" >/dev/null
@@ -315,7 +315,7 @@ if within_budget "scenario 5" "${CLUSTER_BUDGET_5:-1500}"; then
 fi
 
 echo "== 4. a fourth control-plane node joins${restored:+ the restored cluster}"
-if within_budget "scenario 4" "${CLUSTER_BUDGET_4:-900}"; then
+if within_budget "scenario 4" "${CLUSTER_BUDGET_4:-1500}"; then
   # The worker is shut down first: five emulated nodes on two host cores left the new
   # node's apiserver without CPU (guest load 11, not registered 15 minutes after its
   # promotion; docs/qemu-cluster.md). Four nodes is the load scenario 1 already carries.
