@@ -216,7 +216,8 @@ done
 echo "== 7. the upstream [Conformance] tests of DNS, Services and pods across nodes"
 if [ "${CLUSTER_CONFORMANCE:-1}" = 0 ]; then
   echo "   SKIPPED: CLUSTER_CONFORMANCE=0"
-elif within_budget "scenario 7" "${CLUSTER_BUDGET_7:-1200}"; then
+# The power loss (3) always runs after it, so 7 starts only if both still fit.
+elif within_budget "scenario 7 and then the power loss" "$((${CLUSTER_BUDGET_7:-1200} + ${CLUSTER_BUDGET_3:-1200}))"; then
   . "$here/conformance/lib.sh"
   slice=$here/conformance/cluster-slice.txt
   wanted=$(grep -cv '^\s*\(#\|$\)' "$slice")
