@@ -401,13 +401,14 @@ Result<Manifest> WriteManifest(const BuildPlan& plan, const BuildOptions& option
     if (!digest) return Fail(digest.error());
     // A raw disk records the data a sparse download of it takes: an updating node checks
     // its free space against that before it downloads (docs/updates.md).
-    std::uint64_t data_bytes = 0;
+    // Its map of data extents lets the node fetch only them (HTTP range requests).
+    SparseMapOf map;
     if (name.ends_with(".raw")) {
-      auto data = SparseDataBytes(work / name);
-      if (!data) return Fail(data.error());
-      data_bytes = *data;
+      auto got = SparseMap(work / name);
+      if (!got) return Fail(got.error());
+      map = std::move(*got);
     }
-    m.outputs.push_back({name, fs::file_size(work / name), *digest, data_bytes});
+    m.outputs.push_back({name, fs::file_size(work / name), *digest, map.data_bytes, std::move(map.extents)});
     sums.push_back({*digest, name});
   }
   sums.push_back({m.sbom_sha256, m.sbom_file});

@@ -135,6 +135,11 @@ Result<VerifiedBuild> Verify(const Options& o, const std::string& source, const 
     return Fail(source + "/manifest.json names the raw image '" + raw_name + "', which is not a plain file name");
   }
   if (build->raw_size == 0) return Fail(source + "/manifest.json gives no size for " + raw_name);
+  if (auto s =
+          CheckExtents(build->raw_extents, build->raw_size, source + "/manifest.json: the dataExtents of " + raw_name);
+      !s) {
+    return Fail(s.error() + "; build it again with sprout build");
+  }
   VerifiedBuild v;
   // The copy is sparse: it takes the image's data (recorded by the builder), or at most its size.
   v.need = build->raw_data_bytes != 0 ? build->raw_data_bytes : build->raw_size;
@@ -158,6 +163,8 @@ Result<std::string> Fetch(const Options& o, const std::string& source, const Ver
   opts.max_data_bytes = build.raw_data_bytes;
   opts.ca_file = o.ca_file;
   const bool url = IsUrl(source);
+  // Over HTTP only the extents that hold data are fetched, when the manifest maps them.
+  if (url) opts.extents = build.raw_extents;
   const std::string from = url ? (source.back() == '/' ? source : source + "/") + build.raw_file
                                : (fs::path(source) / build.raw_file).string();
   Step(std::string(url ? "downloading " : "copying ") + from + " into " + dir.string() + " (" + HumanSize(v.need) +
@@ -168,9 +175,17 @@ Result<std::string> Fetch(const Options& o, const std::string& source, const Ver
     return Fail(got.error() + "; the copy needs room for the image's data (its root, verity and ESP) in " +
                 o.state_dir + ": free space there");
   }
-  Step(std::string(url ? "downloaded " : "copied ") + std::to_string(got->bytes >> 20) + " MiB (" +
-           std::to_string(got->data_bytes >> 20) + " MiB of data)",
-       t0);
+  if (got->ranges != 0) {
+    Step("downloaded " + std::to_string(got->fetched >> 20) + " MiB in " + std::to_string(got->ranges) +
+             " range requests, the extents of the " + std::to_string(got->bytes >> 20) + " MiB image that hold data (" +
+             std::to_string(got->data_bytes >> 20) + " MiB of data)",
+         t0);
+  } else {
+    Step(std::string(url ? "downloaded " : "copied ") + std::to_string(got->bytes >> 20) + " MiB (" +
+             std::to_string(got->data_bytes >> 20) + " MiB of data)" +
+             (url && !build.raw_extents.empty() ? ", whole: the server does not answer range requests" : ""),
+         t0);
+  }
   if (got->sha256 != build.raw_sha256) {
     return Fail(from + ": sha256 " + got->sha256 + " differs from the manifest's " + build.raw_sha256 +
                 "; copy the build again");

@@ -100,14 +100,16 @@ cluster_share_ls() {
 # cluster_build_server DIR [SUBDIR]: once per cluster, serves DIR (the output folder of
 # `sprout build` with the raw format, or a folder holding such folders, one of them
 # SUBDIR) over HTTP on the bridge at $CLUSTER_BUILDS_URL, as a site serves a build on
-# its network for `sprout-firstboot update apply URL`.
+# its network for `sprout-firstboot update apply URL`: with scripts/serve-builds, which
+# answers range requests, so a node fetches only its raw image's data extents. Its
+# log, $CLUSTER_DIR/http-builds.log, has a line per request: METHOD PATH RANGE STATUS.
 CLUSTER_BUILDS_URL=http://$CLUSTER_NET.1:8081/
 cluster_build_server() {
   local dir=$1 sub=${2:+$2/} _
   [ -f "$CLUSTER_DIR/server-builds.pid" ] && return 0
   [ -f "$dir/${sub}manifest.json" ] || { echo "no build at $dir/$sub (manifest.json missing)" >&2; return 1; }
-  ip netns exec "$CLUSTER_NS" python3 -m http.server --bind "$CLUSTER_NET.1" --directory "$dir" 8081 \
-    </dev/null >>"$CLUSTER_DIR/http-builds.log" 2>&1 &
+  ip netns exec "$CLUSTER_NS" "$(dirname "${BASH_SOURCE[0]}")/../scripts/serve-builds" "$dir" \
+    --bind "$CLUSTER_NET.1" --port 8081 </dev/null >>"$CLUSTER_DIR/http-builds.log" 2>&1 &
   echo $! > "$CLUSTER_DIR/server-builds.pid"
   disown $! 2>/dev/null
   for _ in $(seq 50); do

@@ -237,6 +237,8 @@ check "a URL with no build is refused, naming the file and the answer" "$? $out"
   "^1 .*cannot fetch http://127\.0\.0\.1:$port/missing/manifest\.json: the server answered HTTP 404"
 out=$(run apply "http://127.0.0.1:$port/b-changed/" 2>&1)
 check "a changed raw image served over HTTP is refused after its download" "$? $out" '^1 .*repro.raw: sha256 [0-9a-f]+ differs from the manifest'
+check "a server that ignores range requests (python's http.server) gets one whole download" \
+  "$(grep -o 'downloaded [0-9]* MiB ([0-9]* MiB of data), whole: the server does not answer range requests' <<<"$out")" '^downloaded'
 check "the refused download is removed from the state partition" "$(ls -A "$work/state" | tr '\n' ' ')" '^update.json $'
 out=$(run apply "http://127.0.0.1:$port/b/" --min-free 1125899906842624 2>&1)
 check "a build that would leave less than the floor free is refused before its download" "$? $out" \
@@ -281,11 +283,28 @@ check "a redirect from https to http is refused" "$? $out" \
   "^1 .*cannot fetch https://127\.0\.0\.1:$tport/b/manifest\.json: it redirects to http://127\.0\.0\.1:$port/b/manifest\.json, which is refused"
 check "... before anything was fetched over http" "$(grep -c 'GET /b/manifest.json' "$work/http.log")" "^$plain_gets\$"
 
-out=$(run apply "http://127.0.0.1:$port/a/" 2>&1)
+# A server that answers range requests (scripts/serve-builds): the node fetches only the
+# extents of the raw image that hold data (manifest.json's dataExtents), and the sha256
+# of the whole image, zeros between them, still decides.
+sport=$(free_port)
+"$src/scripts/serve-builds" "$work" --bind 127.0.0.1 --port "$sport" 2>"$work/ranges.log" &
+ranges_pid=$!
+trap 'kill "$http_pid" "$redirect_pid" "$tls_pid" "$ranges_pid" 2>/dev/null; rm -rf "$work"' EXIT
+for _ in $(seq 50); do curl -sf -o /dev/null "http://127.0.0.1:$sport/a/manifest.json" && break; sleep 0.1; done
+out=$(run apply "http://127.0.0.1:$sport/b-changed/" 2>&1)
+check "a changed raw image fetched in ranges is refused: the whole image's sha256 decides" "$? $out" \
+  '^1 .*range requests.*repro.raw: sha256 [0-9a-f]+ differs from the manifest'
+out=$(run apply "http://127.0.0.1:$sport/a/" 2>&1)
 rc=$?
 echo "$out" | sed 's/^/   /'
 check "apply B -> A over HTTP" "$rc" '^0$'
-check "apply downloaded the raw image into the state partition" "$out" "downloading http://127\.0\.0\.1:$port/a/repro\.raw into $work/state/update-download"
+check "apply downloaded the raw image into the state partition" "$out" "downloading http://127\.0\.0\.1:$sport/a/repro\.raw into $work/state/update-download"
+extents=$(python3 -c 'import json,sys; print(len([o for o in json.load(open(sys.argv[1]))["outputs"] if o["file"] == "repro.raw"][0]["dataExtents"]))' "$work/a/manifest.json")
+check "the raw image came in one range request per extent of the manifest's map" \
+  "$(grep -o 'in [0-9]* range requests' <<<"$out") $(grep -c '^GET /a/repro.raw bytes=[0-9]*-[0-9]* 206$' "$work/ranges.log") $(grep -c '^GET /a/repro.raw - ' "$work/ranges.log")" \
+  "^in $extents range requests $extents 0\$"
+check "the ranges fetched are fewer bytes than the image" "$(grep -o 'downloaded [0-9]* MiB in [0-9]* range requests, the extents of the [0-9]* MiB image' <<<"$out" |
+  awk '{ print ($2 < $9) ? "fewer" : $2 " of " $9 }')" '^fewer$'
 check "the download is removed once the update is written" "$(ls -A "$work/state" | tr '\n' ' ')" '^update.json $'
 data_a=$(python3 - "$work/a/repro.raw" "$(part "$work/a/repro.raw" 3 start)" <<'PY'
 import struct, sys

@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -122,6 +123,24 @@ struct Sink {
     return true;
   }
 
+  // Zeros takes n zero bytes without writing them (a sparse sink's holes): hashed, and
+  // bounded like Take. The staged bytes go first, so the next Take starts a new stage.
+  bool Zeros(std::uint64_t n) {
+    static const std::vector<char> kZeroes(std::size_t{1} << 20);
+    if (options.max_bytes != 0 && bytes + n > options.max_bytes) {
+      too_much = "longer than the " + std::to_string(options.max_bytes) + " bytes it may have";
+      return false;
+    }
+    if (!stage.empty() && !Flush()) return false;
+    while (n > 0) {
+      const std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(n, kZeroes.size()));
+      hash.Update(kZeroes.data(), k);
+      bytes += k;
+      n -= k;
+    }
+    return true;
+  }
+
   // Finish writes what is staged (the short last block counts whole) and gives the file
   // its length.
   bool Finish() {
@@ -134,6 +153,49 @@ size_t OnData(char* data, size_t size, size_t count, void* user) {
   auto* s = static_cast<Sink*>(user);
   const size_t n = size * count;
   return s->Take(data, n) ? n : 0;
+}
+
+// RangeSink takes one range request's body into a Sink: the server must answer 206
+// (Partial Content) with no more than the range's length.
+struct RangeSink {
+  Sink* sink = nullptr;
+  CURL* curl = nullptr;
+  std::uint64_t want = 0;
+  std::uint64_t got = 0;
+  long status = 0;  // the answer's HTTP status, read at its first bytes
+};
+
+size_t OnRangeData(char* data, size_t size, size_t count, void* user) {
+  auto* r = static_cast<RangeSink*>(user);
+  const size_t n = size * count;
+  if (r->status == 0) curl_easy_getinfo(r->curl, CURLINFO_RESPONSE_CODE, &r->status);
+  if (r->status != 206) return 0;  // a whole file (200) or an error page: not taken
+  if (r->got + n > r->want) {
+    r->sink->too_much = "an answer longer than the range asked for";
+    return 0;
+  }
+  r->got += n;
+  return r->sink->Take(data, n) ? n : 0;
+}
+
+// NewRequest is a libcurl handle for url with sprout's settings: redirects as
+// RedirectProtocols allows, timeouts, and the CA file of options.
+CURL* NewRequest(const std::string& url, const std::string& redirects, char* err, const DownloadOptions& options) {
+  CURL* curl = curl_easy_init();
+  if (curl == nullptr) return nullptr;
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  // A redirect never leaves https and never reaches file: (RedirectProtocols).
+  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, redirects.empty() ? 0L : 1L);
+  if (!redirects.empty()) curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, redirects.c_str());
+  curl_easy_setopt(curl, CURLOPT_MAXREDIRS, 5L);
+  curl_easy_setopt(curl, CURLOPT_BUFFERSIZE, 256L << 10);  // fewer, larger calls of the write function
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, err);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 15L);
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 60L);
+  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https,file");
+  if (!options.ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, options.ca_file.c_str());
+  return curl;
 }
 
 // Transient says whether another try may help.
@@ -151,33 +213,102 @@ std::string RedirectProtocols(const std::string& url) {
   return "";
 }
 
-Result<std::uint64_t> SparseDataBytes(const fs::path& file) {
+std::vector<DataExtent> BuildSparseMap(const std::vector<std::uint64_t>& data_blocks, std::uint64_t size,
+                                       std::uint64_t merge_gap) {
+  std::vector<DataExtent> out;
+  for (std::uint64_t block : data_blocks) {
+    const std::uint64_t begin = block * kSparseBlock;
+    if (begin >= size) break;
+    const std::uint64_t end = std::min(begin + kSparseBlock, size);
+    if (!out.empty() && begin <= out.back().offset + out.back().length + merge_gap) {
+      out.back().length = end - out.back().offset;
+    } else {
+      out.push_back({begin, end - begin});
+    }
+  }
+  return out;
+}
+
+Result<SparseMapOf> SparseMap(const fs::path& file) {
   int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Fail("cannot open " + file.string() + ": " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return Fail("cannot stat " + file.string() + ": " + std::strerror(err));
+  }
+  const auto size = static_cast<std::uint64_t>(st.st_size);
   std::vector<char> buf(1 << 20);
-  std::uint64_t data = 0;
-  for (;;) {
-    // Whole blocks are read (a short read only at the end), so buf's blocks are the file's.
-    std::size_t got = 0;
-    while (got < buf.size()) {
-      const ssize_t n = ::read(fd, buf.data() + got, buf.size() - got);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        const int err = errno;
-        ::close(fd);
-        return Fail("cannot read " + file.string() + ": " + std::strerror(err));
+  std::vector<std::uint64_t> blocks;
+  std::uint64_t at = 0;
+  while (at < size) {
+    // The next region that may hold data: holes read as zeros, so they are skipped (a file
+    // system without SEEK_DATA gives the whole rest).
+    off_t data = ::lseek(fd, static_cast<off_t>(at), SEEK_DATA);
+    if (data < 0 && errno == ENXIO) break;
+    off_t hole = data < 0 ? static_cast<off_t>(size) : ::lseek(fd, data, SEEK_HOLE);
+    // From the start of the block the region begins in (a block read twice counts once).
+    std::uint64_t begin = (data < 0 ? at : static_cast<std::uint64_t>(data)) / kSparseBlock * kSparseBlock;
+    const std::uint64_t end = hole < 0 ? size : static_cast<std::uint64_t>(hole);
+    while (begin < end) {
+      // Whole blocks are read (a short read only at the end), so buf's blocks are the file's.
+      const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), end - begin));
+      std::size_t got = 0;
+      while (got < want) {
+        const ssize_t n = ::pread(fd, buf.data() + got, want - got, static_cast<off_t>(begin + got));
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+          const int err = errno;
+          ::close(fd);
+          return Fail("cannot read " + file.string() + ": " + std::strerror(err));
+        }
+        if (n == 0) break;
+        got += static_cast<std::size_t>(n);
       }
-      if (n == 0) break;
-      got += static_cast<std::size_t>(n);
+      for (std::size_t b = 0; b < got; b += kSparseBlock) {
+        const std::size_t len = std::min<std::size_t>(kSparseBlock, got - b);
+        if (!std::all_of(buf.data() + b, buf.data() + b + len, [](char c) { return c == 0; })) {
+          const std::uint64_t block = (begin + b) / kSparseBlock;
+          if (blocks.empty() || blocks.back() < block) blocks.push_back(block);
+        }
+      }
+      if (got == 0) break;
+      begin += got;
     }
-    for (std::size_t at = 0; at < got; at += kSparseBlock) {
-      const std::size_t len = std::min<std::size_t>(kSparseBlock, got - at);
-      if (!std::all_of(buf.data() + at, buf.data() + at + len, [](char c) { return c == 0; })) data += kSparseBlock;
-    }
-    if (got < buf.size()) break;
+    at = std::max(end, at + 1);
   }
   ::close(fd);
-  return data;
+  SparseMapOf map;
+  map.data_bytes = blocks.size() * kSparseBlock;
+  map.extents = BuildSparseMap(blocks, size, kExtentMergeGap);
+  return map;
+}
+
+Result<std::uint64_t> SparseDataBytes(const fs::path& file) {
+  auto map = SparseMap(file);
+  if (!map) return Fail(map.error());
+  return map->data_bytes;
+}
+
+Status CheckExtents(const std::vector<DataExtent>& extents, std::uint64_t size, const std::string& what) {
+  std::uint64_t at = 0;
+  for (std::size_t i = 0; i < extents.size(); ++i) {
+    const DataExtent& e = extents[i];
+    const std::string which = what + ": extent " + std::to_string(i + 1) + " (offset " + std::to_string(e.offset) +
+                              ", length " + std::to_string(e.length) + ")";
+    if (e.length == 0) return Fail(which + " is empty");
+    if (i > 0 && e.offset <= at) return Fail(which + " does not come after the one before it");
+    if (e.offset > size || e.length > size - e.offset) {
+      return Fail(which + " ends past the file's " + std::to_string(size) + " bytes");
+    }
+    const bool at_end = e.offset + e.length == size;
+    if (e.offset % kSparseBlock != 0 || (!at_end && e.length % kSparseBlock != 0)) {
+      return Fail(which + " is not aligned to " + std::to_string(kSparseBlock) + "-byte blocks");
+    }
+    at = e.offset + e.length;
+  }
+  return Ok{};
 }
 
 Result<Downloaded> CopyTo(const fs::path& src, const fs::path& dest, const DownloadOptions& options) {
@@ -220,36 +351,115 @@ Result<Downloaded> CopyTo(const fs::path& src, const fs::path& dest, const Downl
   return Downloaded{s.hash.HexDigest(), s.bytes, s.data_bytes};
 }
 
-Result<Downloaded> DownloadTo(const std::string& url, const fs::path& dest, const DownloadOptions& options) {
+namespace {
+
+// StartTry waits before a retry (0.5 s, then 1 s) and opens dest afresh for d.
+Status StartTry(int attempt, const fs::path& dest, Sink& d) {
+  if (attempt > 1) std::this_thread::sleep_for(std::chrono::milliseconds(500 * (1 << (attempt - 2))));
+  d.fd = ::open(dest.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (d.fd < 0) return Fail("cannot write " + dest.string() + ": " + std::strerror(errno));
+  return Ok{};
+}
+
+// DownloadRanges is DownloadTo for options.extents (fetch.h): one range request per
+// extent on one connection, zeros between them. ignored is set when the server answered
+// a range with the whole file (or nothing but 200): then nothing is kept and the caller
+// downloads the whole file instead.
+Result<Downloaded> DownloadRanges(const std::string& url, const fs::path& dest, const DownloadOptions& options,
+                                  bool& ignored) {
+  ignored = false;
   std::string last_error;
   std::error_code ec;
   const std::string redirects = RedirectProtocols(url);
   for (int attempt = 1; attempt <= 3; ++attempt) {
-    if (attempt > 1) std::this_thread::sleep_for(std::chrono::milliseconds(500 * (1 << (attempt - 2))));
     Sink d;
     d.options = options;
-    d.fd = ::open(dest.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (d.fd < 0) return Fail("cannot write " + dest.string() + ": " + std::strerror(errno));
-    CURL* curl = curl_easy_init();
+    if (auto s = StartTry(attempt, dest, d); !s) return Fail(s.error());
+    char err[CURL_ERROR_SIZE] = {};
+    CURL* curl = NewRequest(url, redirects, err, options);
     if (curl == nullptr) {
       ::close(d.fd);
       return Fail("libcurl failed to start");
     }
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, OnRangeData);
+    CURLcode code = CURLE_OK;
+    long status = 0;
+    std::uint64_t at = 0;
+    std::uint64_t fetched = 0;
+    std::string range;
+    bool whole = true;  // every extent came as asked
+    for (const DataExtent& e : options.extents) {
+      if (!d.Zeros(e.offset - at)) {
+        whole = false;
+        break;
+      }
+      RangeSink r;
+      r.sink = &d;
+      r.curl = curl;
+      r.want = e.length;
+      range = std::to_string(e.offset) + "-" + std::to_string(e.offset + e.length - 1);
+      curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
+      curl_easy_setopt(curl, CURLOPT_WRITEDATA, &r);
+      code = curl_easy_perform(curl);
+      status = r.status;
+      if (status == 0) curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+      if (status == 200) ignored = true;
+      if (code != CURLE_OK || status != 206 || r.got != e.length || d.write_failed) {
+        whole = false;
+        break;
+      }
+      fetched += e.length;
+      at = e.offset + e.length;
+    }
+    curl_easy_cleanup(curl);
+    const bool finished = whole && d.Zeros(options.max_bytes - at) && d.Finish();
+    const bool closed = ::close(d.fd) == 0;
+    if (finished && closed) {
+      return Downloaded{d.hash.HexDigest(), d.bytes, d.data_bytes, options.extents.size(), fetched};
+    }
+    fs::remove(dest, ec);
+    if (ignored) return Fail("cannot fetch " + url + " in ranges: the server answered a range request with 200");
+    if (!d.too_much.empty()) return Fail("cannot fetch " + url + ": it is " + d.too_much);
+    if (d.write_failed) {
+      return Fail("cannot write " + dest.string() + " (" + std::strerror(d.write_errno) + ") after " +
+                  std::to_string(d.bytes) + " bytes of " + url);
+    }
+    // An answer other than 206 ends the transfer at its first bytes: its status says why.
+    const bool answered = status != 0 && status != 206;
+    last_error = answered           ? "the server answered HTTP " + std::to_string(status) + " to the range " + range
+                 : code != CURLE_OK ? std::string(err[0] != 0 ? err : curl_easy_strerror(code))
+                                    : "the range " + range + " came short";
+    if (status == 404) return Fail("cannot fetch " + url + ": " + last_error + " (not found)");
+    if (!Transient(answered ? CURLE_OK : code, status) && !(code == CURLE_OK && status == 206)) break;
+  }
+  return Fail("cannot fetch " + url + ": " + last_error);
+}
+
+}  // namespace
+
+Result<Downloaded> DownloadTo(const std::string& url, const fs::path& dest, const DownloadOptions& options) {
+  std::string last_error;
+  std::error_code ec;
+  const std::string redirects = RedirectProtocols(url);
+  const bool http = url.starts_with("http://") || url.starts_with("https://");
+  if (http && options.sparse && options.max_bytes != 0 && !options.extents.empty()) {
+    if (auto s = CheckExtents(options.extents, options.max_bytes, url); !s) return Fail(s.error());
+    bool ignored = false;
+    auto got = DownloadRanges(url, dest, options, ignored);
+    if (got || !ignored) return got;
+  }
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    Sink d;
+    d.options = options;
+    if (auto s = StartTry(attempt, dest, d); !s) return Fail(s.error());
     char err[CURL_ERROR_SIZE] = {};
-    curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-    // A redirect never leaves https and never reaches file: (RedirectProtocols).
-    curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, redirects.empty() ? 0L : 1L);
-    if (!redirects.empty()) curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, redirects.c_str());
-    curl_easy_setopt(curl, CURLOPT_MAXREDIRS, 5L);
+    CURL* curl = NewRequest(url, redirects, err, options);
+    if (curl == nullptr) {
+      ::close(d.fd);
+      return Fail("libcurl failed to start");
+    }
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, OnData);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &d);
-    curl_easy_setopt(curl, CURLOPT_BUFFERSIZE, 256L << 10);  // fewer, larger calls of OnData
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, err);
-    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 15L);
-    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 60L);
-    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https,file");
-    if (!options.ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, options.ca_file.c_str());
     CURLcode code = curl_easy_perform(curl);
     long status = 0;
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
@@ -259,9 +469,8 @@ Result<Downloaded> DownloadTo(const std::string& url, const fs::path& dest, cons
     curl_easy_cleanup(curl);
     const bool finished = code == CURLE_OK && !d.write_failed && d.Finish();
     const bool closed = ::close(d.fd) == 0;
-    const bool http = url.rfind("http", 0) == 0;
     if (finished && (!http || status == 200) && closed) {
-      return Downloaded{d.hash.HexDigest(), d.bytes, d.data_bytes};
+      return Downloaded{d.hash.HexDigest(), d.bytes, d.data_bytes, 0, d.bytes};
     }
     fs::remove(dest, ec);
     if (!d.too_much.empty()) return Fail("cannot fetch " + url + ": it is " + d.too_much);

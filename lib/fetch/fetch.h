@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
+#include "util/extent.h"
 #include "util/result.h"
 
 namespace sprout {
@@ -25,12 +27,45 @@ Result<std::filesystem::path> FetchVerified(const std::string& url, const std::s
 // the block size of ext4 as sprout makes it, so a hole is a block never allocated.
 inline constexpr std::uint64_t kSparseBlock = 4096;
 
+// kExtentMergeGap: SparseMap joins two runs of data blocks whose gap of zeros is at most
+// this long, so that a disk image's map stays a few dozen extents (one HTTP request each)
+// while a download of them still leaves nearly every zero block out.
+inline constexpr std::uint64_t kExtentMergeGap = 1 << 20;
+
+// SparseMapOf is a file's data: its non-zero kSparseBlock blocks (a short last block
+// counts whole), and the extents that hold them.
+struct SparseMapOf {
+  std::uint64_t data_bytes = 0;
+  std::vector<DataExtent> extents;
+};
+
+// BuildSparseMap maps the data blocks given as block numbers (ascending) of a file of
+// size bytes into extents: runs of blocks, joined across gaps of at most merge_gap
+// bytes, the last one ending at size at most. Pure.
+std::vector<DataExtent> BuildSparseMap(const std::vector<std::uint64_t>& data_blocks, std::uint64_t size,
+                                       std::uint64_t merge_gap);
+
+// SparseMap reads the file (skipping its holes) and returns its data blocks' count and
+// extents (BuildSparseMap, kExtentMergeGap).
+Result<SparseMapOf> SparseMap(const std::filesystem::path& file);
+
+// CheckExtents refuses extents that are not ascending, apart, non-empty, aligned to
+// kSparseBlock (the last may end at size unaligned) and within size bytes; what names
+// them in the message.
+Status CheckExtents(const std::vector<DataExtent>& extents, std::uint64_t size, const std::string& what);
+
 // DownloadOptions bound and shape a download.
 struct DownloadOptions {
   bool sparse = false;               // leave holes where a kSparseBlock block is all zeros (disk images)
   std::uint64_t max_bytes = 0;       // refuse content longer than this; 0: no limit
   std::uint64_t max_data_bytes = 0;  // sparse: refuse more than this in non-zero blocks; 0: no limit
   std::filesystem::path ca_file;     // https: trust this CA bundle (PEM) instead of the system's
+  // With sparse, http(s) and max_bytes the content's exact length: the extents that hold
+  // all of its data (CheckExtents). Only they are fetched, with HTTP range requests, and
+  // the content hashed as their bytes with zeros between: its sha256 is the whole file's,
+  // so the caller's check of it covers the bytes between the extents too. A server that
+  // ignores ranges (it answers 200) gets one plain download instead.
+  std::vector<DataExtent> extents;
 };
 
 // Downloaded is what DownloadTo wrote: the content's sha256 and its length.
@@ -38,6 +73,8 @@ struct Downloaded {
   std::string sha256;
   std::uint64_t bytes = 0;
   std::uint64_t data_bytes = 0;  // with sparse: the bytes of the blocks written (SparseDataBytes)
+  std::size_t ranges = 0;        // the range requests it took; 0: one plain download
+  std::uint64_t fetched = 0;     // the bytes that came over the network (or from the file)
 };
 
 // DownloadTo writes the content of url (http, https or file; up to 3 tries on transient
@@ -59,7 +96,8 @@ Result<Downloaded> CopyTo(const std::filesystem::path& src, const std::filesyste
 std::string RedirectProtocols(const std::string& url);
 
 // SparseDataBytes is what a sparse DownloadTo of the file occupies: the bytes of its
-// kSparseBlock blocks that are not all zeros (a short last block counts whole).
+// kSparseBlock blocks that are not all zeros (a short last block counts whole;
+// SparseMap's data_bytes).
 Result<std::uint64_t> SparseDataBytes(const std::filesystem::path& file);
 
 // VerifyFile checks a local file against an expected sha256.

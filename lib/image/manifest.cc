@@ -40,6 +40,10 @@ std::string ManifestJson(const ManifestInputs& in) {
   for (const auto& o : in.outputs) {
     nlohmann::ordered_json out = {{"file", o.file}, {"size", o.size}, {"sha256", o.sha256}};
     if (o.data_bytes != 0) out["dataBytes"] = o.data_bytes;
+    if (!o.extents.empty()) {
+      auto& runs = out["dataExtents"] = nlohmann::ordered_json::array();
+      for (const auto& e : o.extents) runs.push_back({e.offset, e.length});
+    }
     manifest["outputs"].push_back(out);
   }
   return manifest.dump(2) + "\n";

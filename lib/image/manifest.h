@@ -9,6 +9,7 @@
 
 #include "image/media.h"
 #include "image/plan.h"
+#include "util/extent.h"
 
 namespace sprout {
 
@@ -26,6 +27,7 @@ struct OutputFile {
   std::string sha256;
   std::uint64_t data_bytes =
       0;  // a raw disk's non-zero 4 KiB blocks, what a sparse download of it takes; 0: not recorded
+  std::vector<DataExtent> extents;  // a raw disk's: the runs that hold its data (fetch.h SparseMap)
 };
 
 // ManifestInputs is everything manifest.json records.

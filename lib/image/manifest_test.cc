@@ -10,16 +10,17 @@ TEST_CASE("ManifestJson records the build's inputs, identifiers, SBOM and output
   p.name = std::string("n");  // not "n": GCC 12 warns wrongly (-Wrestrict) on that assignment here
   DiskPlan plan = PlanDisk(p, "seed");
   plan.root_hash = std::string(64, 'a');
-  ManifestInputs in{R"({"name":"n","role":"worker"})",
-                    "dir:/base",
-                    "6.1",
-                    "seed",
-                    &plan,
-                    "[]",
-                    "sbom.spdx.json",
-                    3,
-                    std::string(64, 'b'),
-                    {{"n.raw", 10, std::string(64, 'c')}, {"pxe/vmlinuz", 5, std::string(64, 'd')}}};
+  ManifestInputs in{
+      R"({"name":"n","role":"worker"})",
+      "dir:/base",
+      "6.1",
+      "seed",
+      &plan,
+      "[]",
+      "sbom.spdx.json",
+      3,
+      std::string(64, 'b'),
+      {{"n.raw", 8192, std::string(64, 'c'), 4096, {{4096, 4096}}}, {"pxe/vmlinuz", 5, std::string(64, 'd')}}};
   std::string text = ManifestJson(in);
   CHECK(text.ends_with("}\n"));
   CHECK(text == ManifestJson(in));
@@ -33,6 +34,10 @@ TEST_CASE("ManifestJson records the build's inputs, identifiers, SBOM and output
   CHECK(m["sbom"]["packages"] == 3);
   CHECK(m["outputs"][1]["file"] == "pxe/vmlinuz");
   CHECK(m["outputs"][1]["size"] == 5);
+  // A raw disk's data: its count and its map, [offset, length] pairs; other files have neither.
+  CHECK(m["outputs"][0]["dataBytes"] == 4096);
+  CHECK(m["outputs"][0]["dataExtents"].dump() == "[[4096,4096]]");
+  CHECK_FALSE(m["outputs"][1].contains("dataExtents"));
 }
 
 TEST_CASE("ImageMetadata is what inspect reads; no images is an empty list", "[manifest]") {

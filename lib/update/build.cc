@@ -66,6 +66,20 @@ Result<BuildInfo> ParseBuild(const std::string& dir, const std::string& manifest
         b.raw_sha256 = o.value("sha256", "");
         b.raw_size = o.value("size", std::uint64_t{0});
         b.raw_data_bytes = o.value("dataBytes", std::uint64_t{0});
+        b.raw_extents.clear();
+        if (o.contains("dataExtents")) {
+          const auto& runs = o["dataExtents"];
+          bool ok = runs.is_array();
+          for (std::size_t i = 0; ok && i < runs.size(); ++i) {
+            const auto& r = runs[i];
+            ok = r.is_array() && r.size() == 2 && r[0].is_number_unsigned() && r[1].is_number_unsigned();
+            if (ok) b.raw_extents.push_back({r[0].get<std::uint64_t>(), r[1].get<std::uint64_t>()});
+          }
+          if (!ok) {
+            return Fail(dir + "/manifest.json: the dataExtents of " + file +
+                        " are not a list of [offset, length] pairs; build it again with sprout build");
+          }
+        }
       }
     }
   }

@@ -132,6 +132,7 @@ TEST_CASE("build: the manifest must match sha256sums and list a raw image", "[up
   CHECK(b->etcd_version == "3.4");
   CHECK(b->raw_size == 10);
   CHECK(b->raw_data_bytes == 4096);
+  CHECK(b->raw_extents.empty());  // a manifest from before the map: the whole file is fetched
   CHECK(b->build_time == 1700000000);
   auto changed = ParseBuild("out", manifest, digest, std::string(64, '0') + "  manifest.json\n");
   REQUIRE_FALSE(changed);
@@ -418,4 +419,24 @@ TEST_CASE("kubernetes health: apiserver ready, Node Ready, every static pod's mi
   auto starting = v;
   starting.readyz_status = 500;
   CHECK(KubeHealthProblem("n1", {}, starting) == "this node's kube-apiserver is not ready (/readyz: HTTP 500)");
+}
+
+TEST_CASE("build: a raw image's dataExtents are read as [offset, length] pairs", "[update]") {
+  auto parse = [](const std::string& extents) {
+    const std::string manifest = R"({"rootHash":")" + kHashB +
+                                 R"(","outputs":[{"file":"p.raw","size":16384,"sha256":"ab","dataExtents":)" + extents +
+                                 "}]}";
+    const std::string digest = Sha256Hex(manifest);
+    return ParseBuild("out", manifest, digest, digest + "  manifest.json\n");
+  };
+  auto b = parse("[[0,4096],[8192,8192]]");
+  REQUIRE(b);
+  CHECK(b->raw_extents == std::vector<DataExtent>{{0, 4096}, {8192, 8192}});
+  for (const char* bad : {R"("all")", "[[0]]", "[[0,-1]]", R"([["0",4096]])", "[4096]"}) {
+    auto refused = parse(bad);
+    REQUIRE_FALSE(refused);
+    CHECK_THAT(refused.error(),
+               Catch::Matchers::Contains("out/manifest.json: the dataExtents of p.raw are not a list") &&
+                   Catch::Matchers::Contains("build it again with sprout build"));
+  }
 }
