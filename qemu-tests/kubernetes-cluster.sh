@@ -262,7 +262,7 @@ roll=(${CLUSTER_ROLL:-1 2 3})
 echo "== 6. a rolling update of ${#roll[@]} of the three (${roll[*]/#/node-}) to build B, gated by each node's Kubernetes health"
 if [ -z "$update_build" ]; then
   echo "   SKIP scenario 6: no build B given (usage: kubernetes-cluster.sh IMAGE [BUILD-B-DIR])"
-elif within_budget "scenario 6" "${CLUSTER_BUDGET_6:-$((300 + 600 * ${#roll[@]}))}"; then
+elif within_budget "scenario 6" "${CLUSTER_BUDGET_6:-$((300 + 1000 * ${#roll[@]}))}"; then
   cluster_update_scenario "$update_build" "${roll[@]}"
   # The gate (sprout-update-gate.service) blessed each new root only after the Kubernetes
   # side was healthy: its journal of that boot says what it waited for and what it saw.
