@@ -227,11 +227,20 @@ check "the gate fails a boot it cannot judge" "$? $out" '^1 .*no-such-disk.*this
 # The same over HTTP, from a web server on loopback that serves the build folders (the
 # way a site serves a build on its network): B is committed and running, so A goes into
 # slot a.
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-python3 -m http.server --bind 127.0.0.1 --directory "$work" "$port" >"$work/http.log" 2>&1 &
-http_pid=$!
-trap 'kill "$http_pid" 2>/dev/null; rm -rf "$work"' EXIT
-for _ in $(seq 50); do curl -sf -o /dev/null "http://127.0.0.1:$port/a/manifest.json" && break; sleep 0.1; done
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# serve LOG COMMAND...: runs a server on loopback for the rest of the test, its output in
+# LOG; answering URL [CURL-FLAGS...]: waits up to 5 s for URL to answer.
+servers=()
+trap 'kill "${servers[@]}" 2>/dev/null; rm -rf "$work"' EXIT
+serve() {
+  local log=$1; shift
+  "$@" >"$log" 2>&1 &
+  servers+=($!)
+}
+answering() { for _ in $(seq 50); do curl -s "${@:2}" -o /dev/null "$1" && return 0; sleep 0.1; done; return 1; }
+port=$(free_port)
+serve "$work/http.log" python3 -m http.server --bind 127.0.0.1 --directory "$work" "$port"
+answering "http://127.0.0.1:$port/a/manifest.json" -f
 out=$(run apply "http://127.0.0.1:$port/missing" 2>&1)
 check "a URL with no build is refused, naming the file and the answer" "$? $out" \
   "^1 .*cannot fetch http://127\.0\.0\.1:$port/missing/manifest\.json: the server answered HTTP 404"
@@ -263,17 +272,13 @@ if len(sys.argv) > 3:
     s.socket = c.wrap_socket(s.socket, server_side=True)
 s.serve_forever()
 PY2
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 rport=$(free_port) tport=$(free_port)
-python3 "$work/redirect.py" "$rport" "file://$work/b/" >"$work/redirect.log" 2>&1 &
-redirect_pid=$!
+serve "$work/redirect.log" python3 "$work/redirect.py" "$rport" "file://$work/b/"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=127.0.0.1 \
   -addext subjectAltName=IP:127.0.0.1 -keyout "$work/tls.key" -out "$work/tls.crt" 2>/dev/null
-python3 "$work/redirect.py" "$tport" "http://127.0.0.1:$port/b/" "$work/tls.crt" "$work/tls.key" >"$work/tls.log" 2>&1 &
-tls_pid=$!
-trap 'kill "$http_pid" "$redirect_pid" "$tls_pid" 2>/dev/null; rm -rf "$work"' EXIT
-for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$rport/x/" && break; sleep 0.1; done
-for _ in $(seq 50); do curl -sk -o /dev/null "https://127.0.0.1:$tport/x/" && break; sleep 0.1; done
+serve "$work/tls.log" python3 "$work/redirect.py" "$tport" "http://127.0.0.1:$port/b/" "$work/tls.crt" "$work/tls.key"
+answering "http://127.0.0.1:$rport/x/"
+answering "https://127.0.0.1:$tport/x/" -k
 out=$(run apply "http://127.0.0.1:$rport/x/" 2>&1)
 check "a redirect to file: is refused" "$? $out" \
   "^1 .*cannot fetch http://127\.0\.0\.1:$rport/x/manifest\.json: it redirects to file://$work/b/manifest\.json, which is refused: a redirect may not leave https, nor go to file:"
@@ -287,10 +292,8 @@ check "... before anything was fetched over http" "$(grep -c 'GET /b/manifest.js
 # extents of the raw image that hold data (manifest.json's dataExtents), and the sha256
 # of the whole image, zeros between them, still decides.
 sport=$(free_port)
-"$src/scripts/serve-builds" "$work" --bind 127.0.0.1 --port "$sport" 2>"$work/ranges.log" &
-ranges_pid=$!
-trap 'kill "$http_pid" "$redirect_pid" "$tls_pid" "$ranges_pid" 2>/dev/null; rm -rf "$work"' EXIT
-for _ in $(seq 50); do curl -sf -o /dev/null "http://127.0.0.1:$sport/a/manifest.json" && break; sleep 0.1; done
+serve "$work/ranges.log" "$src/scripts/serve-builds" "$work" --bind 127.0.0.1 --port "$sport"
+answering "http://127.0.0.1:$sport/a/manifest.json" -f
 out=$(run apply "http://127.0.0.1:$sport/b-changed/" 2>&1)
 check "a changed raw image fetched in ranges is refused: the whole image's sha256 decides" "$? $out" \
   '^1 .*range requests.*repro.raw: sha256 [0-9a-f]+ differs from the manifest'

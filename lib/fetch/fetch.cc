@@ -37,7 +37,7 @@ namespace {
 
 // Sink hashes content as it comes and writes it to a file: whole, or sparse in
 // kSparseBlock blocks aligned to the file's offsets, so the blocks left as holes are
-// exactly the all-zero ones (what SparseDataBytes counts). It refuses content beyond
+// exactly the all-zero ones (what SparseMap counts). It refuses content beyond
 // the options' limits. A sparse sink gathers kStage bytes before it looks at them and
 // writes each run of data blocks with one pwrite: on an emulated CPU a syscall and a
 // byte loop per 4 KiB block made the download of a 1 GiB build take minutes.
@@ -268,7 +268,7 @@ Result<SparseMapOf> SparseMap(const fs::path& file) {
       }
       for (std::size_t b = 0; b < got; b += kSparseBlock) {
         const std::size_t len = std::min<std::size_t>(kSparseBlock, got - b);
-        if (!std::all_of(buf.data() + b, buf.data() + b + len, [](char c) { return c == 0; })) {
+        if (!Sink::AllZero(buf.data() + b, len)) {
           const std::uint64_t block = (begin + b) / kSparseBlock;
           if (blocks.empty() || blocks.back() < block) blocks.push_back(block);
         }
@@ -283,12 +283,6 @@ Result<SparseMapOf> SparseMap(const fs::path& file) {
   map.data_bytes = blocks.size() * kSparseBlock;
   map.extents = BuildSparseMap(blocks, size, kExtentMergeGap);
   return map;
-}
-
-Result<std::uint64_t> SparseDataBytes(const fs::path& file) {
-  auto map = SparseMap(file);
-  if (!map) return Fail(map.error());
-  return map->data_bytes;
 }
 
 Status CheckExtents(const std::vector<DataExtent>& extents, std::uint64_t size, const std::string& what) {
@@ -352,6 +346,17 @@ Result<Downloaded> CopyTo(const fs::path& src, const fs::path& dest, const Downl
 }
 
 namespace {
+
+// SinkError is why d ended the download of url into dest, not to be tried again (more
+// than its limits, or a write that failed); "" when it did not end it.
+std::string SinkError(const Sink& d, const std::string& url, const fs::path& dest) {
+  if (!d.too_much.empty()) return "cannot fetch " + url + ": it is " + d.too_much;
+  if (d.write_failed) {
+    return "cannot write " + dest.string() + " (" + std::strerror(d.write_errno) + ") after " +
+           std::to_string(d.bytes) + " bytes of " + url;
+  }
+  return "";
+}
 
 // StartTry waits before a retry (0.5 s, then 1 s) and opens dest afresh for d.
 Status StartTry(int attempt, const fs::path& dest, Sink& d) {
@@ -419,11 +424,7 @@ Result<Downloaded> DownloadRanges(const std::string& url, const fs::path& dest, 
     }
     fs::remove(dest, ec);
     if (ignored) return Fail("cannot fetch " + url + " in ranges: the server answered a range request with 200");
-    if (!d.too_much.empty()) return Fail("cannot fetch " + url + ": it is " + d.too_much);
-    if (d.write_failed) {
-      return Fail("cannot write " + dest.string() + " (" + std::strerror(d.write_errno) + ") after " +
-                  std::to_string(d.bytes) + " bytes of " + url);
-    }
+    if (auto why = SinkError(d, url, dest); !why.empty()) return Fail(why);
     // An answer other than 206 ends the transfer at its first bytes: its status says why.
     const bool answered = status != 0 && status != 206;
     last_error = answered           ? "the server answered HTTP " + std::to_string(status) + " to the range " + range
@@ -473,11 +474,7 @@ Result<Downloaded> DownloadTo(const std::string& url, const fs::path& dest, cons
       return Downloaded{d.hash.HexDigest(), d.bytes, d.data_bytes, 0, d.bytes};
     }
     fs::remove(dest, ec);
-    if (!d.too_much.empty()) return Fail("cannot fetch " + url + ": it is " + d.too_much);
-    if (d.write_failed) {
-      return Fail("cannot write " + dest.string() + " (" + std::strerror(d.write_errno) + ") after " +
-                  std::to_string(d.bytes) + " bytes of " + url);
-    }
+    if (auto why = SinkError(d, url, dest); !why.empty()) return Fail(why);
     // libcurl names the refused redirect's target as the effective URL.
     if ((code == CURLE_UNSUPPORTED_PROTOCOL && where != url) || code == CURLE_TOO_MANY_REDIRECTS) {
       return Fail(

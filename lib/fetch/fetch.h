@@ -72,7 +72,7 @@ struct DownloadOptions {
 struct Downloaded {
   std::string sha256;
   std::uint64_t bytes = 0;
-  std::uint64_t data_bytes = 0;  // with sparse: the bytes of the blocks written (SparseDataBytes)
+  std::uint64_t data_bytes = 0;  // with sparse: the bytes of the blocks written (SparseMap's data_bytes)
   std::size_t ranges = 0;        // the range requests it took; 0: one plain download
   std::uint64_t fetched = 0;     // the bytes that came over the network (or from the file)
 };
@@ -94,11 +94,6 @@ Result<Downloaded> CopyTo(const std::filesystem::path& src, const std::filesyste
 // RedirectProtocols are the schemes (libcurl's list) a redirect from url may go to:
 // "https" from https, "http,https" from http, none ("") from anything else.
 std::string RedirectProtocols(const std::string& url);
-
-// SparseDataBytes is what a sparse DownloadTo of the file occupies: the bytes of its
-// kSparseBlock blocks that are not all zeros (a short last block counts whole;
-// SparseMap's data_bytes).
-Result<std::uint64_t> SparseDataBytes(const std::filesystem::path& file);
 
 // VerifyFile checks a local file against an expected sha256.
 Status VerifyFile(const std::filesystem::path& file, const std::string& sha256);

@@ -19,7 +19,7 @@ struct BuildInfo {
   std::string raw_file;    // the raw image, relative to the build directory
   std::string raw_sha256;  // from the manifest
   std::uint64_t raw_size = 0;
-  std::uint64_t raw_data_bytes = 0;        // its non-zero blocks (fetch.h SparseDataBytes); 0 when not recorded
+  std::uint64_t raw_data_bytes = 0;        // its non-zero blocks (fetch.h SparseMap); 0 when not recorded
   std::vector<DataExtent> raw_extents;     // the runs that hold its data (dataExtents); empty when not recorded
   std::optional<std::int64_t> build_time;  // reproducible.sourceDateEpoch of its profile
   std::string etcd_version;                // the preloaded etcd image's tag, "" when none
