@@ -185,13 +185,15 @@ Result<std::vector<RootEntry>> RootAdditions(const BuildPlan& plan) {
   }
   add.push_back({RootEntry::Kind::kFile, "usr/lib/sprout/sprout-firstboot", "", plan.in.firstboot, 0755});
   add.push_back({RootEntry::Kind::kSymlink, "usr/bin/sprout-firstboot", "/usr/lib/sprout/sprout-firstboot", {}, 0777});
-  add.push_back({RootEntry::Kind::kFile, "usr/lib/systemd/system/sprout-firstboot.service", "",
-                 data / "firstboot" / "sprout-firstboot.service", 0644});
-  add.push_back({RootEntry::Kind::kSymlink,
-                 "etc/systemd/system/multi-user.target.wants/sprout-firstboot.service",
-                 "/usr/lib/systemd/system/sprout-firstboot.service",
-                 {},
-                 0777});
+  // A unit of firstboot/, enabled by a link in TARGET.wants.
+  const auto unit = [&](const std::string& name, const std::string& target) {
+    const std::string path = "usr/lib/systemd/system/" + name;
+    add.push_back({RootEntry::Kind::kFile, path, "", data / "firstboot" / name, 0644});
+    add.push_back({RootEntry::Kind::kSymlink, "etc/systemd/system/" + target + ".wants/" + name, "/" + path, {}, 0777});
+  };
+  unit("sprout-firstboot.service", "multi-user.target");
+  // In a VM, early: the TSC's rate checked against another clock (docs/design.md).
+  unit("sprout-clock.service", "sysinit.target");
   add.push_back({RootEntry::Kind::kFile, "etc/fstab", plan.disk.fstab, {}, 0644});
   add.push_back({RootEntry::Kind::kFile, "etc/sprout/profile.json", plan.profile_json + "\n", {}, 0644});
   if (!plan.in.update_pub.empty()) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "firstboot/clock.h"
 #include "firstboot/dns.h"
 #include "firstboot/run.h"
 #include "firstboot/tpm.h"
@@ -161,6 +162,8 @@ const Command kCommands[] = {
      sprout::firstboot::UpdateMain, nullptr},
     {"dns", "dns [flags]", "the cluster DNS controller (sprout-firstboot dns --help)", sprout::firstboot::DnsMain,
      nullptr},
+    {"clock", "clock", "in a VM, check the TSC's rate against another clock; use that clock if it is off",
+     sprout::firstboot::ClockMain, nullptr},
 };
 
 // Intro is the top of --help: what the program is and its commands, from the table.
