@@ -47,23 +47,13 @@ std::string LastLines(const fs::path& log, std::size_t n) {
   return out;
 }
 
-// ComponentOf is the component an image reference is for: the last path element of
-// its repository (localhost/sprout/etcd:3.4 -> etcd).
-std::string ComponentOf(const std::string& reference) {
-  std::string repo = reference.substr(0, reference.find('@'));
-  const auto slash = repo.rfind('/');
-  const auto colon = repo.rfind(':');
-  if (colon != std::string::npos && (slash == std::string::npos || colon > slash)) repo = repo.substr(0, colon);
-  return slash == std::string::npos ? repo : repo.substr(repo.rfind('/') + 1);
-}
-
 // AirGapErrors proves at build time that every image a baked template runs is preloaded:
 // each {{image_NAME}} must be the component of one of the profile's images. A node
 // that would have to pull an image cannot start that pod on an air-gapped site.
 std::vector<std::string> AirGapErrors(const Profile& p, const std::string& name, const fs::path& path,
                                       const std::string& text) {
   std::set<std::string> preloaded;
-  for (const auto& img : p.images) preloaded.insert(ComponentOf(img.ref));
+  for (const auto& img : p.images) preloaded.insert(oci::ComponentOf(img.ref));
   static const std::regex kImage(R"(\{\{\s*image_([A-Za-z0-9_]+)\s*\}\})");
   std::vector<std::string> errors;
   for (auto it = std::sregex_iterator(text.begin(), text.end(), kImage); it != std::sregex_iterator(); ++it) {
@@ -85,7 +75,7 @@ std::vector<std::string> VersionErrors(const Profile& p) {
   std::vector<std::string> errors;
   if (!p.shoot) return errors;
   for (const auto& img : p.images) {
-    const std::string component = ComponentOf(img.ref);
+    const std::string component = oci::ComponentOf(img.ref);
     if (component.rfind("kube-", 0) != 0) continue;
     std::string repo = img.ref.substr(0, img.ref.find('@'));
     const auto colon = repo.rfind(':');
@@ -298,7 +288,7 @@ std::map<std::string, std::string> ComponentImages(const std::vector<oci::Preloa
     const auto slash = repo.rfind('/');
     const auto colon = repo.rfind(':');
     if (colon != std::string::npos && (slash == std::string::npos || colon > slash)) repo = repo.substr(0, colon);
-    const std::string component = ComponentOf(img.reference);
+    const std::string component = oci::ComponentOf(img.reference);
     const std::string& digest = img.manifest_digest.empty() ? img.digest : img.manifest_digest;
     out[component] = repo + "@" + digest;
   }

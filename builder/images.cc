@@ -90,6 +90,27 @@ Result<std::vector<oci::PreloadedImage>> PreloadImages(const Profile& profile, c
   if (!index) return Fail(index.error());
   add.push_back({RootEntry::Kind::kFile, dir + "/oci-layout", R"({"imageLayoutVersion":"1.0.0"})", {}, 0644});
   add.push_back({RootEntry::Kind::kFile, dir + "/index.json", *index, {}, 0644});
+  // A worker imports the images it can run only (docs/images.md): their index and the
+  // blobs they name, beside the layout; the import script reads its role at boot.
+  if (profile.pod_host == PodHost::kKubelet) {
+    const auto worker = oci::WorkerImages(*images);
+    if (!worker.empty() && worker.size() < images->size()) {
+      auto worker_index = oci::LayoutIndex(worker, cache);
+      if (!worker_index) return Fail(worker_index.error());
+      std::set<std::string> names;
+      for (const auto& img : worker) {
+        auto blobs = oci::ImageBlobs(cache, img.manifest_digest);
+        if (!blobs) return Fail(blobs.error());
+        for (const auto& d : *blobs) names.insert("blobs/sha256/" + d.substr(7));
+      }
+      std::string list;
+      for (const auto& n : names) list += n + "\n";
+      const std::string wdir = std::string(kWorkerImagesDir);
+      add.push_back({RootEntry::Kind::kDir, wdir, "", {}, 0755});
+      add.push_back({RootEntry::Kind::kFile, wdir + "/index.json", *worker_index, {}, 0644});
+      add.push_back({RootEntry::Kind::kFile, wdir + "/blobs", list, {}, 0644});
+    }
+  }
   // The node imports them into podman's storage at boot (docs/images.md).
   fs::path data = DataDir() / "images" / "preload";
   add.push_back(

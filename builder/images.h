@@ -28,6 +28,10 @@ int Pull(const PullCliOptions& options);
 
 // kImagesDir is where the one OCI layout of all preloaded images lives in the root.
 inline constexpr const char* kImagesDir = "usr/share/sprout/images";
+// kWorkerImagesDir holds, for a kubelet image whose preload has control-plane images, a
+// worker's part of that layout: index.json with the images a worker runs, and blobs,
+// the layout's paths of the blobs those images name, one a line (oci::WorkerImages).
+inline constexpr const char* kWorkerImagesDir = "usr/share/sprout/images-worker";
 
 // PreloadImages makes sure the profile's images are cached (pulling unless offline),
 // and appends to add the in-root OCI layout (blobs shared between images) plus the

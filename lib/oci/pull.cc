@@ -341,6 +341,24 @@ Result<std::vector<std::string>> ImageBlobs(const Cache& cache, const std::strin
   return out;
 }
 
+std::string ComponentOf(const std::string& reference) {
+  std::string repo = reference.substr(0, reference.find('@'));
+  const auto slash = repo.rfind('/');
+  const auto colon = repo.rfind(':');
+  if (colon != std::string::npos && (slash == std::string::npos || colon > slash)) repo.resize(colon);
+  return slash == std::string::npos ? repo : repo.substr(slash + 1);
+}
+
+std::vector<PreloadedImage> WorkerImages(const std::vector<PreloadedImage>& images) {
+  static const std::set<std::string> kControlPlane = {"etcd", "kube-apiserver", "kube-controller-manager",
+                                                      "kube-scheduler"};
+  std::vector<PreloadedImage> out;
+  for (const auto& img : images) {
+    if (kControlPlane.count(ComponentOf(img.reference)) == 0) out.push_back(img);
+  }
+  return out;
+}
+
 Result<std::string> LayoutIndex(const std::vector<PreloadedImage>& images, const Cache& cache) {
   json index;
   index["schemaVersion"] = 2;

@@ -64,6 +64,15 @@ Result<std::string> LayoutIndex(const std::vector<PreloadedImage>& images, const
 // LayoutBlobs lists the digests of an image's manifest, config and layers (from cache).
 Result<std::vector<std::string>> ImageBlobs(const Cache& cache, const std::string& manifest_digest);
 
+// ComponentOf is the component an image reference is for: the last element of its
+// repository (localhost/sprout/etcd:3.4 and .../etcd@sha256:... -> etcd).
+std::string ComponentOf(const std::string& reference);
+
+// WorkerImages: the preloaded images a worker node imports at boot. A worker runs no
+// control-plane pod, so it leaves out the images of etcd, kube-apiserver,
+// kube-controller-manager and kube-scheduler (by ComponentOf); all others, in order.
+std::vector<PreloadedImage> WorkerImages(const std::vector<PreloadedImage>& images);
+
 // ImagesJson renders the manifest.json "images" array.
 std::string ImagesJson(const std::vector<PreloadedImage>& images);
 

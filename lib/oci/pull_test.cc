@@ -222,3 +222,24 @@ TEST_CASE("an image recipe's key covers its own files and the recipes' shared li
   CHECK(RecipeKey(t.path() / "alone" / "recipe").ok());
   CHECK_FALSE(RecipeKey(t.path() / "missing").ok());
 }
+
+TEST_CASE("a worker imports every preloaded image but those of etcd and the control plane", "[oci]") {
+  CHECK(ComponentOf("localhost/sprout/etcd:3.4") == "etcd");
+  CHECK(ComponentOf("localhost/sprout/kube-apiserver@sha256:" + std::string(64, 'a')) == "kube-apiserver");
+  CHECK(ComponentOf("registry.test:5000/sprout/pause:v1.20.2") == "pause");
+  CHECK(ComponentOf("registry.test:5000/busybox") == "busybox");
+  std::vector<PreloadedImage> all;
+  for (const char* ref : {"localhost/sprout/etcd:3.4", "localhost/sprout/kube-apiserver:v1.20.2",
+                          "localhost/sprout/kube-controller-manager:v1.20.2", "localhost/sprout/kube-scheduler:v1.20.2",
+                          "localhost/sprout/pause:v1.20.2", "localhost/sprout/busybox:1.35",
+                          "localhost/sprout/etcd-backup-tool:1", "localhost/apps/kube-apiserver-proxy:2"}) {
+    all.push_back({ref, "", "", "linux/amd64", 0});
+  }
+  std::vector<std::string> kept;
+  for (const auto& img : WorkerImages(all)) kept.push_back(img.reference);
+  // A component's name must match whole: etcd-backup-tool and kube-apiserver-proxy stay.
+  CHECK(kept == std::vector<std::string>{"localhost/sprout/pause:v1.20.2", "localhost/sprout/busybox:1.35",
+                                         "localhost/sprout/etcd-backup-tool:1",
+                                         "localhost/apps/kube-apiserver-proxy:2"});
+  CHECK(WorkerImages({}).empty());
+}
