@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <set>
 
 #include "builder/commands.h"
@@ -77,9 +78,11 @@ Result<std::vector<oci::PreloadedImage>> PreloadImages(const Profile& profile, c
   add.push_back({RootEntry::Kind::kDir, dir + "/blobs/sha256", "", {}, 0755});
   // Every blob once, whichever images share it.
   std::set<std::string> seen;
+  std::map<std::string, std::vector<std::string>> blobs_of;  // reference -> its blobs, for the worker's part
   for (const auto& img : *images) {
     auto blobs = oci::ImageBlobs(cache, img.manifest_digest);
     if (!blobs) return Fail(blobs.error());
+    blobs_of[img.reference] = *blobs;
     for (const auto& d : *blobs) {
       if (seen.insert(d).second) {
         add.push_back({RootEntry::Kind::kFile, dir + "/blobs/sha256/" + d.substr(7), "", cache.BlobPath(d), 0644});
@@ -99,9 +102,7 @@ Result<std::vector<oci::PreloadedImage>> PreloadImages(const Profile& profile, c
       if (!worker_index) return Fail(worker_index.error());
       std::set<std::string> names;
       for (const auto& img : worker) {
-        auto blobs = oci::ImageBlobs(cache, img.manifest_digest);
-        if (!blobs) return Fail(blobs.error());
-        for (const auto& d : *blobs) names.insert("blobs/sha256/" + d.substr(7));
+        for (const auto& d : blobs_of[img.reference]) names.insert("blobs/sha256/" + d.substr(7));
       }
       std::string list;
       for (const auto& n : names) list += n + "\n";

@@ -91,7 +91,8 @@ int ClockMain(int argc, char** argv) {
               << ", not the TSC: nothing to check\n";
     return 0;
   }
-  const std::string available = " " + ReadSys(kClocksource / "available_clocksource") + " ";
+  const std::string offered = ReadSys(kClocksource / "available_clocksource");
+  const std::string available = " " + offered + " ";
   std::string reference;
   for (const char* c : {"hpet", "acpi_pm", "kvm-clock"}) {
     if (available.find(std::string(" ") + c + " ") != std::string::npos) {
@@ -100,8 +101,8 @@ int ClockMain(int argc, char** argv) {
     }
   }
   if (reference.empty()) {
-    std::cout << "sprout-firstboot clock: no other clocksource to measure the TSC against ("
-              << ReadSys(kClocksource / "available_clocksource") << "): nothing to check\n";
+    std::cout << "sprout-firstboot clock: no other clocksource to measure the TSC against (" << offered
+              << "): nothing to check\n";
     return 0;
   }
   TscSample a0, a1, m0, m1;
