@@ -10,8 +10,9 @@
 # scheduler's insecure ports refuse connections, and a Secret is encrypted in etcd. A
 # signed image's node refuses its build unsigned or signed with another key. The node
 # agent routes a peer Node's pod subnet and refuses a hostile one. Then the upstream
-# [Conformance] tests that need no pod run against it (docs/conformance.md). One boot
-# carries every check.
+# [Conformance] tests that need no pod run against it, then those of cluster DNS,
+# Services and pod networking that fit one node (docs/conformance.md). One boot carries
+# every check.
 # Usage: qemu-tests/kubernetes.sh IMAGE   (needs root; KEEP_LOGS=1 keeps logs)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,6 +28,13 @@ image=$(realpath "${1:?usage: kubernetes.sh IMAGE}")
 cluster_test_traps
 
 cluster_init "" "$image" || exit 1
+# The conformance suite's test images (cached after their first build) are made while
+# the node boots; the tests with pods below pull theirs from a registry in the namespace.
+if [ "${CONFORMANCE:-1}" != 0 ] && [ "${CONFORMANCE_PODS:-1}" != 0 ]; then
+  bash "$here/../images/conformance/test-images.sh" "${SPROUT_CACHE:-/var/cache/sprout}" \
+    >"$CLUSTER_DIR/test-images.path" 2>"$CLUSTER_DIR/test-images.log" &
+  images_job=$!
+fi
 node_config 1 control-plane "$(node_ip 1)"
 t0=$SECONDS
 vm_start 1
@@ -291,6 +299,30 @@ if [ "${CONFORMANCE:-1}" != 0 ]; then
   CONFORMANCE_NODES=1 conformance_run "$conformance_list" "$CLUSTER_DIR/conformance"
   check "the upstream [Conformance] tests that need no pod pass ($wanted listed; e2e.test ran ${CONFORMANCE_SECONDS:-?} s)" \
     "$(tail -n 1 "$CLUSTER_DIR/conformance/summary.txt" 2>/dev/null)" "^conformance: $wanted passed, 0 failed, 0 skipped(; [0-9]+ of them on a second try)?\$"
+  # Then those of cluster DNS, Services with their endpoints and pod networking, whose
+  # pods run on this node (conformance/node-slice.txt): their images from the same source, served by Debian's
+  # docker-registry in the namespace and pulled first; the node takes pods for the run
+  # (its taint is lifted, then put back). CONFORMANCE_PODS=0 leaves them out.
+  if [ "${CONFORMANCE_PODS:-1}" != 0 ]; then
+    slice=$here/conformance/node-slice.txt
+    wanted=$(grep -cv '^\s*\(#\|$\)' "$slice")
+    if wait "$images_job" && layout=$(cat "$CLUSTER_DIR/test-images.path") && [ -n "$layout" ] &&
+      CONFORMANCE_PREPULL='^(k8s/pause|library/busybox|e2e/jessie-dnsutils|e2e-test-images/agnhost):' conformance_registry "$layout"; then
+      cluster_kubectl taint nodes node-1 node-role.kubernetes.io/control-plane:NoSchedule- >/dev/null
+      CONFORMANCE_NODES=1 CONFORMANCE_PARALLEL=3 CONFORMANCE_TIMEOUT=${CONFORMANCE_TIMEOUT:-900} \
+        conformance_run "$slice" "$CLUSTER_DIR/conformance-pods"
+      check "the upstream [Conformance] tests of cluster DNS, Services and pod networking pass, their pods on this node ($wanted listed; e2e.test ran ${CONFORMANCE_SECONDS:-?} s)" \
+        "$(tail -n 1 "$CLUSTER_DIR/conformance-pods/summary.txt" 2>/dev/null)" "^conformance: $wanted passed, 0 failed, 0 skipped(; [0-9]+ of them on a second try)?\$"
+      cluster_kubectl taint nodes node-1 node-role.kubernetes.io/control-plane:NoSchedule --overwrite >/dev/null
+      check "the node is tainted again after the run" \
+        "$(cluster_kubectl get node node-1 -o jsonpath='{.spec.taints[0].key}:{.spec.taints[0].effect}')" \
+        '^node-role.kubernetes.io/control-plane:NoSchedule$'
+    else
+      check "the test images are built and served in the namespace, and the node pulled the slice's" \
+        "not served (see $CLUSTER_DIR/test-images.log)" '^served$'
+      tail -n 5 "$CLUSTER_DIR/test-images.log" 2>/dev/null | sed 's/^/     /'
+    fi
+  fi
 fi
 
 timeline=$(node_timeline 1)

@@ -64,12 +64,15 @@ got=$(summary "$WORK/dry/junit_01.xml" "$list")
 [ "$got" = "conformance: $want passed, 0 failed, 0 skipped" ] &&
   ok "every test of CI's single-node list is a [Conformance] test of the suite: $got" || bad "api-only.txt: $got"
 grep -v '^\s*\(#\|$\)' "$list" | grep -vxFf "$WORK/listed.txt" | sed 's/^/     not in conformance.yaml: /'
-# CI's three-node list (kubernetes-cluster.sh scenario 7), named exactly the same way.
-slice=$SRC/qemu-tests/conformance/cluster-slice.txt
-slice_want=$(grep -cv '^\s*\(#\|$\)' "$slice")
-slice_got=$(summary "$WORK/dry/junit_01.xml" "$slice")
-[ "$slice_want" -ge 1 ] && [ "$slice_got" = "conformance: $slice_want passed, 0 failed, 0 skipped" ] &&
-  ok "every test of CI's three-node list is a [Conformance] test of the suite: $slice_got" || bad "cluster-slice.txt: $slice_got"
+# The lists with pods, named exactly the same way: CI's single-node one (kubernetes.sh)
+# and the three-node one (kubernetes-cluster.sh scenario 7).
+for slice in node-slice cluster-slice; do
+  file=$SRC/qemu-tests/conformance/$slice.txt
+  slice_want=$(grep -cv '^\s*\(#\|$\)' "$file")
+  slice_got=$(summary "$WORK/dry/junit_01.xml" "$file")
+  [ "$slice_want" -ge 1 ] && [ "$slice_got" = "conformance: $slice_want passed, 0 failed, 0 skipped" ] &&
+    ok "every test of $slice.txt is a [Conformance] test of the suite: $slice_got" || bad "$slice.txt: $slice_got"
+done
 # The tests the scaled waits reach (tally.py counts their passes under a scale apart)
 # are tests of the release, named exactly: a misspelt name would let a scaled pass count
 # as a plain one.

@@ -60,8 +60,12 @@ bin=$(bash "$kube/compile.sh" "$cache") || die "images/kubernetes/compile.sh $ca
 dsc=$(kube_dsc "$cache") || exit 1
 out="$cache/kubernetes/test-images/$(kube_key "$dsc" "$here/test-images.sh" "$here/layers.sh" "$lib/common.sh" \
   "$lib/mkimage.py" "$kube/source" "$kube/go-env.sh" "$kube/compile.sh" "$kube"/patches/*.patch)"
-kube_cached "test-images: [$((SECONDS - t0)) s]" "$out"
 mkdir -p "$cache/kubernetes/test-images"
+# One build at a time: CI's single-node boot asks for the layout while the suite of the
+# test images may be building it; the second waits, then finds it made.
+exec 9>"$cache/kubernetes/test-images/.lock"
+flock 9
+kube_cached "test-images: [$((SECONDS - t0)) s]" "$out"
 work=$(mktemp -d "$cache/kubernetes/test-images/.work.XXXXXX")
 umask 022
 # shellcheck source=../lib/common.sh
