@@ -232,7 +232,7 @@ elif within_budget "scenario 7 and then the power loss" "$((${CLUSTER_BUDGET_7:-
     CONFORMANCE_PULL_NODES="1 4" CONFORMANCE_PREPULL='^(k8s/pause|library/busybox|e2e/jessie-dnsutils|e2e-test-images/agnhost):' \
       conformance_registry "$layout"; then
     kube taint nodes node-1 node-role.kubernetes.io/control-plane:NoSchedule- >/dev/null
-    CONFORMANCE_NODES=2 CONFORMANCE_PARALLEL=${CONFORMANCE_PARALLEL:-3} CONFORMANCE_TIMEOUT=${CONFORMANCE_TIMEOUT:-900} \
+    CONFORMANCE_NODES=2 CONFORMANCE_API_NODES="1 2 3" CONFORMANCE_PARALLEL=${CONFORMANCE_PARALLEL:-3} CONFORMANCE_TIMEOUT=${CONFORMANCE_TIMEOUT:-900} \
       conformance_run "$slice" "$CLUSTER_DIR/conformance"
     check "the upstream [Conformance] tests of DNS, Services and pods across nodes pass ($wanted listed; e2e.test ran ${CONFORMANCE_SECONDS:-?} s)" \
       "$(tail -n 1 "$CLUSTER_DIR/conformance/summary.txt" 2>/dev/null)" "^conformance: $wanted passed, 0 failed, 0 skipped(; [0-9]+ of them on a second try)?\$"

@@ -13,6 +13,9 @@
 # 0 when every listed test passed. A few tests that failed get one second try, alone,
 # under DIR/second-try; the summary names each one that passed only then. CONFORMANCE_TIMEOUT bounds each pass (default 1200 s).
 # CONFORMANCE_REPO_LIST (set by conformance_registry) remaps the test images' registries.
+# CONFORMANCE_API_NODES (node numbers) sends the suite's API traffic through a forwarder
+# in the namespace to the first live apiserver of those nodes (conformance_api_forward);
+# unset, it goes to the server the admin kubeconfig names.
 # CONFORMANCE_CHUNK=N runs the list in parts of N tests (DIR/NNN-parallel, -serial), and
 # CONFORMANCE_DEADLINE (epoch seconds) starts no part after it: for long runs by hand.
 # CONFORMANCE_WAIT_SCALE=N multiplies the fixed waits that sprout's e2e.test makes scalable
@@ -39,6 +42,34 @@ conformance_quiesce() {
   [ "${first:-0}" -eq 0 ] || echo "   waited $((SECONDS - start)) s for $first terminating namespace(s) to go"
 }
 
+# conformance_api_forward NODE...: once per cluster, a forwarder on the namespace's own
+# loopback (127.0.0.1, inside CLUSTER_NS, where e2e.test runs) to the first live apiserver
+# of NODEs (qemu-tests/api-forward.py, as qemu-tests/cluster puts the API on the host's
+# loopback), and prints the path of an admin kubeconfig whose server is it. With one
+# server in the kubeconfig, a suite of hours lost the cluster when that node's network
+# stalled while the other two control planes were healthy (docs/conformance.md, "Three
+# control-plane nodes"); through the forwarder a new connection goes to the next live one.
+conformance_api_forward() {
+  local backends=() i port
+  if [ ! -f "$CLUSTER_DIR/server-api-inside.pid" ]; then
+    for i in "$@"; do backends+=("$(node_ip "$i"):6443"); done
+    rm -f "$CLUSTER_DIR/api-inside.port"
+    ip netns exec "$CLUSTER_NS" python3 "$CLUSTER_LIB_DIR/api-forward.py" "$CLUSTER_NS" "$CLUSTER_DIR/api-inside.port" \
+      "${backends[@]}" --port 16443 </dev/null >>"$CLUSTER_DIR/api-forward-inside.log" 2>&1 &
+    echo $! >"$CLUSTER_DIR/server-api-inside.pid"
+    disown $! 2>/dev/null
+  fi
+  for i in $(seq 50); do
+    port=$(cat "$CLUSTER_DIR/api-inside.port" 2>/dev/null)
+    [ -n "$port" ] && break
+    sleep 0.1
+  done
+  [ -n "$port" ] || { echo "conformance: the API forwarder in the namespace did not start; see $CLUSTER_DIR/api-forward-inside.log" >&2; return 1; }
+  sed "s|^\( *server: \).*\$|\1https://127.0.0.1:$port|" "$CLUSTER_DIR/admin.conf" >"$CLUSTER_DIR/admin-forwarded.conf" &&
+    chmod 0600 "$CLUSTER_DIR/admin-forwarded.conf" || return 1
+  echo "$CLUSTER_DIR/admin-forwarded.conf"
+}
+
 conformance_run() {
   local list=$1 dir=$2 e2e rc=0 cut=0
   # The environment of every e2e.test run: the registries' remapping, and the scale of
@@ -56,11 +87,15 @@ conformance_run() {
     { echo "conformance: the suite did not compile (images/conformance/compile.sh)" >&2; return 1; }
   cluster_find_kubectl
   [ -s "$CLUSTER_DIR/admin.conf" ] || cluster_kubectl version >/dev/null 2>&1
+  local kubeconfig=$CLUSTER_DIR/admin.conf
+  if [ -n "${CONFORMANCE_API_NODES:-}" ]; then
+    kubeconfig=$(conformance_api_forward $CONFORMANCE_API_NODES) || return 1
+  fi
   # The control-plane taint does not count against a node being ready for tests (the
   # suite knows only the older "master" taint); the node count is given, since the suite
   # would otherwise count the untainted schedulable nodes and stop at none on a cluster
   # of control-plane nodes alone.
-  local args=(--kubeconfig "$CLUSTER_DIR/admin.conf" --provider skeleton --kubectl-path "$CLUSTER_KUBECTL"
+  local args=(--kubeconfig "$kubeconfig" --provider skeleton --kubectl-path "$CLUSTER_KUBECTL"
     --non-blocking-taints node-role.kubernetes.io/control-plane,node-role.kubernetes.io/master
     --num-nodes "${CONFORMANCE_NODES:-1}" --disable-log-dump)
   local listed
