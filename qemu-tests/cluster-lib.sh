@@ -312,8 +312,8 @@ wait_until() {
   WAITED=""
   # A run with a hard end (SPROUT_HARD_END, a Unix time; run-tests sets it 3 minutes past
   # SPROUT_DEADLINE, inside CI's 90) waits no later than that: a scenario slower than its
-  # budget then fails on its wait, saying why, and the run still prints its summary,
-  # where CI's own timer would cut it off with nothing said.
+  # budget then fails on its wait, saying why, and the run has time left to print its
+  # summary, where CI's own timer would cut it off with nothing said.
   if [ -n "${SPROUT_HARD_END:-}" ]; then
     local left=$((SPROUT_HARD_END - $(date +%s)))
     [ "$left" -ge "$limit" ] || { limit=$((left > 0 ? left : 0)) cut=" (cut short: the run's hard end, SPROUT_HARD_END, has come)"; }

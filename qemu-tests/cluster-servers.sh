@@ -25,42 +25,51 @@ cluster_pxe_server() {
   kill -0 "$(cat "$CLUSTER_DIR/server-dhcp.pid")" 2>/dev/null || { echo "dnsmasq did not start; see $CLUSTER_DIR/dnsmasq.log" >&2; return 1; }
 }
 
-# cluster_api_forward NODE...: once per cluster, puts the apiservers of control-plane
-# nodes NODE... on the host's loopback (qemu-tests/api-forward.py): a forwarder listens on
-# 127.0.0.1:6443 (or on a free port when 6443 is taken) on the host, outside the
-# namespace, and sends each connection into the namespace to the first of the nodes'
+# cluster_api_forward [--inside] NODE...: once per cluster, puts the apiservers of
+# control-plane nodes NODE... on a loopback (qemu-tests/api-forward.py): a forwarder
+# listens on 127.0.0.1:6443 (or on a free port when 6443 is taken) on the host, outside
+# the namespace, and sends each connection into the namespace to the first of the nodes'
 # apiservers (198.18.0.(10+I):6443) that accepts one, moving on when that one dies.
-# Nothing but the host's loopback and the namespace carries its traffic. Sets
-# CLUSTER_API_PORT; stopped by cluster_teardown. Every apiserver's certificate names
-# 127.0.0.1 (docs/control-plane.md), so a kubeconfig with server https://127.0.0.1:PORT
-# verifies.
+# --inside puts a second one on the namespace's own loopback (127.0.0.1:16443 there), for
+# programs that run in the namespace (the conformance suite). Nothing but a loopback and
+# the namespace carries their traffic. Sets CLUSTER_API_PORT; stopped by
+# cluster_teardown. Every apiserver's certificate names 127.0.0.1 (docs/control-plane.md),
+# so a kubeconfig with server https://127.0.0.1:PORT verifies (cluster_kubeconfig_at).
 cluster_api_forward() {
-  local backends=() i _
-  if [ ! -f "$CLUSTER_DIR/server-api.pid" ]; then
+  local name=api port=6443 run=() backends=() i _
+  if [ "${1:-}" = --inside ]; then
+    name=api-inside port=16443 run=(ip netns exec "$CLUSTER_NS")
+    shift
+  fi
+  if [ ! -f "$CLUSTER_DIR/server-$name.pid" ]; then
     for i in "$@"; do backends+=("$(node_ip "$i"):6443"); done
-    rm -f "$CLUSTER_DIR/api.port"
-    python3 "$CLUSTER_LIB_DIR/api-forward.py" "$CLUSTER_NS" "$CLUSTER_DIR/api.port" "${backends[@]}" \
-      </dev/null >>"$CLUSTER_DIR/api-forward.log" 2>&1 &
-    echo $! > "$CLUSTER_DIR/server-api.pid"
+    rm -f "$CLUSTER_DIR/$name.port"
+    "${run[@]}" python3 "$CLUSTER_LIB_DIR/api-forward.py" "$CLUSTER_NS" "$CLUSTER_DIR/$name.port" "${backends[@]}" \
+      --port "$port" </dev/null >>"$CLUSTER_DIR/$name-forward.log" 2>&1 &
+    echo $! > "$CLUSTER_DIR/server-$name.pid"
     disown $! 2>/dev/null
   fi
   for _ in $(seq 50); do
-    CLUSTER_API_PORT=$(cat "$CLUSTER_DIR/api.port" 2>/dev/null)
+    CLUSTER_API_PORT=$(cat "$CLUSTER_DIR/$name.port" 2>/dev/null)
     [ -n "$CLUSTER_API_PORT" ] && return 0
     sleep 0.1
   done
-  echo "the API forwarder did not start; see $CLUSTER_DIR/api-forward.log" >&2
+  echo "the API forwarder did not start; see $CLUSTER_DIR/$name-forward.log" >&2
   return 1
 }
 
-# cluster_host_kubeconfig OUT: writes the admin kubeconfig (cluster_kubectl's) to OUT,
-# mode 0600, with its server on the forwarded loopback port (cluster_api_forward), and
-# gives it to the user who ran the harness through sudo.
+# cluster_kubeconfig_at PORT OUT: writes the admin kubeconfig (cluster_kubectl's) to OUT,
+# mode 0600, with its server https://127.0.0.1:PORT (a forwarder of cluster_api_forward).
+cluster_kubeconfig_at() {
+  sed "s|^\( *server: \).*\$|\1https://127.0.0.1:$1|" "$CLUSTER_DIR/admin.conf" > "$2.tmp" &&
+    chmod 0600 "$2.tmp" && mv "$2.tmp" "$2"
+}
+
+# cluster_host_kubeconfig OUT: the admin kubeconfig on the host's forwarded loopback port
+# (cluster_api_forward) at OUT, given to the user who ran the harness through sudo.
 cluster_host_kubeconfig() {
-  local out=$1
-  sed "s|^\( *server: \).*\$|\1https://127.0.0.1:$CLUSTER_API_PORT|" "$CLUSTER_DIR/admin.conf" > "$out.tmp" &&
-    chmod 0600 "$out.tmp" && mv "$out.tmp" "$out" || return 1
-  [ -z "${SUDO_UID:-}" ] || chown "$SUDO_UID:${SUDO_GID:-$SUDO_UID}" "$out"
+  cluster_kubeconfig_at "$CLUSTER_API_PORT" "$1" || return 1
+  [ -z "${SUDO_UID:-}" ] || chown "$SUDO_UID:${SUDO_GID:-$SUDO_UID}" "$1"
 }
 
 # cluster_nfs_server: once per cluster, serves a folder on the bridge as a site's file

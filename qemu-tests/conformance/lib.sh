@@ -42,32 +42,17 @@ conformance_quiesce() {
   [ "${first:-0}" -eq 0 ] || echo "   waited $((SECONDS - start)) s for $first terminating namespace(s) to go"
 }
 
-# conformance_api_forward NODE...: once per cluster, a forwarder on the namespace's own
-# loopback (127.0.0.1, inside CLUSTER_NS, where e2e.test runs) to the first live apiserver
-# of NODEs (qemu-tests/api-forward.py, as qemu-tests/cluster puts the API on the host's
-# loopback), and prints the path of an admin kubeconfig whose server is it. With one
-# server in the kubeconfig, a suite of hours lost the cluster when that node's network
-# stalled while the other two control planes were healthy (docs/conformance.md, "Three
-# control-plane nodes"); through the forwarder a new connection goes to the next live one.
+# conformance_api_forward NODE...: prints the path of an admin kubeconfig whose server
+# is a forwarder on the namespace's own loopback, where e2e.test runs, to the first live
+# apiserver of NODEs (cluster_api_forward --inside). With one server in the kubeconfig,
+# a suite of hours lost the cluster when that node's network stalled while the other two
+# control planes were healthy (docs/conformance.md, "Three control-plane nodes"); through
+# the forwarder a new connection goes to the next live one.
 conformance_api_forward() {
-  local backends=() i port
-  if [ ! -f "$CLUSTER_DIR/server-api-inside.pid" ]; then
-    for i in "$@"; do backends+=("$(node_ip "$i"):6443"); done
-    rm -f "$CLUSTER_DIR/api-inside.port"
-    ip netns exec "$CLUSTER_NS" python3 "$CLUSTER_LIB_DIR/api-forward.py" "$CLUSTER_NS" "$CLUSTER_DIR/api-inside.port" \
-      "${backends[@]}" --port 16443 </dev/null >>"$CLUSTER_DIR/api-forward-inside.log" 2>&1 &
-    echo $! >"$CLUSTER_DIR/server-api-inside.pid"
-    disown $! 2>/dev/null
-  fi
-  for i in $(seq 50); do
-    port=$(cat "$CLUSTER_DIR/api-inside.port" 2>/dev/null)
-    [ -n "$port" ] && break
-    sleep 0.1
-  done
-  [ -n "$port" ] || { echo "conformance: the API forwarder in the namespace did not start; see $CLUSTER_DIR/api-forward-inside.log" >&2; return 1; }
-  sed "s|^\( *server: \).*\$|\1https://127.0.0.1:$port|" "$CLUSTER_DIR/admin.conf" >"$CLUSTER_DIR/admin-forwarded.conf" &&
-    chmod 0600 "$CLUSTER_DIR/admin-forwarded.conf" || return 1
-  echo "$CLUSTER_DIR/admin-forwarded.conf"
+  local CLUSTER_API_PORT
+  cluster_api_forward --inside "$@" &&
+    cluster_kubeconfig_at "$CLUSTER_API_PORT" "$CLUSTER_DIR/admin-forwarded.conf" &&
+    echo "$CLUSTER_DIR/admin-forwarded.conf"
 }
 
 conformance_run() {
