@@ -266,10 +266,13 @@ check "no node was restarted by hand: every node booted twice" \
 # CLUSTER_ROLL names the control-plane nodes scenario 6 updates, one at a time (default:
 # all three). CI updates node-3 alone: the other two are the same path.
 roll=(${CLUSTER_ROLL:-1 2 3})
+# Its usual time: 300 s plus 800 s a node. Node-3 alone took 1,010-1,185 s when its apply
+# (571-578 s of it) ran at the default CPU weight; the apply now runs at 1000, which
+# halved it on Ready nodes (docs/updates.md), so about 750 s are expected for node-3.
 echo "== 6. a rolling update of ${#roll[@]} of the three (${roll[*]/#/node-}) to build B, gated by each node's Kubernetes health"
 if [ -z "$update_build" ]; then
   echo "   SKIP scenario 6: no build B given (usage: kubernetes-cluster.sh IMAGE [BUILD-B-DIR])"
-elif within_budget "scenario 6" "${CLUSTER_BUDGET_6:-$((300 + 1000 * ${#roll[@]}))}"; then
+elif within_budget "scenario 6" "${CLUSTER_BUDGET_6:-$((300 + 800 * ${#roll[@]}))}"; then
   cluster_update_scenario "$update_build" "${roll[@]}"
   # The gate (sprout-update-gate.service) blessed each new root only after the Kubernetes
   # side was healthy: its journal of that boot says what it waited for and what it saw.

@@ -25,29 +25,8 @@ kubectl_as() {  # kubectl_as KUBECONFIG ARGS...: the compiled kubectl 1.20, in t
   in_ns "$BIN/kubectl" --kubeconfig "$K8S/$conf" --request-timeout=5s "$@"
 }
 
-head -c 32 /dev/urandom | base64 >"$WORK/secret"
-# The cluster record an image would carry (builder/cluster.cc): the Shoot's fields and
-# the component images (the pods here run as processes, so the references only need
-# to be present).
-cat >"$WORK/cluster.json" <<EOF
-{"name": "sprt-cp-test", "kubernetesVersion": "1.20.2",
- "networking": {"pods": "10.244.0.0/16", "services": "10.96.0.0/12", "nodes": "198.18.0.0/24"},
- "controlPlane": {"pool": "control-plane", "minimum": 1, "maximum": 1},
- "images": {"kube-apiserver": "localhost/sprout/kube-apiserver@sha256:$(printf 'a%.0s' {1..64})",
-            "kube-controller-manager": "localhost/sprout/kube-controller-manager@sha256:$(printf 'b%.0s' {1..64})",
-            "kube-scheduler": "localhost/sprout/kube-scheduler@sha256:$(printf 'c%.0s' {1..64})"}}
-EOF
-
-start_firstboot() {
-  # No --apply-system: the node config stays off this host.
-  # ip netns exec itself, not the in_ns function: $! must be firstboot's own pid.
-  ip netns exec "$NS" "$FIRSTBOOT" run --state-dir "$WORK/state" --name cp-1 --listen "$IP" --expected 1 --group "" \
-    --secret-file "$WORK/secret" --cluster-file "$WORK/cluster.json" --etcd-launch process \
-    --etcd-data-dir "$WORK/etcd" --pki-dir "$K8S/pki" --templates "$SRC/staticpods" \
-    --manifests-dir "$K8S/manifests" --audit-log-dir "$WORK/audit" >>"$WORK/firstboot.log" 2>&1 &
-  FB=$!
-  PIDS+=("$FB")
-}
+kube_netns_cluster sprt-cp-test
+start_firstboot() { kube_netns_firstboot --audit-log-dir "$WORK/audit"; }
 
 # 1. Formation founds etcd and, as a member, writes the control plane.
 start_firstboot
@@ -67,12 +46,8 @@ grep -q -- "--etcd-servers=https://$IP:2379" "$K8S/manifests/kube-apiserver.yaml
 # 2. Each static pod's command runs as a process, with the compiled binary.
 run_pod() {  # run_pod NAME: the first container's command of manifests/NAME.yaml
   local pod=$1
-  mapfile -t cmd < <(/usr/bin/python3 -c '
-import sys, yaml
-c = yaml.safe_load(open(sys.argv[1]))["spec"]["containers"][0]
-for a in c.get("command", []) + c.get("args", []): print(a)' "$K8S/manifests/$pod.yaml")
-  cmd[0]="$BIN/${cmd[0]}"
-  ip netns exec "$NS" "${cmd[@]}" >"$WORK/$pod.log" 2>&1 &
+  kube_netns_pod_command "$pod"
+  ip netns exec "$NS" "${POD_COMMAND[@]}" >"$WORK/$pod.log" 2>&1 &
   PIDS+=($!)
 }
 run_pod kube-apiserver

@@ -16,31 +16,15 @@ kube_netns_compile
 kube_netns_up sprt-dns 198.18.0.32
 kc() { in_ns "$BIN/kubectl" --kubeconfig "$K8S/admin.conf" --request-timeout=10s "$@"; }
 
-head -c 32 /dev/urandom | base64 >"$WORK/secret"
-cat >"$WORK/cluster.json" <<EOF
-{"name": "sprt-dns-test", "kubernetesVersion": "1.20.2",
- "networking": {"pods": "10.244.0.0/16", "services": "10.96.0.0/12", "nodes": "198.18.0.0/24"},
- "controlPlane": {"pool": "control-plane", "minimum": 1, "maximum": 1},
- "images": {"kube-apiserver": "localhost/sprout/kube-apiserver@sha256:$(printf 'a%.0s' {1..64})",
-            "kube-controller-manager": "localhost/sprout/kube-controller-manager@sha256:$(printf 'b%.0s' {1..64})",
-            "kube-scheduler": "localhost/sprout/kube-scheduler@sha256:$(printf 'c%.0s' {1..64})"}}
-EOF
-ip netns exec "$NS" "$FIRSTBOOT" run --state-dir "$WORK/state" --name cp-1 --listen "$IP" --expected 1 --group "" \
-  --secret-file "$WORK/secret" --cluster-file "$WORK/cluster.json" --etcd-launch process \
-  --etcd-data-dir "$WORK/etcd" --pki-dir "$K8S/pki" --templates "$SRC/staticpods" \
-  --manifests-dir "$K8S/manifests" >>"$WORK/firstboot.log" 2>&1 &
-PIDS+=($!)
+kube_netns_cluster sprt-dns-test
+kube_netns_firstboot
 wait_for 60 test -f "$K8S/manifests/kube-apiserver.yaml" || {
   bad "no kube-apiserver manifest after 60 s"
   exit 1
 }
 start_apiserver() {
-  mapfile -t cmd < <(/usr/bin/python3 -c '
-import sys, yaml
-c = yaml.safe_load(open(sys.argv[1]))["spec"]["containers"][0]
-for a in c.get("command", []) + c.get("args", []): print(a)' "$K8S/manifests/kube-apiserver.yaml")
-  cmd[0]="$BIN/${cmd[0]}"
-  ip netns exec "$NS" "${cmd[@]}" >>"$WORK/kube-apiserver.log" 2>&1 &
+  kube_netns_pod_command kube-apiserver
+  ip netns exec "$NS" "${POD_COMMAND[@]}" >>"$WORK/kube-apiserver.log" 2>&1 &
   API=$!
   PIDS+=("$API")
 }

@@ -85,3 +85,42 @@ kube_netns_up() {
   ip -n "$NS" addr add "$IP/24" dev eth0
   ip -n "$NS" link set eth0 up
 }
+
+# kube_netns_cluster NAME: the cluster secret and the cluster record an image would carry
+# (builder/cluster.cc) in WORK: the Shoot's fields and the component images (the pods
+# run as processes here, so the references only need to be present).
+kube_netns_cluster() {
+  head -c 32 /dev/urandom | base64 >"$WORK/secret"
+  cat >"$WORK/cluster.json" <<JSON
+{"name": "$1", "kubernetesVersion": "1.20.2",
+ "networking": {"pods": "10.244.0.0/16", "services": "10.96.0.0/12", "nodes": "198.18.0.0/24"},
+ "controlPlane": {"pool": "control-plane", "minimum": 1, "maximum": 1},
+ "images": {"kube-apiserver": "localhost/sprout/kube-apiserver@sha256:$(printf 'a%.0s' {1..64})",
+            "kube-controller-manager": "localhost/sprout/kube-controller-manager@sha256:$(printf 'b%.0s' {1..64})",
+            "kube-scheduler": "localhost/sprout/kube-scheduler@sha256:$(printf 'c%.0s' {1..64})"}}
+JSON
+}
+
+# kube_netns_firstboot [ARG...]: one sprout-firstboot in the namespace founds etcd alone
+# (a process, not a pod) and, as its member, writes the control plane's certificates,
+# kubeconfigs and static pods into K8S; ARGs are added to its command. FB is its pid
+# (ip netns exec itself, not in_ns: $! must be firstboot's own); no --apply-system, so
+# the node config stays off this host.
+kube_netns_firstboot() {
+  ip netns exec "$NS" "$FIRSTBOOT" run --state-dir "$WORK/state" --name cp-1 --listen "$IP" --expected 1 --group "" \
+    --secret-file "$WORK/secret" --cluster-file "$WORK/cluster.json" --etcd-launch process \
+    --etcd-data-dir "$WORK/etcd" --pki-dir "$K8S/pki" --templates "$SRC/staticpods" \
+    --manifests-dir "$K8S/manifests" "$@" >>"$WORK/firstboot.log" 2>&1 &
+  FB=$!
+  PIDS+=("$FB")
+}
+
+# kube_netns_pod_command POD: POD_COMMAND is the first container's command and args of
+# K8S/manifests/POD.yaml, its binary the compiled one in BIN.
+kube_netns_pod_command() {
+  mapfile -t POD_COMMAND < <(/usr/bin/python3 -c '
+import sys, yaml
+c = yaml.safe_load(open(sys.argv[1]))["spec"]["containers"][0]
+for a in c.get("command", []) + c.get("args", []): print(a)' "$K8S/manifests/$1.yaml")
+  POD_COMMAND[0]="$BIN/${POD_COMMAND[0]}"
+}
