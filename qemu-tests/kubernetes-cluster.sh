@@ -267,8 +267,9 @@ check "no node was restarted by hand: every node booted twice" \
 # all three). CI updates node-3 alone: the other two are the same path.
 roll=(${CLUSTER_ROLL:-1 2 3})
 # Its usual time: 300 s plus 800 s a node. Node-3 alone took 1,010-1,185 s when its apply
-# (571-578 s of it) ran at the default CPU weight; the apply now runs at 1000, which
-# halved it on Ready nodes (docs/updates.md), so about 750 s are expected for node-3.
+# (571-578 s of it) ran at the default CPU weight; the apply now runs at 1000, which made it
+# 1.7-2.1 times faster on Ready nodes (docs/updates.md); node-1 took 922 s in all through the
+# harness right after Ready (apply, reboot, commit).
 echo "== 6. a rolling update of ${#roll[@]} of the three (${roll[*]/#/node-}) to build B, gated by each node's Kubernetes health"
 if [ -z "$update_build" ]; then
   echo "   SKIP scenario 6: no build B given (usage: kubernetes-cluster.sh IMAGE [BUILD-B-DIR])"

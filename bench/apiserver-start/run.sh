@@ -19,9 +19,9 @@
 #   SPROUT_FIRSTBOOT names the sprout-firstboot binary (default build/sprout-firstboot).
 set -u
 ROUNDS=${1:-5}
-shift
-SETTINGS=("GOGC=100" "${@:-GOGC=200}")
-[ $# -gt 0 ] || SETTINGS+=("GOGC=400")
+shift || true
+SETTINGS=(GOGC=100 "$@")
+[ $# -gt 0 ] || SETTINGS=(GOGC=100 GOGC=200 GOGC=400)
 name=bench-apiserver-start  # read by kube-netns.sh (its log names)
 export SPROUT_FIRSTBOOT=${SPROUT_FIRSTBOOT:-build/sprout-firstboot}
 export SPROUT_SOURCE_DIR=${SPROUT_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -52,7 +52,8 @@ start_once() {  # start_once SETTING: prints "cpu-seconds wall-seconds peak-MiB"
   kill "$pid"; wait "$pid" 2>/dev/null
   # The port is free again before the next start.
   wait_for 30 bash -c "! ip netns exec $NS ss -Hltn 'sport = :6443' | grep -q ."
-  echo "$(echo "($u + $s) / $ticks" | bc -l) $(echo "$t1 - $t0" | bc -l) $((hwm / 1024))"
+  awk -v u="$u" -v s="$s" -v hz="$ticks" -v t0="$t0" -v t1="$t1" -v kib="$hwm" \
+    'BEGIN {printf "%.2f %.2f %d\n", (u + s) / hz, t1 - t0, kib / 1024}'
 }
 echo "bench/apiserver-start: kube-apiserver 1.20.2 (compiled from Debian's source) to /readyz, $ROUNDS round(s) of: ${SETTINGS[*]}"
 first=$(start_once "${SETTINGS[0]}") || { bad "the first start did not reach /readyz; see $WORK/apiserver.log"; exit 1; }
@@ -71,6 +72,6 @@ base=$(col "${SETTINGS[0]}" 1)
 printf '%-30s %10s %10s %10s %12s\n' setting "CPU s" "wall s" "peak MiB" "CPU ratio"
 for s in "${SETTINGS[@]}"; do
   cpu=$(col "$s" 1)
-  printf '%-30s %10.2f %10.2f %10.0f %12.2f\n' "$s" "$cpu" "$(col "$s" 2)" "$(col "$s" 3)" "$(echo "$cpu / $base" | bc -l)"
+  printf '%-30s %10.2f %10.2f %10.0f %12.2f\n' "$s" "$cpu" "$(col "$s" 2)" "$(col "$s" 3)" "$(awk -v a="$cpu" -v b="$base" 'BEGIN {print a / b}')"
 done
 ok "bench/apiserver-start: ${#SETTINGS[@]} settings x $ROUNDS rounds measured"
