@@ -8,6 +8,7 @@
 #include <systemd/sd-journal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -23,6 +24,8 @@
 #include <random>
 #include <set>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "dns/query.h"
 #include "dns/records.h"
@@ -439,11 +442,23 @@ std::string DnsStatusLines(const fs::path& state_dir) {
   if (j.is_discarded() || !j.is_object()) return "dns: (dns.json is unreadable)\n";
   std::string out = "dns:\n  server: " + j.value("server", "?") + " (" + j.value("listen", "?") + ", " +
                     j.value("domain", "?") + ")\n";
-  std::string api;
+  // Kinds in the same state share one entry ("EndpointSlice, Pod, Service watching"), so
+  // an apiserver that is down reads once, not once a kind.
+  std::vector<std::pair<std::string, std::string>> states;  // state, its kinds, in first-seen order
   if (j.contains("api") && j["api"].is_object()) {
     for (const auto& [kind, state] : j["api"].items()) {
-      api += (api.empty() ? "" : "; ") + kind + " " + (state.is_string() ? state.get<std::string>() : "?");
+      const std::string said = state.is_string() ? state.get<std::string>() : "?";
+      auto it = std::find_if(states.begin(), states.end(), [&](const auto& s) { return s.first == said; });
+      if (it == states.end()) {
+        states.emplace_back(said, kind);
+      } else {
+        it->second += ", " + kind;
+      }
     }
+  }
+  std::string api;
+  for (const auto& [said, kinds] : states) {
+    api += (api.empty() ? "" : "; ") + kinds + (said == "watching" ? " " : ": ") + said;
   }
   out += "  api: " + (api.empty() ? std::string("not reached yet") : api) + "\n";
   out += "  records: " + std::to_string(j.value("records", 0)) + " from " + std::to_string(j.value("services", 0)) +

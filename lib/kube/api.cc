@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -157,6 +159,25 @@ Result<Kubeconfig> ParseKubeconfig(const std::string& yaml) {
   }
 }
 
+std::string ConnectProblem(const std::string& server, int os_errno) {
+  std::string why;
+  switch (os_errno) {
+    case ECONNREFUSED:
+      why = "connection refused (nothing listens there: its apiserver is not running, or still starting)";
+      break;
+    case EHOSTUNREACH:
+    case ENETUNREACH:
+      why = "no route to it (" + std::string(std::strerror(os_errno)) + "; is the node's link up?)";
+      break;
+    case 0:
+      why = "no connection";
+      break;
+    default:
+      why = std::strerror(os_errno);
+  }
+  return "cannot connect to " + server + ": " + why;
+}
+
 namespace {
 
 struct CurlCleanup {
@@ -263,6 +284,13 @@ Result<long> Call(const Kubeconfig& k, const std::string& method, const std::str
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
 
   const CURLcode code = curl_easy_perform(c);
+  if (code == CURLE_COULDNT_CONNECT) {
+    long os_errno = 0;
+    curl_easy_getinfo(c, CURLINFO_OS_ERRNO, &os_errno);
+    std::string server = k.server;
+    while (server.ends_with('/')) server.pop_back();
+    return Fail(ConnectProblem(server, static_cast<int>(os_errno)));
+  }
   if (code != CURLE_OK) {
     return Fail(method + " " + url + " failed: " + (err[0] != 0 ? std::string(err) : curl_easy_strerror(code)));
   }

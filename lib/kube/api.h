@@ -18,6 +18,12 @@ namespace sprout::kube {
 // token. Files must be named by absolute paths. user is the user's name.
 Result<Kubeconfig> ParseKubeconfig(const std::string& yaml);
 
+// ConnectProblem says why no connection to server (like "https://198.18.0.11:6443") was
+// made, from the socket's errno (0 when unknown). It leaves out the request's path and
+// the attempt's time, so the same cause reads the same for every request: a refused
+// connection is what an apiserver that is still starting gives.
+std::string ConnectProblem(const std::string& server, int os_errno);
+
 // ApiResponse is an HTTP answer: any status, the API server's errors included.
 struct ApiResponse {
   long status = 0;   // HTTP status code
@@ -27,7 +33,8 @@ struct ApiResponse {
 // ApiRequest sends method k.server+path (path like "/api/v1/nodes") with body, trusting
 // only k.ca_pem and authenticating with k's client certificate or bearer token. A
 // failure to get an answer (connection, TLS, timeout) is an error naming the URL; an
-// HTTP error status is not. It waits at most 5 s to connect and timeout_seconds in all.
+// HTTP error status is not; no connection at all is ConnectProblem's text. It waits at
+// most 5 s to connect and timeout_seconds in all.
 Result<ApiResponse> ApiRequest(const Kubeconfig& k, const std::string& method, const std::string& path,
                                const std::string& body = "", const std::string& content_type = "application/json",
                                int timeout_seconds = 10);

@@ -1,6 +1,7 @@
 #include "kube/api.h"
 
 #include <catch2/catch.hpp>
+#include <cerrno>
 
 #include "pki/pki.h"
 #include "util/fs.h"
@@ -137,15 +138,26 @@ TEST_CASE("kube: ParseKubeconfig says what is wrong with a kubeconfig", "[kube]"
         "the kubeconfig's users[0] (u): token is not a string");
 }
 
-TEST_CASE("kube: ApiRequest names the URL when it gets no answer", "[kube]") {
+TEST_CASE("kube: ApiRequest names the server when it gets no connection, and the URL otherwise", "[kube]") {
   Kubeconfig k{"c", "https://127.0.0.1:1/", "not a CA", "u", "", "", "t"};
   auto r = ApiRequest(k, "GET", "/api/v1/nodes");
   REQUIRE_FALSE(r);
-  CHECK_THAT(r.error(), Catch::StartsWith("GET https://127.0.0.1:1/api/v1/nodes failed: "));
+  // Nothing listens on port 1: the refused connection is said plainly, once for any path.
+  CHECK(r.error() ==
+        "cannot connect to https://127.0.0.1:1: connection refused (nothing listens there: its "
+        "apiserver is not running, or still starting)");
 
   k.ca_pem.clear();
   r = ApiRequest(k, "GET", "/api/v1/nodes");
   REQUIRE_FALSE(r);
   CHECK(r.error() ==
         "cannot call https://127.0.0.1:1/api/v1/nodes: the kubeconfig has no cluster CA to verify it with");
+}
+
+TEST_CASE("kube: ConnectProblem says why from the socket's errno", "[kube]") {
+  CHECK(ConnectProblem("https://198.18.0.11:6443", EHOSTUNREACH) ==
+        "cannot connect to https://198.18.0.11:6443: no route to it (No route to host; is the node's link up?)");
+  CHECK(ConnectProblem("https://198.18.0.11:6443", 0) == "cannot connect to https://198.18.0.11:6443: no connection");
+  CHECK(ConnectProblem("https://198.18.0.11:6443", ETIMEDOUT) ==
+        "cannot connect to https://198.18.0.11:6443: Connection timed out");
 }
