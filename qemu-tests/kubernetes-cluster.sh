@@ -19,8 +19,8 @@
 #      of cluster DNS, Services with their endpoints and pods across nodes
 #      (qemu-tests/conformance/cluster-slice.txt) pass, their pods on node-1 and the worker;
 #   3. all four lose power (QEMU killed) and boot again: the nodes turn Ready, the
-#      Deployment and the Service answer again and the ConfigMap is still there, with no
-#      human step;
+#      Deployment answers again, by the Service's name from a pod on node-2 (cluster DNS
+#      back too), and the ConfigMap is still there, with no human step;
 #   6. (with BUILD-B-DIR) a rolling A/B update of the control-plane nodes CLUSTER_ROLL
 #      (default: all three) to build B (profiles/default.yaml with one more file,
 #      qemu-tests/default-b.yaml, signed with the image's key), served over HTTP on the
@@ -183,8 +183,9 @@ check "the Deployment of the preloaded image is available (seconds)" "${WAITED:-
 check "its pod runs on the worker" "$(kube get pods -l app=hello -o jsonpath='{.items[0].spec.nodeName}')" '^node-4$'
 service_ip=$(kube get service hello -o jsonpath='{.spec.clusterIP}')
 check "the Service has a ClusterIP from the Shoot's services network" "$service_ip" '^10\.(9[6-9]|10[0-9]|11[01])\.[0-9]+\.[0-9]+$'
-# client NAME NODE: a pod pinned to NODE (tolerating the control-plane taint) that fetches
-# the page through the ClusterIP; prints its phase and what it got
+# client NAME NODE [HOST]: a pod pinned to NODE (tolerating the control-plane taint) that
+# fetches the page from HOST (default: the ClusterIP; a name goes through cluster DNS and
+# the pod's search path first); prints its phase and what it got
 client() {
   cat > "$CLUSTER_DIR/$1.yaml" <<EOF
 apiVersion: v1
@@ -199,7 +200,7 @@ spec:
     - name: client
       image: $busybox
       imagePullPolicy: Never
-      command: [sh, -c, 'for i in \$(seq 1 40); do timeout 5 wget -q -O - http://$service_ip/ && exit 0; sleep 3; done; exit 1']
+      command: [sh, -c, 'for i in \$(seq 1 40); do timeout 5 wget -q -O - http://${3:-$service_ip}/ && exit 0; sleep 3; done; exit 1']
 EOF
   kube apply -f "$CLUSTER_DIR/$1.yaml" >/dev/null
   wait_until 900 "pod $1 done" eval "kube get pod $1 -o jsonpath='{.status.phase}' | grep -E '^(Succeeded|Failed)\$' >/dev/null"
@@ -259,7 +260,10 @@ wait_until 900 "the Deployment available again" deployment_available
 check "the Deployment is available again (seconds)" "${WAITED:-timeout}" '^[0-9]+$'
 check "the ConfigMap written before the power loss is still there" \
   "$(kube get configmap before-power-loss -o jsonpath='{.data.written}')" "^$written\$"
-check "the Service answers through its ClusterIP again, from node-2" "$(client client-2 node-2)" '^Succeeded hello-from-hello-'
+# By the Service's short name: cluster DNS (the DNS controller and knotd on node-2, both
+# restarted by the power loss) answers again with no human step, through the search path.
+check "the Service answers by its name again (cluster DNS, the search path), from node-2" \
+  "$(client client-2 node-2 hello)" '^Succeeded hello-from-hello-'
 check "no node was restarted by hand: every node booted twice" \
   "$(for i in 1 2 3 4; do node_ssh "$i" sprout-firstboot status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["boots"])'; done | tr '\n' ' ')" '^2 2 2 2 $'
 
