@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -36,6 +37,9 @@
 #include "util/text.h"
 
 namespace sprout::firstboot {
+
+// What dns.json says of a kind whose watch runs (a problem's text otherwise).
+constexpr std::string_view kWatching = "watching";
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -351,7 +355,7 @@ class Controller {
     {
       std::lock_guard lock(mu_);
       nlohmann::ordered_json api = nlohmann::ordered_json::object();
-      for (const auto& [kind, p] : api_) api[kind] = p.empty() ? "watching" : p;
+      for (const auto& [kind, p] : api_) api[kind] = p.empty() ? std::string(kWatching) : p;
       j["api"] = api;
       j["services"] = objects_.services.size();
       j["endpointSlices"] = objects_.slices.size();
@@ -458,7 +462,7 @@ std::string DnsStatusLines(const fs::path& state_dir) {
   }
   std::string api;
   for (const auto& [said, kinds] : states) {
-    api += (api.empty() ? "" : "; ") + kinds + (said == "watching" ? " " : ": ") + said;
+    api += (api.empty() ? "" : "; ") + kinds + (said == kWatching ? " " : ": ") + said;
   }
   out += "  api: " + (api.empty() ? std::string("not reached yet") : api) + "\n";
   out += "  records: " + std::to_string(j.value("records", 0)) + " from " + std::to_string(j.value("services", 0)) +

@@ -217,9 +217,9 @@ int Progress(void* data, curl_off_t /*dltotal*/, curl_off_t /*dlnow*/, curl_off_
 // Call sends method k.server+path with k's credentials and returns the HTTP status.
 Result<long> Call(const Kubeconfig& k, const std::string& method, const std::string& path, const std::string& body,
                   const std::string& content_type, int timeout_seconds, const Transfer& t) {
-  std::string url = k.server;
-  while (url.ends_with('/')) url.pop_back();
-  url += path;
+  std::string server = k.server;
+  while (server.ends_with('/')) server.pop_back();
+  const std::string url = server + path;
   // Without the cluster CA, curl would fall back to the public web PKI and might hand
   // the node's credentials to whoever holds a public certificate for the address.
   if (k.ca_pem.empty()) return Fail("cannot call " + url + ": the kubeconfig has no cluster CA to verify it with");
@@ -287,8 +287,6 @@ Result<long> Call(const Kubeconfig& k, const std::string& method, const std::str
   if (code == CURLE_COULDNT_CONNECT) {
     long os_errno = 0;
     curl_easy_getinfo(c, CURLINFO_OS_ERRNO, &os_errno);
-    std::string server = k.server;
-    while (server.ends_with('/')) server.pop_back();
     return Fail(ConnectProblem(server, static_cast<int>(os_errno)));
   }
   if (code != CURLE_OK) {
