@@ -1,0 +1,3 @@
+module sprout/images/stack/pause
+
+go 1.26.0
