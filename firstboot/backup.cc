@@ -6,6 +6,7 @@
 #include <chrono>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -198,6 +199,9 @@ int BackupNow(const settings::NodeSettings& settings, const BackupFlags& b) {
     return 0;
   }
   backup::NoteGood(settings.formation.state_dir, b.sink, *r, NowSeconds());
+  if (!r->squatted.empty())
+    std::cout << "backup: the slot's name held a file that does not count (" << r->squatted << "); wrote " << r->file
+              << " instead\n";
   std::cout << "backup: good: " << Describe(*r, b.sink) << "\n";
   for (const auto& p : r->pruned) std::cout << "backup: retention removed " << p << "\n";
   if (!r->held.empty()) std::cout << "backup: retention held: " << r->held << "\n";
@@ -222,28 +226,52 @@ int BackupList(const settings::NodeSettings& settings, const BackupFlags& b) {
     return 1;
   }
   const auto& f = settings.formation;
+  // Every bundle of the cluster is read once, in pieces, hashed and (with the secret)
+  // authenticated; the listing then orders by the time sealed inside each, not by name.
+  std::map<std::string, std::string> sha;
+  for (auto& file : *files) {
+    auto n = backup::ParseName(file.file);
+    // Listed larger than any bundle: not read (ScanBundles says why).
+    if (!n || n->cluster != f.cluster_name || file.size > backup::kMaxBundleSize) continue;
+    auto checked = backup::CheckBundle(**sink, file.file, f.cluster_name, f.secret);
+    if (!checked) {
+      file.problem = checked.error();
+      file.opened = backup::Authenticity::kUnchecked;
+      file.header_ok = false;
+      continue;
+    }
+    sha[file.file] = checked->sha256.empty() ? "-" : checked->sha256;
+    file.opened = checked->opened;
+    if (checked->opened == backup::Authenticity::kAuthentic) {
+      file.created = checked->header.created;
+      file.sealing = checked->header.salt;
+      file.revision = checked->header.revision;
+    } else if (checked->opened == backup::Authenticity::kRefused) {
+      file.problem = checked->problem;
+    }
+  }
   auto listed = backup::ListBundles(*files, f.cluster_name);
-  std::cout << "bundles of " << f.cluster_name << " in " << b.sink << " (newest first): " << listed.size() << "\n";
+  std::cout << "bundles of " << f.cluster_name << " in " << b.sink << " (newest first by the time sealed inside each; "
+            << "names order nothing): " << listed.size() << "\n";
   for (const auto& l : listed) {
     std::string check;
-    std::string sha = "-";
-    std::uint64_t revision = 0;
-    if (auto text = (*sink)->Read(l.file.file, backup::kMaxBundleSize)) {
-      sha = Sha256Hex(*text);
-      if (f.secret.empty()) {
-        check = l.file.header_ok ? "header ok (no secret to open it)" : "BAD: " + l.file.problem;
-      } else if (auto opened = backup::OpenBundle(*text, f.cluster_name, f.secret)) {
-        check = "good";
-        revision = opened->header.revision;
-      } else {
-        check = "BAD: " + opened.error();
-      }
+    std::string when = "time ?";
+    std::string revision = "?";
+    if (l.file.opened == backup::Authenticity::kAuthentic) {
+      check = "good";
+      when = Utc(l.file.created);
+      revision = std::to_string(l.file.revision);
+      // A name more than an hour off the sealed time was given by someone else (renamed).
+      if (l.name.time - l.file.created > 3600 || l.file.created - l.name.time > 3600)
+        check += " (sealed " + Utc(l.file.created) + ", its name says " + Utc(l.name.time) + ")";
+    } else if (f.secret.empty()) {
+      check = l.file.header_ok ? "header ok (no secret to open it)" : "BAD: " + l.file.problem;
     } else {
-      check = "BAD: " + text.error();
+      check = "BAD: " + (l.file.problem.empty() ? std::string("not read") : l.file.problem);
     }
-    std::cout << l.file.file << "  " << l.file.size << " bytes  " << Utc(l.name.time) << "  revision "
-              << (revision ? std::to_string(revision) : std::string("?")) << "  sha256 " << sha << "  " << check
-              << "\n";
+    auto it = sha.find(l.file.file);
+    std::cout << l.file.file << "  " << l.file.size << " bytes  " << when << "  revision " << revision << "  sha256 "
+              << (it == sha.end() ? std::string("-") : it->second) << "  " << check << "\n";
   }
   return 0;
 }
@@ -265,6 +293,18 @@ std::string BackupStatusLines(const std::filesystem::path& state_dir) {
 
 Result<formation::RestorePlan> PrepareRestore(const settings::NodeSettings& settings, const BackupFlags& b) {
   const auto& f = settings.formation;
+  // Authenticated in pieces first, so only a bundle that opens is read whole (at most
+  // its own size, within etcd's quota): junk or a sparse file claiming 8 GiB is refused
+  // with a few pieces of memory.
+  {
+    auto at = backup::SplitBundleLocation(b.restore_from);
+    if (!at) return Fail(at.error());
+    auto sink = backup::OpenSink(at->sink);
+    if (!sink) return Fail(sink.error());
+    auto checked = backup::CheckBundle(**sink, at->name, f.cluster_name, f.secret);
+    if (!checked) return Fail("cannot read " + b.restore_from + ": " + checked.error());
+    if (checked->opened != backup::Authenticity::kAuthentic) return Fail(b.restore_from + ": " + checked->problem);
+  }
   auto text = backup::ReadBundleAt(b.restore_from);
   if (!text) return Fail(text.error());
   auto opened = backup::OpenBundle(*text, f.cluster_name, f.secret);
@@ -327,18 +367,23 @@ std::thread StartBackupScheduler(const settings::NodeSettings& settings, const B
     auto tls = formation::ClientTlsFor(f.pki_dir.string());
     backup::ScheduleInput in;
     in.interval = b.interval;
-    std::int64_t written_slot = -1;  // the last slot whose bundle is known to be there
+    std::int64_t done_slot = -1;  // the last slot whose bundle is known to be there, or given up after a throw
     while (*stop == 0) {
-      in.now = NowSeconds();
-      auto status = backup::GetEtcdStatus(kLocalClient, tls);
-      in.etcd_answered = status.ok();
-      in.leader = status && status->leads();
-      // The sink is asked only by the leader, once per slot (TakeBackup looks for the
-      // slot's bundle before it takes a snapshot): on an NFS share each question is a
-      // connection.
-      in.slot_written = backup::SlotOf(in.now, in.interval) == written_slot;
-      auto d = backup::Decide(in);
-      if (d.take) {
+      // Nothing of one round may end the thread (and with it the node): anything thrown
+      // is logged and the scheduler goes on at the next slot.
+      std::int64_t slot = backup::SlotOf(NowSeconds(), in.interval);
+      auto round = backup::Guarded([&]() -> Status {
+        in.now = NowSeconds();
+        slot = backup::SlotOf(in.now, in.interval);
+        auto status = backup::GetEtcdStatus(kLocalClient, tls);
+        in.etcd_answered = status.ok();
+        in.leader = status && status->leads();
+        // The sink is asked only by the leader, once per slot (TakeBackup looks for the
+        // slot's bundle before it takes a snapshot): on an NFS share each question is a
+        // connection.
+        in.slot_written = slot == done_slot;
+        auto d = backup::Decide(in);
+        if (!d.take) return Ok{};
         auto o = Options(settings, b);
         Result<backup::BackupResult> r = Fail(o ? std::string() : o.error());
         if (o) {
@@ -355,20 +400,36 @@ std::thread StartBackupScheduler(const settings::NodeSettings& settings, const B
               "backup: scheduled snapshot failed, retrying in " + std::to_string(in.retry_after) + " s: " + r.error(),
               {{"PHASE", "backup"}, {"BACKUP_ERROR", r.error()}});
         } else if (r->existed) {
-          written_slot = d.slot;
+          done_slot = d.slot;
           Journal(LOG_INFO,
                   "backup: " + r->file + " is in the sink already (another node " +
-                      (r->lost_race ? "linked the name first while this one wrote" : "wrote it") + "); nothing written",
+                      (r->lost_race ? "linked the name first while this one wrote" : "wrote it") +
+                      "; it authenticates as this slot's); nothing written",
                   {{"PHASE", "backup"}});
         } else {
-          written_slot = d.slot;
+          done_slot = d.slot;
           backup::NoteGood(f.state_dir, b.sink, *r, NowSeconds());
+          if (!r->squatted.empty())
+            Journal(LOG_WARNING,
+                    "backup: the slot's name held a file that does not count (" + r->squatted + "); wrote " + r->file +
+                        " instead",
+                    {{"PHASE", "backup"}});
           Journal(LOG_INFO, "backup: good: " + Describe(*r, b.sink),
                   {{"PHASE", "backup"}, {"BACKUP_FILE", r->file}, {"BACKUP_SHA256", r->sha256}});
           for (const auto& p : r->pruned) Journal(LOG_INFO, "backup: retention removed " + p, {{"PHASE", "backup"}});
           if (!r->held.empty()) Journal(LOG_WARNING, "backup: retention held: " + r->held, {{"PHASE", "backup"}});
           ReportCopies(settings, CopyToPeers(settings, *o, *r), nullptr);
         }
+        return Ok{};
+      });
+      if (!round) {
+        done_slot = slot;
+        Journal(LOG_ERR, "backup: the scheduler's round failed, going on at the next slot: " + round.error(),
+                {{"PHASE", "backup"}, {"BACKUP_ERROR", round.error()}});
+        backup::Guarded([&]() -> Status {
+          backup::NoteFailure(f.state_dir, round.error(), NowSeconds());
+          return Ok{};
+        }).ok();
       }
       for (int i = 0; i < 20 && *stop == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }

@@ -1,6 +1,8 @@
 // libFuzzer target for the backup bundle parser: the clear header read from a file's
 // start (ReadHeaderPrefix, as a sink listing does), the whole-file check (ReadHeader)
-// and OpenBundle with a fixed secret. Bundles come from sinks that other machines can
+// OpenBundle with a fixed secret, and the streaming BundleVerifier, fed in pieces whose
+// sizes the input's first byte picks, which must agree with OpenBundle: it accepts
+// exactly what OpenBundle opens, with the same header. Bundles come from sinks that other machines can
 // write to (an NFS share, a peer's copy), so none of these may crash, throw, leak or
 // read out of bounds, and the header read from a prefix must agree with the one read
 // from the whole file. Seeds: fuzz/corpus/backup_bundle_fuzz/ (a real bundle sealed
@@ -24,6 +26,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     (void)sprout::backup::ReadHeaderPrefix(bytes, UINT64_MAX);
     auto opened = sprout::backup::OpenBundle(bytes, "edge", "fuzz");
     if (opened && !whole) __builtin_trap();  // nothing opens whose header does not read
+    // The stream verifier, in pieces of 1 to 256 bytes (the first byte) or 64 KiB.
+    const std::size_t piece = size == 0 ? 1 : (data[0] == 0 ? std::size_t{1} << 16 : data[0]);
+    sprout::backup::BundleVerifier v("edge", "fuzz");
+    for (std::size_t at = 0; at < size; at += piece) {
+      if (!v.Feed(bytes.substr(at, piece))) break;
+    }
+    auto streamed = v.Finish();
+    if (streamed.ok() != opened.ok()) __builtin_trap();
+    if (streamed && !(*streamed == opened->header)) __builtin_trap();
     (void)sprout::backup::ParseName(bytes);
   } catch (...) {
     __builtin_trap();  // the parsers report errors as values; a throw would end a thread

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "util/sha256.h"
 #include "util/text.h"
@@ -259,19 +260,30 @@ namespace {
 struct Parsed {
   BundleHeader header;
   std::size_t header_end = 0;  // offset of the nonce
+  std::uint64_t total = 0;     // the file's size the header implies
 };
 
-// Parse reads the clear header from head, the file's first bytes, and checks the whole
-// file's size against it. Every size is bounded before any sum is formed, so a crafted
-// header cannot make the sum wrap around to the file's real size.
-Result<Parsed> Parse(std::string_view head, std::uint64_t file_size) {
+// CheckPrefix checks the first kPrefix bytes: magic, version and a bounded header length.
+Result<std::size_t> CheckPrefix(std::string_view head) {
   if (head.size() < kPrefix || head.substr(0, 4) != kMagic) return Fail("not a sprout backup bundle (no SPRB magic)");
   if (static_cast<std::uint8_t>(head[4]) != kVersion)
     return Fail("bundle format version " + std::to_string(static_cast<std::uint8_t>(head[4])) +
                 " is not known to this sprout (it reads version 1)");
   std::size_t hlen = GetLe(head, 5, 4);
   if (hlen > kMaxHeader) return Fail("the bundle's header claims " + std::to_string(hlen) + " bytes, over 64 KiB");
-  if (head.size() < kPrefix + hlen || file_size < kPrefix + hlen) return Fail("the bundle's header is cut short");
+  return hlen;
+}
+
+// Parse reads the clear header from head, the file's first bytes, and (when
+// size_known) checks the whole file's size against it. Every size is bounded before
+// any sum is formed, so a crafted header cannot make the sum wrap around to the file's
+// real size.
+Result<Parsed> Parse(std::string_view head, std::uint64_t file_size, bool size_known = true) {
+  auto prefix = CheckPrefix(head);
+  if (!prefix) return Fail(prefix.error());
+  const std::size_t hlen = *prefix;
+  if (head.size() < kPrefix + hlen || (size_known && file_size < kPrefix + hlen))
+    return Fail("the bundle's header is cut short");
   Parsed p;
   try {
     auto j = nlohmann::json::parse(head.substr(kPrefix, hlen));
@@ -295,7 +307,8 @@ Result<Parsed> Parse(std::string_view head, std::uint64_t file_size) {
   p.header_end = kPrefix + hlen;
   // Each term is bounded (64 KiB, 12, 8 GiB and a bit, 16): the sum cannot wrap.
   const std::uint64_t want = p.header_end + sizeof(Nonce) + p.header.payload_size + kTagSize;
-  if (file_size != want)
+  p.total = want;
+  if (size_known && file_size != want)
     return Fail("the bundle is " + std::to_string(file_size) + " bytes, its header says " + std::to_string(want) +
                 (file_size < want ? ": it was cut short" : ": it has bytes appended"));
   return p;
@@ -343,6 +356,291 @@ Result<Opened> OpenBundle(std::string_view bytes, std::string_view cluster, std:
     if (!contents->files.count(f)) return Fail("the bundle lacks " + f + ", which a restore needs");
   }
   return Opened{h, std::move(*contents)};
+}
+
+namespace {
+
+// kStreamPiece is the most ciphertext decrypted at once, and the plaintext buffer's size.
+constexpr std::size_t kStreamPiece = std::size_t{64} << 10;
+
+// PayloadStream checks the decrypted payload as it goes by, as DecodePayload and
+// OpenBundle check it whole, keeping no entry but identity.json: the snapshot is
+// hashed twice (its sha256, and etcd's hash over all but its last 32 bytes), and of the
+// other entries only which required files were seen is kept.
+class PayloadStream {
+ public:
+  ~PayloadStream() { OPENSSL_cleanse(identity_.data(), identity_.size()); }
+
+  void Add(std::string_view p) {
+    while (!p.empty() && error_.empty()) {
+      if (part_ == Part::kData) {
+        const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(left_, p.size()));
+        Data(p.substr(0, n));
+        p.remove_prefix(n);
+        left_ -= n;
+        if (left_ == 0) EndEntry();
+        continue;
+      }
+      // A fixed field (2 or 8 bytes) or the name: collect it.
+      const std::size_t want = part_ == Part::kNameLen ? 2 : part_ == Part::kSize ? 8 : name_len_;
+      const std::size_t n = std::min(want - field_.size(), p.size());
+      field_.append(p.substr(0, n));
+      p.remove_prefix(n);
+      if (field_.size() == want) Field();
+    }
+  }
+
+  Status Finish(const BundleHeader& h) {
+    if (!error_.empty()) return Fail(error_);
+    if (part_ != Part::kNameLen || !field_.empty()) {
+      return Fail(part_ == Part::kData      ? "the bundle's entry " + name_ + " is cut short"
+                  : part_ == Part::kNameLen ? std::string("the bundle's contents end inside an entry name")
+                                            : std::string("the bundle's contents end inside an entry"));
+    }
+    if (!have_identity_) return Fail("the bundle has no identity.json");
+    if (!have_snapshot_) return Fail("the bundle has no etcd snapshot");
+    if (identity_cluster_ != h.cluster)
+      return Fail("the bundle's identity names cluster '" + identity_cluster_ + "', its header '" + h.cluster + "'");
+    if (snapshot_size_ != h.snapshot_size || snapshot_sha256_ != h.snapshot_sha256)
+      return Fail("the snapshot in the bundle does not match the size and sha256 its header records");
+    if (!etcd_hash_ok_)
+      return Fail("the snapshot's etcd integrity hash is missing or does not match its data (size " +
+                  std::to_string(snapshot_size_) + ")");
+    for (std::size_t i = 0; i < kRequiredFiles.size(); ++i) {
+      if ((seen_ & (1U << i)) == 0) return Fail("the bundle lacks " + kRequiredFiles[i] + ", which a restore needs");
+    }
+    return Ok{};
+  }
+
+ private:
+  enum class Part { kNameLen, kName, kSize, kData };
+
+  void Field() {
+    if (part_ == Part::kNameLen) {
+      name_len_ = GetLe(field_, 0, 2);
+      part_ = Part::kName;
+    } else if (part_ == Part::kName) {
+      name_ = field_;
+      part_ = Part::kSize;
+    } else {
+      left_ = GetLe(field_, 0, 8);
+      BeginEntry();
+      part_ = Part::kData;
+      if (left_ == 0) EndEntry();
+    }
+    field_.clear();
+  }
+
+  void BeginEntry() {
+    if (name_ == "identity.json") {
+      if (left_ > kMaxIdentitySize)
+        error_ = "the bundle's identity.json is over " + std::to_string(kMaxIdentitySize) + " bytes";
+      OPENSSL_cleanse(identity_.data(), identity_.size());
+      identity_.clear();
+    } else if (name_ == "etcd.db") {
+      // The last etcd.db entry counts, as in DecodePayload.
+      sha_ = std::make_unique<Sha256>();
+      db_ = std::make_unique<Sha256>();
+      tail_.clear();
+      snapshot_size_ = 0;
+    }
+  }
+
+  void Data(std::string_view d) {
+    if (name_ == "identity.json") {
+      identity_.append(d);
+    } else if (name_ == "etcd.db") {
+      sha_->Update(d);
+      snapshot_size_ += d.size();
+      // db_ hashes all but the last 32 bytes seen so far; tail_ holds those.
+      if (d.size() >= 32) {
+        db_->Update(tail_);
+        db_->Update(d.substr(0, d.size() - 32));
+        tail_.assign(d.substr(d.size() - 32));
+      } else {
+        tail_.append(d);
+        if (tail_.size() > 32) {
+          db_->Update(std::string_view(tail_).substr(0, tail_.size() - 32));
+          tail_.erase(0, tail_.size() - 32);
+        }
+      }
+    }
+  }
+
+  void EndEntry() {
+    part_ = Part::kNameLen;
+    if (name_ == "identity.json") {
+      auto id = ParseIdentity(identity_);
+      if (!id) {
+        error_ = id.error();
+        return;
+      }
+      identity_cluster_ = id->cluster;
+      have_identity_ = true;
+    } else if (name_ == "etcd.db") {
+      have_snapshot_ = true;
+      snapshot_sha256_ = sha_->HexDigest();
+      const auto d = db_->Digest();
+      etcd_hash_ok_ = snapshot_size_ >= 32 && snapshot_size_ % 512 == 32 && tail_.size() == 32 &&
+                      std::memcmp(d.data(), tail_.data(), 32) == 0;
+    } else if (name_.empty() || name_.find("..") != std::string::npos || name_[0] == '/') {
+      error_ = "the bundle names a file outside the PKI dir: '" + name_ + "'";
+    } else {
+      for (std::size_t i = 0; i < kRequiredFiles.size(); ++i) {
+        if (kRequiredFiles[i] == name_) seen_ |= 1U << i;
+      }
+    }
+  }
+
+  Part part_ = Part::kNameLen;
+  std::string field_;  // the fixed field or name being collected
+  std::size_t name_len_ = 0;
+  std::string name_;        // the current entry's name (at most 64 KiB)
+  std::uint64_t left_ = 0;  // its bytes still to come
+  std::string error_;       // the first thing wrong; checking stops there
+  std::string identity_;    // identity.json's bytes (at most kMaxIdentitySize)
+  std::string identity_cluster_;
+  bool have_identity_ = false;
+  bool have_snapshot_ = false;
+  std::unique_ptr<Sha256> sha_;  // the snapshot's sha256
+  std::unique_ptr<Sha256> db_;   // etcd's hash: over all but the snapshot's last 32 bytes
+  std::string tail_;             // the snapshot's last 32 bytes so far
+  std::uint64_t snapshot_size_ = 0;
+  std::string snapshot_sha256_;
+  bool etcd_hash_ok_ = false;
+  std::uint32_t seen_ = 0;  // bit i: kRequiredFiles[i] was an entry
+};
+
+}  // namespace
+
+struct BundleVerifier::State {
+  std::string cluster;
+  std::string secret;
+  std::string head;  // magic, version, length, header and nonce, until they are whole
+  bool parsed = false;
+  Parsed p;
+  std::uint64_t fed = 0;  // bytes fed so far
+  std::string error;      // the first framing error: every later call returns it
+  CipherCtx ctx{nullptr, EVP_CIPHER_CTX_free};
+  std::string tag;                   // the last 16 bytes, as they come
+  std::vector<unsigned char> plain;  // kStreamPiece bytes: the plaintext of one piece
+  PayloadStream payload;
+
+  ~State() { OPENSSL_cleanse(plain.data(), plain.size()); }
+
+  // Begin sets the cipher up once the header and nonce are in head.
+  Status Begin() {
+    auto parsed_head = Parse(head, 0, false);
+    if (!parsed_head) return Fail(parsed_head.error());
+    p = *parsed_head;
+    const BundleHeader& h = p.header;
+    if (h.cluster != cluster)
+      return Fail("the bundle is a backup of cluster '" + h.cluster + "', this node belongs to '" + cluster + "'");
+    auto salt = SaltFromHex(h.salt);
+    if (!salt) return Fail(salt.error());
+    auto key = BundleKey(secret, cluster, *salt);
+    if (!key) return Fail(key.error());
+    ctx.reset(EVP_CIPHER_CTX_new());
+    const auto* nonce = reinterpret_cast<const unsigned char*>(head.data() + p.header_end);
+    const bool ok = ctx && EVP_DecryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, key->data(), nonce) == 1;
+    OPENSSL_cleanse(key->data(), key->size());
+    if (!ok) return Fail("cannot set up AES-256-GCM");
+    int len = 0;
+    if (EVP_DecryptUpdate(ctx.get(), nullptr, &len, reinterpret_cast<const unsigned char*>(head.data()),
+                          static_cast<int>(p.header_end)) != 1)
+      return Fail("AES-256-GCM refused the header");
+    plain.assign(kStreamPiece, 0);
+    parsed = true;
+    return Ok{};
+  }
+
+  // Body takes bytes after the nonce: ciphertext, then the tag, then nothing.
+  Status Body(std::string_view bytes) {
+    const std::uint64_t ct_end = p.header_end + sizeof(Nonce) + p.header.payload_size;
+    while (!bytes.empty()) {
+      const std::uint64_t at = fed;
+      if (at < ct_end) {
+        const auto n = static_cast<std::size_t>(std::min<std::uint64_t>({ct_end - at, bytes.size(), kStreamPiece}));
+        int len = 0;
+        if (EVP_DecryptUpdate(ctx.get(), plain.data(), &len, reinterpret_cast<const unsigned char*>(bytes.data()),
+                              static_cast<int>(n)) != 1)
+          return Fail("AES-256-GCM failed");
+        payload.Add(std::string_view(reinterpret_cast<const char*>(plain.data()), static_cast<std::size_t>(len)));
+        fed += n;
+        bytes.remove_prefix(n);
+      } else if (at < p.total) {
+        const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(p.total - at, bytes.size()));
+        tag.append(bytes.substr(0, n));
+        fed += n;
+        bytes.remove_prefix(n);
+      } else {
+        return Fail("the bundle is over " + std::to_string(p.total) +
+                    " bytes, the size its header says: it has bytes appended");
+      }
+    }
+    return Ok{};
+  }
+};
+
+BundleVerifier::BundleVerifier(std::string_view cluster, std::string_view secret) : s_(std::make_unique<State>()) {
+  s_->cluster = std::string(cluster);
+  s_->secret = std::string(secret);
+}
+
+BundleVerifier::~BundleVerifier() = default;
+
+Status BundleVerifier::Feed(std::string_view bytes) {
+  State& s = *s_;
+  if (!s.error.empty()) return Fail(s.error);
+  while (!s.parsed && !bytes.empty()) {
+    // The prefix first, then the header and nonce it announces.
+    std::size_t want = kPrefix;
+    if (s.head.size() >= kPrefix) {
+      auto hlen = CheckPrefix(s.head);
+      if (!hlen) {
+        s.error = hlen.error();
+        return Fail(s.error);
+      }
+      want = kPrefix + *hlen + sizeof(Nonce);
+    }
+    const std::size_t n = std::min(want - s.head.size(), bytes.size());
+    s.head.append(bytes.substr(0, n));
+    s.fed += n;
+    bytes.remove_prefix(n);
+    if (s.head.size() == kPrefix) {
+      if (auto hlen = CheckPrefix(s.head); !hlen) s.error = hlen.error();
+    } else if (s.head.size() == want && want > kPrefix) {
+      if (auto begun = s.Begin(); !begun) s.error = begun.error();
+    }
+    if (!s.error.empty()) return Fail(s.error);
+  }
+  if (bytes.empty()) return Ok{};
+  if (auto body = s.Body(bytes); !body) {
+    s.error = body.error();
+    return body;
+  }
+  return Ok{};
+}
+
+Result<BundleHeader> BundleVerifier::Finish() {
+  State& s = *s_;
+  if (!s.error.empty()) return Fail(s.error);
+  if (!s.parsed) {
+    auto prefix = CheckPrefix(s.head);
+    return Fail(prefix ? std::string("the bundle's header is cut short") : prefix.error());
+  }
+  if (s.fed < s.p.total)
+    return Fail("the bundle is " + std::to_string(s.fed) + " bytes, its header says " + std::to_string(s.p.total) +
+                ": it was cut short");
+  int len = 0;
+  if (EVP_CIPHER_CTX_ctrl(s.ctx.get(), EVP_CTRL_GCM_SET_TAG, kTagSize, s.tag.data()) != 1)
+    return Fail("AES-256-GCM refused the tag");
+  if (EVP_DecryptFinal_ex(s.ctx.get(), s.plain.data(), &len) != 1)
+    return Fail(
+        "the bundle does not open with this cluster's secret: the secret or cluster name differs, or the file was "
+        "changed or cut short");
+  if (auto checked = s.payload.Finish(s.p.header); !checked) return Fail(checked.error());
+  return s.p.header;
 }
 
 }  // namespace sprout::backup

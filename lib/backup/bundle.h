@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -95,6 +96,36 @@ struct Opened {
 // own hash at the end of the snapshot, and the required PKI files. Every refusal says
 // why; no plaintext is returned unless all checks passed.
 Result<Opened> OpenBundle(std::string_view bytes, std::string_view cluster, std::string_view secret);
+
+// BundleVerifier authenticates a bundle fed to it in pieces, in order, of any size: it
+// makes OpenBundle's checks (the GCM tag over header and payload, then the payload's
+// entries, the snapshot's size and sha256, etcd's hash, the identity's cluster and the
+// required files) holding only the header (at most kMaxHeadSize bytes), a 64 KiB
+// buffer and the identity (at most kMaxIdentitySize), however large the file claims to
+// be. No plaintext leaves it; the verdict comes only after the tag verified, so a forged
+// file is refused as OpenBundle refuses it (docs/backup.md, "Authenticating in a
+// stream").
+class BundleVerifier {
+ public:
+  BundleVerifier(std::string_view cluster, std::string_view secret);
+  ~BundleVerifier();
+  BundleVerifier(const BundleVerifier&) = delete;
+  BundleVerifier& operator=(const BundleVerifier&) = delete;
+  // Feed takes the file's next bytes. An error means the file cannot open whatever
+  // follows (not a bundle, another cluster's, or more bytes than its header says): the
+  // caller may stop reading; Finish then returns the same error.
+  Status Feed(std::string_view bytes);
+  // Finish ends the file: its authenticated header, or why it does not open.
+  Result<BundleHeader> Finish();
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+// kMaxIdentitySize bounds the identity.json a streamed bundle may carry (sprout's are
+// a few hundred bytes).
+inline constexpr std::uint64_t kMaxIdentitySize = std::uint64_t{1} << 20;
 
 // CheckEtcdHash checks the SHA-256 etcd appends to a snapshot stream (over everything
 // before it), as `etcdctl snapshot restore` does.

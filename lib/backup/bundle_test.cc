@@ -234,3 +234,69 @@ TEST_CASE("ReadHeaderPrefix reads the header from a file's start and its listed 
   CHECK_THAT(ReadHeaderPrefix(b.substr(0, 400), b.size() - 1).error(), Catch::Contains("cut short"));
   CHECK_THAT(ReadHeaderPrefix(b.substr(0, 20), b.size()).error(), Catch::Contains("cut short"));
 }
+
+namespace {
+
+// Streamed feeds bytes to a BundleVerifier in pieces of `piece` bytes.
+sprout::Result<BundleHeader> Streamed(std::string_view bytes, std::size_t piece, std::string_view cluster = "edge",
+                                      std::string_view secret = "s3cret") {
+  BundleVerifier v(cluster, secret);
+  for (std::size_t at = 0; at < bytes.size(); at += piece) {
+    if (!v.Feed(bytes.substr(at, piece))) break;
+  }
+  return v.Finish();
+}
+
+}  // namespace
+
+TEST_CASE("a bundle authenticates in a stream exactly when it opens whole, in pieces of any size", "[backup]") {
+  std::string b = Sealed();
+  for (std::size_t piece : {std::size_t{1}, std::size_t{7}, std::size_t{4096}, b.size()}) {
+    INFO(piece);
+    auto h = Streamed(b, piece);
+    REQUIRE(h);
+    CHECK(*h == OpenBundle(b, "edge", "s3cret")->header);
+  }
+  struct Case {
+    const char* what;
+    std::string bytes;
+    std::string cluster;
+    std::string secret;
+    const char* says;
+  };
+  std::string flipped = b;
+  flipped[b.size() / 2] = static_cast<char>(flipped[b.size() / 2] ^ 1);
+  std::string tag = b;
+  tag.back() = static_cast<char>(tag.back() ^ 1);
+  for (const auto& c : {
+           Case{"another secret", b, "edge", "other", "does not open with this cluster's secret"},
+           Case{"another cluster", b, "core", "s3cret", "a backup of cluster 'edge'"},
+           Case{"a flipped byte", flipped, "edge", "s3cret", "does not open"},
+           Case{"a flipped tag", tag, "edge", "s3cret", "does not open"},
+           Case{"cut short", b.substr(0, b.size() - 1), "edge", "s3cret", "cut short"},
+           Case{"cut in the header", b.substr(0, 30), "edge", "s3cret", "cut short"},
+           Case{"bytes appended", b + "x", "edge", "s3cret", "bytes appended"},
+           Case{"no magic", "SPRX" + b.substr(4), "edge", "s3cret", "no SPRB magic"},
+           Case{"empty", "", "edge", "s3cret", "no SPRB magic"},
+       }) {
+    INFO(c.what);
+    CHECK_FALSE(OpenBundle(c.bytes, c.cluster, c.secret));
+    for (std::size_t piece : {std::size_t{1}, std::size_t{100}, std::size_t{1} << 16}) {
+      auto h = Streamed(c.bytes, piece, c.cluster, c.secret);
+      REQUIRE_FALSE(h);
+      CHECK_THAT(h.error(), Catch::Contains(c.says));
+    }
+  }
+}
+
+TEST_CASE("a streamed bundle with extra files, split inside every entry, authenticates", "[backup]") {
+  // A bundle with more than the required files, in pieces that split every entry.
+  BundleHeader h = Header();
+  auto extra = Contents();
+  extra.files["etcd/peer.crt"] = "not needed";
+  auto sealed = SealBundle(h, extra, "s3cret", kSalt, kNonce);
+  REQUIRE(sealed);
+  auto streamed = Streamed(*sealed, 13);
+  REQUIRE(streamed);
+  CHECK(streamed->snapshot_sha256 == sprout::Sha256Hex(extra.snapshot));
+}

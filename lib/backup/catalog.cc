@@ -28,7 +28,9 @@ std::optional<std::int64_t> ParseUtc(std::string_view text) {
 }
 
 std::string NameFor(const BundleName& n) {
-  std::string kind = n.kind == "manual" ? "manual-" + n.node : std::string("scheduled");
+  std::string kind = n.kind == "manual" ? "manual-" + n.node
+                     : n.tag.empty()    ? std::string("scheduled")
+                                        : "scheduled-" + n.tag;
   return n.cluster + "-" + FormatUtc(n.time) + "-" + kind + std::string(kBundleSuffix);
 }
 
@@ -36,7 +38,7 @@ std::optional<BundleName> ParseName(std::string_view file) {
   if (file.empty() || file[0] == '.' || file.size() <= kBundleSuffix.size() || !file.ends_with(kBundleSuffix))
     return std::nullopt;
   std::string_view stem = file.substr(0, file.size() - kBundleSuffix.size());
-  static const std::regex kName(R"((.+)-(\d{8}T\d{6}Z)-(scheduled|manual-(.+)))");
+  static const std::regex kName(R"((.+)-(\d{8}T\d{6}Z)-(scheduled(-([0-9a-f]{16}))?|manual-(.+)))");
   std::match_results<std::string_view::const_iterator> m;
   if (!std::regex_match(stem.begin(), stem.end(), m, kName)) return std::nullopt;
   auto t = ParseUtc(m[2].str());
@@ -44,8 +46,9 @@ std::optional<BundleName> ParseName(std::string_view file) {
   BundleName n;
   n.cluster = m[1].str();
   n.time = *t;
-  n.kind = m[3].str() == "scheduled" ? "scheduled" : "manual";
-  n.node = m[4].matched ? m[4].str() : "";
+  n.kind = m[3].str().starts_with("scheduled") ? "scheduled" : "manual";
+  n.tag = m[5].matched ? m[5].str() : "";
+  n.node = m[6].matched ? m[6].str() : "";
   return n;
 }
 
@@ -64,10 +67,71 @@ std::vector<Listed> ListBundles(const std::vector<SinkFile>& files, std::string_
     if (n && n->cluster == cluster) out.push_back(Listed{f, *n});
   }
   std::sort(out.begin(), out.end(), [](const Listed& a, const Listed& b) {
-    if (a.name.time != b.name.time) return a.name.time > b.name.time;
+    const bool a_ok = a.file.opened == Authenticity::kAuthentic;
+    const bool b_ok = b.file.opened == Authenticity::kAuthentic;
+    if (a_ok != b_ok) return a_ok;
+    if (a_ok) {
+      if (a.file.created != b.file.created) return a.file.created > b.file.created;
+      if (a.file.sealing != b.file.sealing) return a.file.sealing > b.file.sealing;
+    }
     return a.file.file > b.file.file;
   });
   return out;
+}
+
+std::uint64_t BundleSizeBound(std::uint64_t size) {
+  constexpr std::uint64_t kFloor = std::uint64_t{64} << 20;
+  return std::min(kMaxBundleSize, std::max(kFloor, size > kMaxBundleSize / 4 ? kMaxBundleSize : 4 * size));
+}
+
+OpenPlan OpenOrder(const std::vector<SinkFile>& files, std::string_view cluster, std::uint64_t budget,
+                   std::uint64_t max_file) {
+  struct Candidate {
+    std::size_t index;
+    std::uint64_t size;
+    std::int64_t time;
+  };
+  std::vector<Candidate> c;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    auto n = ParseName(files[i].file);
+    if (n && n->cluster == cluster && files[i].header_ok) c.push_back({i, files[i].size, n->time});
+  }
+  std::sort(c.begin(), c.end(), [&files](const Candidate& a, const Candidate& b) {
+    if (a.size != b.size) return a.size < b.size;
+    if (a.time != b.time) return a.time > b.time;
+    return files[a.index].file > files[b.index].file;
+  });
+  OpenPlan plan;
+  std::uint64_t spent = 0;
+  for (const auto& x : c) {
+    if (x.size > max_file) {
+      plan.too_large.push_back(x.index);
+    } else if (x.size <= budget - spent) {
+      spent += x.size;
+      plan.open.push_back(x.index);
+    } else {
+      spent = budget;  // in size order: nothing after fits either
+      plan.skipped.push_back(x.index);
+    }
+  }
+  return plan;
+}
+
+SlotVerdict JudgeSlot(const SlotFile& f, std::int64_t slot) {
+  SlotVerdict v;
+  if (f.over_limit) {
+    v.why = "it is larger than this node reads before its own bundle is sealed: " + f.problem;
+  } else if (f.opened != Authenticity::kAuthentic) {
+    v.why = "it does not open with this cluster's secret" + (f.problem.empty() ? std::string() : ": " + f.problem);
+  } else if (f.kind != "scheduled") {
+    v.why = "it is a " + f.kind + " bundle under a scheduled slot's name";
+  } else if (f.created < slot) {
+    v.why = "it was sealed at " + FormatUtc(f.created) + ", before the slot began at " + FormatUtc(slot) +
+            " (an older bundle under the slot's name)";
+  } else {
+    v.counts = true;
+  }
+  return v;
 }
 
 std::int64_t TempFileTime(const SinkFile& f, std::int64_t now) {

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "backup/bundle.h"
+
 namespace sprout::backup {
 
 // BundleName is what a bundle's file name says.
@@ -17,6 +19,8 @@ struct BundleName {
   std::int64_t time = 0;  // Unix seconds: the slot's start (scheduled) or when taken (manual)
   std::string kind;       // "scheduled" or "manual"
   std::string node;       // manual only: the node that took it
+  std::string tag;        // scheduled only, usually "": 16 hex digits when the slot's own name held a
+                          // file that did not count (JudgeSlot), so the bundle went under another
   bool operator==(const BundleName&) const = default;
 };
 
@@ -25,8 +29,10 @@ std::string FormatUtc(std::int64_t unix_seconds);
 // ParseUtc reads FormatUtc's form back.
 std::optional<std::int64_t> ParseUtc(std::string_view text);
 
-// NameFor is the file name of a bundle: "<cluster>-<UTC>-scheduled.sprout-backup" or
-// "<cluster>-<UTC>-manual-<node>.sprout-backup". Names of one cluster sort by time.
+// NameFor is the file name of a bundle: "<cluster>-<UTC>-scheduled.sprout-backup",
+// "<cluster>-<UTC>-scheduled-<tag>.sprout-backup" or
+// "<cluster>-<UTC>-manual-<node>.sprout-backup". A name is a claim: it orders nothing
+// (ListBundles and Prune order by the authenticated time).
 std::string NameFor(const BundleName& name);
 // ParseName reads a file name NameFor made; anything else (temporary files included)
 // gives nothing.
@@ -65,9 +71,59 @@ struct Listed {
   BundleName name;
 };
 
-// ListBundles keeps the bundles of cluster among files, newest first (by the time in
-// the name, then by name). Temporary files and other clusters' bundles are left out.
+// ListBundles keeps the bundles of cluster among files: first those that opened, newest
+// first by their authenticated time (SinkFile::created; then sealing, then name), then
+// the rest by name, newest name first. A name's time orders nothing: a renamed old
+// bundle lists at the time sealed inside it. Temporary files and other clusters'
+// bundles are left out.
 std::vector<Listed> ListBundles(const std::vector<SinkFile>& files, std::string_view cluster);
+
+// kMaxBytesOpenedPerPrune bounds the bytes one prune reads to authenticate bundles: two
+// of the largest bundles there can be.
+inline constexpr std::uint64_t kMaxBytesOpenedPerPrune = 2 * kMaxBundleSize;
+
+// BundleSizeBound is the largest file a prune reads through, given a bundle of this
+// cluster of `size` bytes written now: four times it (etcd grows, but not fourfold
+// between two bundles), and at least 64 MiB.
+std::uint64_t BundleSizeBound(std::uint64_t size);
+
+// OpenPlan is which files (indices into a prune's files) a prune opens, in order, and
+// which it leaves unchecked.
+struct OpenPlan {
+  std::vector<std::size_t> open;
+  std::vector<std::size_t> too_large;  // over the size bound
+  std::vector<std::size_t> skipped;    // past the budget
+};
+
+// OpenOrder plans which of the cluster's bundles whose clear header reads a prune opens:
+// the smallest first (ties: the newer name, then the name), none over max_file bytes,
+// while their sizes sum to at most budget. Sizes are claims too, but a claim costs its
+// own bytes to check: junk claiming 8 GiB is checked after every real bundle (a few MB),
+// or not at all when it is over max_file; junk of a real bundle's size crowds the real
+// ones out only by filling the whole budget.
+OpenPlan OpenOrder(const std::vector<SinkFile>& files, std::string_view cluster, std::uint64_t budget,
+                   std::uint64_t max_file = kMaxBundleSize);
+
+// SlotFile is what opening the file under a scheduled slot's name showed.
+struct SlotFile {
+  Authenticity opened = Authenticity::kUnchecked;
+  std::string kind;          // the authenticated header's kind
+  std::int64_t created = 0;  // and its time
+  std::string problem;       // why it did not open
+  bool over_limit = false;   // it was not read through: over the bytes the node would read
+};
+
+// SlotVerdict says whether that file counts as the slot's bundle, and why not.
+struct SlotVerdict {
+  bool counts = false;
+  std::string why;
+};
+
+// JudgeSlot counts a slot's file only when it opened with the cluster's secret, is a
+// scheduled bundle and was sealed at or after the slot's start: anything else (junk,
+// a file the share's writer made, an older bundle renamed to the slot) does not stop
+// the slot's backup.
+SlotVerdict JudgeSlot(const SlotFile& f, std::int64_t slot);
 
 // Retention is what a prune removes, and why nothing when it removes nothing.
 struct Retention {

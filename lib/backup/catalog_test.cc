@@ -76,9 +76,119 @@ TEST_CASE("a listing shows this cluster's bundles newest first, and never a temp
   auto l = ListBundles(files, "c");
   REQUIRE(l.size() == 3);
   CHECK(l[0].name.time == 300);
-  CHECK(l[1].name.time == 200);
-  CHECK_FALSE(l[1].file.header_ok);
-  CHECK(l[2].name.time == 100);
+  CHECK(l[1].name.time == 100);
+  CHECK(l[2].name.time == 200);  // it did not open: after every bundle that did
+  CHECK_FALSE(l[2].file.header_ok);
+}
+
+TEST_CASE("a listing orders by the time sealed inside each bundle: a renamed old bundle is not the newest",
+          "[backup]") {
+  // The attack: an old bundle copied under a name far in the future was listed first,
+  // and the runbook restores the first good one.
+  std::vector<SinkFile> files = {
+      Good(Scheduled("c", 1000)), Good(Scheduled("c", 2000)), Good(Scheduled("c", 4'000'000'000), 0, 10, "old-sealing"),
+      Good(NameFor({"c", 3000, "scheduled", "", "0123456789abcdef"}), 0, 3000), Forged(Scheduled("c", 4'000'000'001))};
+  auto l = ListBundles(files, "c");
+  REQUIRE(l.size() == 5);
+  CHECK(l[0].file.created == 3000);
+  CHECK(l[0].name.tag == "0123456789abcdef");
+  CHECK(l[1].file.created == 2000);
+  CHECK(l[2].file.created == 1000);
+  CHECK(l[3].file.file == Scheduled("c", 4'000'000'000));  // sealed at 10: the oldest
+  CHECK(l[4].file.opened == Authenticity::kRefused);       // never above a bundle that opened
+}
+
+TEST_CASE("a scheduled slot under another name parses back, and nothing else takes that shape", "[backup]") {
+  BundleName t{"edge", 1795600500, "scheduled", "", "00ff00ff00ff00ff"};
+  CHECK(NameFor(t) == "edge-20261125T095500Z-scheduled-00ff00ff00ff00ff.sprout-backup");
+  CHECK(ParseName(NameFor(t)) == t);
+  CHECK_FALSE(ParseName("edge-20261125T095500Z-scheduled-00FF.sprout-backup").has_value());
+  CHECK_FALSE(ParseName("edge-20261125T095500Z-scheduled-.sprout-backup").has_value());
+  auto m = ParseName("edge-20261125T095500Z-manual-n1.sprout-backup");
+  REQUIRE(m);
+  CHECK(m->tag.empty());
+  CHECK(m->node == "n1");
+}
+
+TEST_CASE("a slot's file counts only when it authenticates as this slot's scheduled bundle", "[backup]") {
+  const std::int64_t slot = 1795600500;
+  struct Case {
+    const char* what;
+    SlotFile file;
+    bool counts;
+    const char* why;
+  };
+  for (const auto& c : {
+           Case{"this slot's bundle", {Authenticity::kAuthentic, "scheduled", slot + 2, ""}, true, ""},
+           Case{"junk made by the share's writer",
+                {Authenticity::kRefused, "", 0, "not a sprout backup bundle (no SPRB magic)"},
+                false,
+                "does not open with this cluster's secret: not a sprout backup bundle"},
+           Case{"a sparse file claiming 8 GiB",
+                {Authenticity::kRefused, "", 0, "the bundle does not open"},
+                false,
+                "does not open"},
+           Case{"an older bundle renamed to the slot",
+                {Authenticity::kAuthentic, "scheduled", slot - 3600, ""},
+                false,
+                "before the slot began"},
+           Case{"a file too large to read before the snapshot",
+                {Authenticity::kRefused, "", 0, "it is over 67108864 bytes", true},
+                false,
+                "larger than this node reads before its own bundle is sealed"},
+           Case{"a manual bundle renamed to the slot",
+                {Authenticity::kAuthentic, "manual", slot + 5, ""},
+                false,
+                "a manual bundle under a scheduled slot's name"},
+       }) {
+    INFO(c.what);
+    auto v = JudgeSlot(c.file, slot);
+    CHECK(v.counts == c.counts);
+    CHECK_THAT(v.why, Catch::Contains(c.why));
+  }
+}
+
+TEST_CASE("a prune opens the smallest bundles first, so junk claiming 8 GiB cannot crowd out real ones", "[backup]") {
+  std::vector<SinkFile> files;
+  for (int i = 0; i < 64; ++i) {
+    SinkFile junk = Forged(Scheduled("c", 4'000'000'000 + i));
+    junk.opened = Authenticity::kUnchecked;
+    junk.size = std::uint64_t{8} << 30;
+    files.push_back(junk);
+  }
+  for (int i = 0; i < 3; ++i) {
+    SinkFile real = Good(Scheduled("c", 1000 + i));
+    real.opened = Authenticity::kUnchecked;
+    real.size = 3'000'000;
+    files.push_back(real);
+  }
+  files.push_back(Bad(Scheduled("c", 5000)));                  // its header does not read: never opened
+  files.push_back(Good(Scheduled("other", 5000)));             // another cluster's: never opened
+  auto plan = OpenOrder(files, "c", kMaxBytesOpenedPerPrune);  // two of the largest bundles
+  REQUIRE(plan.open.size() == 5);
+  CHECK(files[plan.open[0]].file == Scheduled("c", 1002));  // equal sizes: the newer name first
+  CHECK(files[plan.open[1]].file == Scheduled("c", 1001));
+  CHECK(files[plan.open[2]].file == Scheduled("c", 1000));
+  CHECK(files[plan.open[3]].size == std::uint64_t{8} << 30);  // two junk files fit the rest of the budget
+  CHECK(files[plan.open[4]].size == std::uint64_t{8} << 30);
+  CHECK(plan.skipped.size() == 62);
+
+  // With the bundle just written known (3 MB), nothing over four times it is read at all.
+  CHECK(BundleSizeBound(3'000'000) == std::uint64_t{64} << 20);
+  CHECK(BundleSizeBound(std::uint64_t{1} << 30) == std::uint64_t{4} << 30);
+  CHECK(BundleSizeBound(std::uint64_t{4} << 30) == kMaxBundleSize);
+  auto bounded = OpenOrder(files, "c", kMaxBytesOpenedPerPrune, BundleSizeBound(3'000'000));
+  CHECK(bounded.open.size() == 3);
+  CHECK(bounded.too_large.size() == 64);
+  CHECK(bounded.skipped.empty());
+
+  // Junk of a real bundle's size is all opened (64 of them are 192 MB): nothing is skipped.
+  for (auto& f : files) {
+    if (f.size == std::uint64_t{8} << 30) f.size = 3'000'000;
+  }
+  auto small = OpenOrder(files, "c", kMaxBytesOpenedPerPrune);
+  CHECK(small.open.size() == 67);
+  CHECK(small.skipped.empty());
 }
 
 TEST_CASE("retention keeps the newest N bundles that open of this cluster and removes the older ones", "[backup]") {

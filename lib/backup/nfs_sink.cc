@@ -89,6 +89,28 @@ class NfsSink : public Sink {
     return out;
   }
 
+  Status ReadChunks(const std::string& name, std::uint64_t limit,
+                    const std::function<bool(std::string_view)>& each) override {
+    nfsfh* fh = nullptr;
+    if (nfs_open(ctx_, name.c_str(), O_RDONLY, &fh) != 0) return Error("open", name);
+    std::string buf(kChunkSize, '\0');
+    std::uint64_t done = 0;
+    while (done < limit) {
+      const std::uint64_t want = std::min<std::uint64_t>(buf.size(), limit - done);
+      int n = nfs_pread(ctx_, fh, done, want, buf.data());
+      if (n < 0) {
+        Status s = Error("read", name);
+        nfs_close(ctx_, fh);
+        return s;
+      }
+      if (n == 0) break;
+      done += static_cast<std::uint64_t>(n);
+      if (!each(std::string_view(buf.data(), static_cast<std::size_t>(n)))) break;
+    }
+    nfs_close(ctx_, fh);
+    return Ok{};
+  }
+
   Result<bool> Exists(const std::string& name) override {
     struct nfs_stat_64 st {};
     int r = nfs_stat64(ctx_, name.c_str(), &st);

@@ -1,5 +1,8 @@
 #include "backup/schedule.h"
 
+#include <exception>
+#include <new>
+
 namespace sprout::backup {
 
 std::int64_t SlotOf(std::int64_t now, std::int64_t interval) {
@@ -26,6 +29,18 @@ ScheduleDecision Decide(const ScheduleInput& in) {
     d.take = true;
   }
   return d;
+}
+
+Status Guarded(const std::function<Status()>& attempt) {
+  try {
+    return attempt();
+  } catch (const std::bad_alloc&) {
+    return Fail("the attempt ran out of memory (std::bad_alloc)");
+  } catch (const std::exception& e) {
+    return Fail(std::string("the attempt threw: ") + e.what());
+  } catch (...) {
+    return Fail("the attempt threw something that is not an std::exception");
+  }
 }
 
 }  // namespace sprout::backup

@@ -3,7 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
+
+#include "util/result.h"
 
 namespace sprout::backup {
 
@@ -34,5 +37,11 @@ std::int64_t SlotOf(std::int64_t now, std::int64_t interval);
 // retry_after seconds. Another node's belief that it leads is settled at the sink:
 // the slot's name can be created once (link(2) fails on an existing name).
 ScheduleDecision Decide(const ScheduleInput& in);
+
+// Guarded runs one attempt of the scheduler and turns anything it throws (an
+// std::exception, std::bad_alloc, or anything else) into an error that names it: a
+// throw out of the scheduler's thread would end the whole node (std::terminate), so the
+// scheduler logs the error instead and goes on at the next slot.
+Status Guarded(const std::function<Status()>& attempt);
 
 }  // namespace sprout::backup

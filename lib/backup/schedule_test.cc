@@ -1,6 +1,8 @@
 #include "backup/schedule.h"
 
 #include <catch2/catch.hpp>
+#include <new>
+#include <stdexcept>
 
 using namespace sprout::backup;
 
@@ -74,4 +76,14 @@ TEST_CASE("of three members, one leader and two followers, exactly one takes the
     if (Decide(in).take) ++takers;
   }
   CHECK(takers == 1);
+}
+
+TEST_CASE("a scheduler round that throws becomes an error that names it, whatever it throws", "[backup]") {
+  CHECK(Guarded([] { return sprout::Status(sprout::Ok{}); }).ok());
+  CHECK(Guarded([]() -> sprout::Status { return sprout::Fail("the share is away"); }).error() == "the share is away");
+  CHECK_THAT(Guarded([]() -> sprout::Status { throw std::bad_alloc(); }).error(),
+             Catch::Contains("ran out of memory (std::bad_alloc)"));
+  CHECK_THAT(Guarded([]() -> sprout::Status { throw std::out_of_range("basic_string::substr"); }).error(),
+             Catch::Contains("the attempt threw: basic_string::substr"));
+  CHECK_THAT(Guarded([]() -> sprout::Status { throw 42; }).error(), Catch::Contains("not an std::exception"));
 }

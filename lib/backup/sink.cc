@@ -9,7 +9,9 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <utility>
+#include <vector>
 
 #include "backup/bundle.h"
 #include "backup/nfs_sink.h"
@@ -100,6 +102,30 @@ class FolderSink : public Sink {
     }
     ::close(fd);
     return out;
+  }
+
+  Status ReadChunks(const std::string& name, std::uint64_t limit,
+                    const std::function<bool(std::string_view)>& each) override {
+    auto path = dir_ / name;
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Fail("cannot open " + path.string() + ": " + std::strerror(errno));
+    std::vector<char> buf(kChunkSize);
+    std::uint64_t done = 0;
+    while (done < limit) {
+      const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), limit - done));
+      ssize_t n = ::read(fd, buf.data(), want);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        std::string err = std::strerror(errno);
+        ::close(fd);
+        return Fail("cannot read " + path.string() + ": " + err);
+      }
+      if (n == 0) break;
+      done += static_cast<std::uint64_t>(n);
+      if (!each(std::string_view(buf.data(), static_cast<std::size_t>(n)))) break;
+    }
+    ::close(fd);
+    return Ok{};
   }
 
   Result<bool> Exists(const std::string& name) override {
@@ -259,9 +285,16 @@ Result<SinkWrite> WriteBundle(Sink& sink, const std::string& name, std::string_v
   if (!linked) return Fail("cannot link " + tmp + " to " + name + " in " + where + ": " + linked.error());
   if (!*linked) return SinkWrite::kExists;
   if (auto s = sink.Sync(); !s) return Fail("cannot sync the sink " + where + ": " + s.error());
-  auto back = sink.Read(name);
-  if (!back) return Fail("cannot read back " + JoinLocation(where, name) + ": " + back.error());
-  if (Sha256Hex(*back) != Sha256Hex(bytes)) {
+  // Read back in pieces: the file is hashed as it comes, never held a second time.
+  Sha256 back;
+  std::uint64_t back_size = 0;
+  auto read = sink.ReadChunks(name, bytes.size() + 1, [&](std::string_view piece) {
+    back.Update(piece);
+    back_size += piece.size();
+    return true;
+  });
+  if (!read) return Fail("cannot read back " + JoinLocation(where, name) + ": " + read.error());
+  if (back_size != bytes.size() || back.HexDigest() != Sha256Hex(bytes)) {
     // Not ours to keep: a bundle that reads back differently is not good.
     sink.Remove(name).ok();
     return Fail("the bundle read back from " + JoinLocation(where, name) + " differs from what was written");
@@ -297,39 +330,81 @@ Result<std::vector<SinkFile>> ScanBundles(Sink& sink) {
   return out;
 }
 
-void AuthenticateBundles(Sink& sink, std::vector<SinkFile>& files, std::string_view cluster, std::string_view secret) {
-  std::vector<std::pair<BundleName, SinkFile*>> candidates;
-  for (auto& f : files) {
-    auto n = ParseName(f.file);
-    if (n && n->cluster == cluster && f.header_ok) candidates.emplace_back(*n, &f);
-  }
-  // Newest names first: which ones get opened when there are too many is all a name
-  // decides; what is counted and kept follows from what opens.
-  std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
-    if (a.first.time != b.first.time) return a.first.time > b.first.time;
-    return a.second->file > b.second->file;
+Result<Checked> CheckBundle(Sink& sink, const std::string& name, std::string_view cluster, std::string_view secret,
+                            std::uint64_t max_bytes) {
+  max_bytes = std::min(max_bytes, kMaxBundleSize);
+  Checked c;
+  Sha256 sha;
+  std::unique_ptr<BundleVerifier> verifier;
+  if (!secret.empty()) verifier = std::make_unique<BundleVerifier>(cluster, secret);
+  bool stopped = false;
+  auto read = sink.ReadChunks(name, max_bytes + 1, [&](std::string_view piece) {
+    c.size += piece.size();
+    if (c.size > max_bytes) {
+      stopped = true;
+      return false;
+    }
+    sha.Update(piece);
+    if (verifier && !verifier->Feed(piece)) {
+      stopped = true;  // it cannot open, whatever follows
+      return false;
+    }
+    return true;
   });
-  for (std::size_t i = 0; i < candidates.size(); ++i) {
-    SinkFile& f = *candidates[i].second;
-    if (i >= kMaxOpenedPerPrune) {
-      f.problem = "not opened: more than " + std::to_string(kMaxOpenedPerPrune) + " bundles in the sink";
+  if (!read) return Fail(read.error());
+  if (!stopped) c.sha256 = sha.HexDigest();
+  if (c.size > max_bytes) {
+    c.sha256.clear();
+    c.opened = Authenticity::kRefused;
+    c.over_limit = true;
+    c.problem = "it is over " + std::to_string(max_bytes) + " bytes, " +
+                (max_bytes == kMaxBundleSize
+                     ? std::string("more than any bundle sprout writes")
+                     : std::string("more than a bundle of this cluster now is, so it was not read through"));
+    return c;
+  }
+  if (!verifier) return c;
+  auto header = verifier->Finish();
+  if (header) {
+    c.opened = Authenticity::kAuthentic;
+    c.header = *header;
+  } else {
+    c.opened = Authenticity::kRefused;
+    c.problem = header.error();
+  }
+  return c;
+}
+
+void AuthenticateBundles(Sink& sink, std::vector<SinkFile>& files, std::string_view cluster, std::string_view secret,
+                         std::string_view near) {
+  std::uint64_t bound = kMaxBundleSize;
+  for (const auto& f : files) {
+    if (!near.empty() && f.file == near) bound = BundleSizeBound(f.size);
+  }
+  const auto order = OpenOrder(files, cluster, kMaxBytesOpenedPerPrune, bound);
+  for (std::size_t i : order.open) {
+    SinkFile& f = files[i];
+    auto checked = CheckBundle(sink, f.file, cluster, secret, bound);
+    if (!checked) {
+      f.problem = checked.error();
       continue;
     }
-    auto bytes = sink.Read(f.file, kMaxBundleSize);
-    if (!bytes) {
-      f.problem = bytes.error();
+    f.opened = checked->opened;
+    if (checked->opened != Authenticity::kAuthentic) {
+      f.problem = checked->problem.empty() ? std::string("no secret to open it") : checked->problem;
       continue;
     }
-    auto opened = OpenBundle(*bytes, cluster, secret);
-    if (!opened) {
-      f.opened = Authenticity::kRefused;
-      f.problem = opened.error();
-      continue;
-    }
-    f.opened = Authenticity::kAuthentic;
-    f.created = opened->header.created;
-    f.sealing = opened->header.salt;
-    f.revision = opened->header.revision;
+    f.created = checked->header.created;
+    f.sealing = checked->header.salt;
+    f.revision = checked->header.revision;
+  }
+  for (std::size_t i : order.too_large) {
+    files[i].problem = "not opened: it is " + std::to_string(files[i].size) + " bytes, over " + std::to_string(bound) +
+                       " (four times the bundle just written, at least 64 MiB)";
+  }
+  for (std::size_t i : order.skipped) {
+    files[i].problem = "not opened: this prune's budget of " + std::to_string(kMaxBytesOpenedPerPrune) +
+                       " bytes went to smaller bundles first";
   }
 }
 
@@ -338,7 +413,7 @@ Retention PruneSink(Sink& sink, std::string_view cluster, std::string_view secre
   Retention done;
   auto files = ScanBundles(sink);
   if (!files) return done;
-  AuthenticateBundles(sink, *files, cluster, secret);
+  AuthenticateBundles(sink, *files, cluster, secret, protect);
   auto retention = Prune(*files, cluster, keep, now, protect);
   done.held = retention.held;
   done.not_counted = retention.not_counted;

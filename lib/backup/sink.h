@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -67,6 +68,13 @@ class Sink {
   virtual Status Remove(const std::string& name) = 0;
   // ReadPrefix returns the first `limit` bytes of name (all of it when it is shorter).
   virtual Result<std::string> ReadPrefix(const std::string& name, std::uint64_t limit) = 0;
+  // ReadChunks passes name's bytes to each in order, in pieces of at most kChunkSize,
+  // until the file ends, `limit` bytes were passed, or each returns false; it never
+  // holds more than one piece.
+  virtual Status ReadChunks(const std::string& name, std::uint64_t limit,
+                            const std::function<bool(std::string_view)>& each) = 0;
+  // kChunkSize is the largest piece ReadChunks passes.
+  static constexpr std::size_t kChunkSize = std::size_t{64} << 10;
   // Read returns name's whole contents, or an error when it is over limit bytes (it never
   // holds more than limit + 1 of them).
   Result<std::string> Read(const std::string& name, std::uint64_t limit = kMaxBundleSize);
@@ -99,15 +107,31 @@ Result<SinkWrite> WriteBundle(Sink& sink, const std::string& name, std::string_v
 // kMaxHeadSize bytes a file (ReadHeaderPrefix), and nothing of a file over kMaxBundleSize.
 Result<std::vector<SinkFile>> ScanBundles(Sink& sink);
 
-// kMaxOpenedPerPrune bounds how many bundles one prune reads whole to authenticate them
-// (one at a time, each at most kMaxBundleSize): newest names first, the rest are left
-// unchecked, so neither counted nor removed.
-inline constexpr std::size_t kMaxOpenedPerPrune = 64;
+// Checked is what reading one bundle file through once showed.
+struct Checked {
+  std::uint64_t size = 0;                          // bytes read
+  std::string sha256;                              // of the whole file; "" when reading stopped early (it cannot open)
+  Authenticity opened = Authenticity::kUnchecked;  // kUnchecked: no secret was given
+  BundleHeader header;                             // when kAuthentic: the authenticated header
+  std::string problem;                             // when kRefused: why it does not open
+  bool over_limit = false;                         // kRefused because it is over the bytes the caller would read
+};
 
-// AuthenticateBundles opens the cluster's bundles among files whose header reads (newest
-// names first, at most kMaxOpenedPerPrune) with the cluster's secret, and records in each
-// SinkFile whether it opened, and if so its authenticated time and sealing.
-void AuthenticateBundles(Sink& sink, std::vector<SinkFile>& files, std::string_view cluster, std::string_view secret);
+// CheckBundle reads name once, in pieces (Sink::ReadChunks; at most max_bytes + 1
+// bytes), hashing it and, with a secret, authenticating it as it goes (BundleVerifier):
+// memory stays a few pieces whatever the file holds or claims. A file that cannot open,
+// or is over max_bytes, stops the reading early (then over_limit says which). An error
+// only when the sink cannot be read.
+Result<Checked> CheckBundle(Sink& sink, const std::string& name, std::string_view cluster, std::string_view secret,
+                            std::uint64_t max_bytes = kMaxBundleSize);
+
+// AuthenticateBundles opens the cluster's bundles among files whose header reads with
+// the cluster's secret (CheckBundle, one at a time, in OpenOrder's order, within its
+// byte budget and, with a known bundle `near` of this cluster, its size bound:
+// BundleSizeBound), and records in each SinkFile whether it opened, and if so its
+// authenticated time and sealing.
+void AuthenticateBundles(Sink& sink, std::vector<SinkFile>& files, std::string_view cluster, std::string_view secret,
+                         std::string_view near = {});
 
 // PruneSink applies retention (Prune) to the sink: lists it, authenticates the bundles
 // (AuthenticateBundles), removes what Prune says (never `protect`, the bundle just

@@ -20,7 +20,9 @@ class MemorySink : public Sink {
   bool fail_link = false;     // Link fails (not EEXIST)
   bool corrupt_read = false;  // Read returns other bytes
   bool fail_read = false;
-  std::uint64_t most_read = 0;  // the largest ReadPrefix limit asked for
+  std::uint64_t most_read = 0;      // the largest ReadPrefix limit asked for
+  std::uint64_t largest_piece = 0;  // the largest piece ReadChunks passed
+  std::uint64_t streamed = 0;       // bytes ReadChunks passed in all
 
   std::string Location() const override { return "mem://test"; }
   Status WriteNew(const std::string& name, std::string_view bytes) override {
@@ -48,6 +50,23 @@ class MemorySink : public Sink {
     most_read = std::max(most_read, limit);
     std::string all = corrupt_read ? it->second + "x" : it->second;
     return all.substr(0, static_cast<std::size_t>(std::min<std::uint64_t>(limit, all.size())));
+  }
+  Status ReadChunks(const std::string& name, std::uint64_t limit,
+                    const std::function<bool(std::string_view)>& each) override {
+    if (fail_read) return Fail("Command timed out");
+    auto it = files.find(name);
+    if (it == files.end()) return Fail("no such file");
+    std::string all = corrupt_read ? it->second + "x" : it->second;
+    std::string_view rest(all);
+    if (rest.size() > limit) rest = rest.substr(0, static_cast<std::size_t>(limit));
+    while (!rest.empty()) {
+      auto piece = rest.substr(0, std::min(rest.size(), kChunkSize));
+      largest_piece = std::max<std::uint64_t>(largest_piece, piece.size());
+      streamed += piece.size();
+      rest.remove_prefix(piece.size());
+      if (!each(piece)) break;
+    }
+    return Ok{};
   }
   Result<bool> Exists(const std::string& name) override { return files.count(name) != 0; }
   Result<std::vector<SinkEntry>> List() override {
@@ -323,4 +342,61 @@ TEST_CASE("retention removes nothing when no bundle opens, and a truncated bundl
   CHECK(r.remove.empty());
   REQUIRE(r.not_counted.size() == 1);
   CHECK_THAT(r.not_counted[0], Catch::Contains("cut short"));
+}
+
+TEST_CASE("CheckBundle authenticates in pieces of at most 64 KiB and stops at the first byte that cannot open",
+          "[backup]") {
+  MemorySink sink;
+  std::string real = Sealed(1'800'000'000, 1);
+  sink.files["real"] = real;
+  auto good = CheckBundle(sink, "real", "c", "s3cret");
+  REQUIRE(good);
+  CHECK(good->opened == Authenticity::kAuthentic);
+  CHECK(good->header.created == 1'800'000'000);
+  CHECK(good->sha256 == Sha256Hex(real));
+  CHECK(good->size == real.size());
+  CHECK(sink.largest_piece <= Sink::kChunkSize);
+
+  sink.files["forged"] = Forged(1'800'000'060);
+  auto forged = CheckBundle(sink, "forged", "c", "s3cret");
+  REQUIRE(forged);
+  CHECK(forged->opened == Authenticity::kRefused);
+  CHECK_THAT(forged->problem, Catch::Contains("does not open with this cluster's secret"));
+
+  sink.files["other"] = real;
+  auto other = CheckBundle(sink, "other", "d", "s3cret");  // another cluster's: stops after the header
+  REQUIRE(other);
+  CHECK(other->opened == Authenticity::kRefused);
+  CHECK_THAT(other->problem, Catch::Contains("a backup of cluster 'c'"));
+  CHECK(other->sha256.empty());
+
+  sink.files["appended"] = real + std::string(3 << 20, '\0');
+  sink.streamed = 0;
+  auto appended = CheckBundle(sink, "appended", "c", "s3cret");
+  REQUIRE(appended);
+  CHECK(appended->opened == Authenticity::kRefused);
+  CHECK_THAT(appended->problem, Catch::Contains("bytes appended"));
+  CHECK(sink.streamed < real.size() + 2 * Sink::kChunkSize);  // it stopped reading there
+
+  auto no_secret = CheckBundle(sink, "real", "c", "");
+  REQUIRE(no_secret);
+  CHECK(no_secret->opened == Authenticity::kUnchecked);
+  CHECK(no_secret->sha256 == Sha256Hex(real));
+}
+
+TEST_CASE("64 junk names newer than every bundle and claiming 8 GiB do not stop retention", "[backup]") {
+  // The attack: before, a prune opened the 64 newest names only, so 64 forged files
+  // named in the future left every real bundle unchecked, and retention held forever.
+  const std::int64_t now = 1'800'000'000;
+  MemorySink plain;
+  for (int i = 0; i < 4; ++i) plain.files[At(now - 3600 * (4 - i))] = Sealed(now - 3600 * (4 - i), std::uint8_t(i + 1));
+  for (int i = 0; i < 64; ++i) plain.files[At(4'000'000'000 + i)] = Forged(4'000'000'000 + i);
+  std::string written = At(now);
+  plain.files[written] = Sealed(now, 9);
+  auto r = PruneSink(plain, "c", "s3cret", 2, now, written);
+  CHECK(r.held.empty());
+  CHECK(r.remove.size() == 3);  // the three oldest real bundles
+  CHECK(Has(plain.files, written));
+  CHECK(Has(plain.files, At(now - 3600)));
+  CHECK(r.not_counted.size() == 64);
 }

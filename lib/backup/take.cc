@@ -15,6 +15,7 @@
 #include "util/file_lock.h"
 #include "util/fs.h"
 #include "util/sha256.h"
+#include "util/text.h"
 
 namespace sprout::backup {
 
@@ -32,6 +33,32 @@ Status Random(std::array<std::uint8_t, N>& out) {
     got += static_cast<std::size_t>(r);
   }
   return Ok{};
+}
+
+// SlotCounts opens the file under a scheduled slot's name, in pieces, and judges it
+// (JudgeSlot): only an authenticated scheduled bundle of this slot counts.
+// It reads at most max_bytes of it: before the snapshot kSlotCheckBytes, after it
+// BundleSizeBound of the bundle sealed, so a sparse file claiming 8 GiB costs little.
+Result<SlotVerdict> SlotCounts(Sink& sink, const std::string& file, const BackupOptions& o, std::uint64_t max_bytes,
+                               bool* over_limit) {
+  auto checked = CheckBundle(sink, file, o.cluster, o.secret, max_bytes);
+  // A name that cannot be read (a folder made under it, a file this node may not open)
+  // does not count either: it must not hold the slot.
+  if (!checked) return SlotVerdict{false, "cannot read it: " + checked.error()};
+  SlotFile f{checked->opened, checked->header.kind, checked->header.created, checked->problem, checked->over_limit};
+  if (over_limit != nullptr) *over_limit = checked->over_limit;
+  return JudgeSlot(f, o.time);
+}
+
+// kSlotCheckBytes is how much of a slot's file is read before the snapshot; a larger
+// one is judged after it, against the size of the bundle this node sealed.
+constexpr std::uint64_t kSlotCheckBytes = std::uint64_t{64} << 20;
+
+// TaggedSlotName is a name of the slot no one can have made ahead: 16 random hex digits.
+Result<std::string> TaggedSlotName(const BackupOptions& o) {
+  std::array<std::uint8_t, 8> tag{};
+  if (auto s = Random(tag); !s) return Fail(s.error());
+  return NameFor(BundleName{o.cluster, o.time, "scheduled", "", Hex(tag.data(), tag.size())});
 }
 
 }  // namespace
@@ -67,9 +94,17 @@ Result<BackupResult> TakeBackup(const BackupOptions& o) {
     if (!sink) return Fail("cannot write to the sink: " + sink.error());
     auto exists = (*sink)->Exists(r.file);
     if (!exists) return Fail("cannot write to the sink: " + exists.error());
+    // A file under the slot's name counts only once it authenticates as this slot's
+    // bundle: anyone who can write to the share can make the name.
     if (*exists) {
-      r.existed = true;
-      return r;
+      bool over = false;
+      auto counts = SlotCounts(**sink, r.file, o, kSlotCheckBytes, &over);
+      if (!counts) return Fail("cannot read " + JoinLocation(o.sink, r.file) + ": " + counts.error());
+      if (counts->counts) {
+        r.existed = true;
+        return r;
+      }
+      if (!over) r.squatted = r.file + ": " + counts->why;  // a larger one is judged after the snapshot
     }
   }
   // The node's scratch folder (0700: it holds all of etcd's data), one backup at a time:
@@ -122,7 +157,31 @@ Result<BackupResult> TakeBackup(const BackupOptions& o) {
     named = o.now();
     r.file = NameFor(BundleName{o.cluster, named, o.kind, o.node});
   }
+  // A slot whose name holds a file that does not count gets a name of its own, with a
+  // random tag, rather than replacing that file: removing what does not open is never
+  // this node's call (it may be another secret's), and a writer who re-creates the name
+  // cannot race a name it cannot guess.
+  if (!r.squatted.empty()) {
+    auto tagged = TaggedSlotName(o);
+    if (!tagged) return Fail(tagged.error());
+    r.file = *tagged;
+  }
   auto wrote = WriteBundle(**sink, r.file, *sealed, o.node, static_cast<long>(::getpid()));
+  // Lost the slot's name while this node wrote: it counts only if it authenticates.
+  if (o.kind == "scheduled" && r.squatted.empty() && wrote && *wrote == SinkWrite::kExists) {
+    auto counts = SlotCounts(**sink, r.file, o, BundleSizeBound(sealed->size()), nullptr);
+    if (!counts) return Fail("cannot read " + JoinLocation(o.sink, r.file) + ": " + counts.error());
+    if (counts->counts) {
+      r.existed = true;
+      r.lost_race = true;
+      return r;
+    }
+    r.squatted = r.file + ": " + counts->why;
+    auto tagged = TaggedSlotName(o);
+    if (!tagged) return Fail(tagged.error());
+    r.file = *tagged;
+    wrote = WriteBundle(**sink, r.file, *sealed, o.node, static_cast<long>(::getpid()));
+  }
   for (int tries = 1; o.kind == "manual" && wrote && *wrote == SinkWrite::kExists && tries < kManualNameTries;
        ++tries) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
@@ -134,11 +193,6 @@ Result<BackupResult> TakeBackup(const BackupOptions& o) {
   }
   if (!wrote) return Fail(wrote.error());
   if (*wrote == SinkWrite::kExists) {
-    if (o.kind == "scheduled") {
-      r.existed = true;
-      r.lost_race = true;
-      return r;
-    }
     return Fail("a bundle named " + r.file + " exists in " + o.sink + " already");
   }
   auto h = ReadHeader(*sealed);

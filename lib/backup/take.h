@@ -47,6 +47,8 @@ struct BackupResult {
   std::string file;                      // name in the sink
   bool existed = false;                  // scheduled: the slot's bundle was there already; nothing written
   bool lost_race = false;                // and it appeared while this node wrote (its link(2) was refused)
+  std::string squatted;                  // scheduled: why the file under the slot's name did not count, so the
+                                         // bundle went under another name (file); "" when it did not happen
   BundleHeader header;                   // what the bundle says
   std::uint64_t size = 0;                // the bundle's bytes
   std::string sha256;                    // of the bundle file
