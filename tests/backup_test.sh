@@ -13,7 +13,10 @@
 #      peer kept (restore-from) form one cluster that holds the keys;
 #   6. a founding member that starts empty stays out of the restored cluster;
 #   7. two `backup now` started together on one node both write good bundles, each
-#      under its own name.
+#      under its own name;
+#   8. (after 3c) whoever writes to the share cannot steer the backups: pre-created slot
+#      names, a sparse bundle claiming 8 GiB, 64 junk names and a renamed old bundle are
+#      each survived, with figures (peak RSS from VmHWM or GNU time, seconds).
 # The share is a plain folder all namespaces see (SHARE says so in the output); with
 # BACKUP_NFS=1 it is an NFS export of the host, mounted over the namespaces' bridge.
 set -u
@@ -104,6 +107,8 @@ write_keys
 out=$(fb 2 backup now 2>&1)
 echo "$out"
 if echo "$out" | grep -q '^backup: good: .*-manual-node2.sprout-backup: [0-9]* bytes, revision [0-9]*'; then
+  old_name=$(basename "$(ls "$SHARE"/*-manual-node2.sprout-backup | head -1)")
+  cp "$SHARE/$old_name" "$WORK/old-bundle"  # for 8: an old, real bundle
   ok "backup now wrote a good bundle"
 else
   bad "backup now did not report a good bundle"
@@ -245,6 +250,175 @@ list=$(fb "$leader_node" backup list --backup-dir "$WORK/n$(( ${leader_node:-1} 
 echo "$list" | head -3
 echo "$list" | grep -q "$(basename "$newest_shared") .*good$" && ok "backup list opens a peer's copy as good" ||
   bad "backup list does not show the peer's copy as good"
+
+# 8. The share's writer attacks (issue 54, N6). Whoever can write to the share can make
+# any name and any bytes; none of it may stop a backup, grow memory, stop retention or
+# make an old bundle the newest.
+utc() { date -u -d "@$1" +%Y%m%dT%H%M%SZ; }
+leader_of() {
+  local i st_json mid lid
+  for i in 1 2 3; do
+    st_json=$(nb_ctl "$i" "$(nb_endpoints "$i")" endpoint status -w json)
+    mid=$(echo "$st_json" | grep -o '"member_id":[0-9]*' | head -1 | cut -d: -f2)
+    lid=$(echo "$st_json" | grep -o '"leader":[0-9]*' | head -1 | cut -d: -f2)
+    [ -n "$mid" ] && [ "$mid" = "$lid" ] && echo "$i"
+  done
+}
+# forge FILE: a real bundle with its last byte flipped: its clear header reads and its
+# size matches, but it does not open (what anyone can make without the secret).
+forge() { cp "$WORK/old-bundle" "$1"; printf '\x00' | dd of="$1" bs=1 seek=$(($(stat -c %s "$1") - 1)) conv=notrunc status=none; }
+logs_since() { cat "$WORK"/n[123]/firstboot.log | tail -n +"$1"; }
+all_lines() { cat "$WORK"/n[123]/firstboot.log | wc -l; }
+
+# 8a. Pre-created slot names: the next three slots' names hold junk, an older real
+# bundle renamed, and a forged bundle. Before, each slot found "its" name and wrote
+# nothing ("is in the sink already"): three slots with no backup.
+now=$(date +%s)
+slot=$(((now / INTERVAL + 1) * INTERVAL))
+[ $((slot - now)) -lt 3 ] && slot=$((slot + INTERVAL))
+echo "not a bundle" >"$SHARE/$CLUSTER-$(utc "$slot")-scheduled.sprout-backup"
+cp "$WORK/old-bundle" "$SHARE/$CLUSTER-$(utc $((slot + INTERVAL)))-scheduled.sprout-backup"
+forge "$SHARE/$CLUSTER-$(utc $((slot + 2 * INTERVAL)))-scheduled.sprout-backup"
+echo "pre-created the names of the slots at $(utc "$slot"), $(utc $((slot + INTERVAL))) and $(utc $((slot + 2 * INTERVAL))) (junk, an old bundle renamed, a forged bundle)"
+from=$(all_lines)
+deadline=$((slot + 3 * INTERVAL + 20))
+slots_written() {
+  local k n=0
+  for k in 0 1 2; do
+    # Under a tagged name; or its own, when retention removed the renamed old bundle first.
+    logs_since "$from" | grep -q "backup: good: .*$CLUSTER-$(utc $((slot + k * INTERVAL)))-scheduled\(-[0-9a-f]\{16\}\)\?\.sprout-backup" && n=$((n + 1))
+  done
+  echo "$n"
+}
+while [ "$(slots_written)" -lt 3 ] && [ "$(date +%s)" -lt "$deadline" ]; do sleep 1; done
+logs_since "$from" | grep -h "the slot's name held\|backup: good: .*-scheduled\|is in the sink already" | sed 's/^sprout-firstboot: /  /; s/ (PHASE=.*//; s/, snapshot .*//'
+n_written=$(slots_written)
+# A slot can pass with no attempt on a loaded host (the one before it ran past its end);
+# what must never happen is a slot given up because of the name ("is in the sink already").
+stopped=$(logs_since "$from" | grep "is in the sink already" | grep -c "$CLUSTER-\($(utc "$slot")\|$(utc $((slot + INTERVAL)))\|$(utc $((slot + 2 * INTERVAL)))\)-scheduled")
+tagged=$(logs_since "$from" | grep -c "backup: good: .*-scheduled-[0-9a-f]\{16\}\.sprout-backup")
+echo "pre-created slots backed up anyway: $n_written of 3 ($tagged under a tagged name); given up because of the name: $stopped"
+if [ "$stopped" = 0 ] && [ "$tagged" -ge 1 ] && [ -e "$SHARE/$CLUSTER-$(utc "$slot")-scheduled.sprout-backup" ] &&
+  [ -e "$SHARE/$CLUSTER-$(utc $((slot + 2 * INTERVAL)))-scheduled.sprout-backup" ]; then
+  ok "no pre-created slot name stopped its slot's backup: the bundle went under a name of its own (the files left alone)"
+else
+  bad "pre-created slot names stopped $stopped scheduled backups ($tagged written under a tagged name)"
+fi
+
+# 8b. A sparse bundle claiming 8 GiB: a clear header that reads, and a file of the size
+# it claims, all holes. Before, a prune and `backup list` read it whole (8 GiB, then a
+# second buffer for the plaintext). The one-shot commands run first against a folder
+# only they use, under a 3 GiB limit of private memory (ulimit -d; etcdctl's file
+# mappings are not counted), so the old code fails there and
+# never makes a scheduler on this host read 16 GiB; only then does it go on the share.
+SPARSE_DIR=$WORK/sparse-share
+mkdir -p "$SPARSE_DIR"
+zeros64=$(printf '0%.0s' $(seq 64))
+hdr='{"cluster":"'$CLUSTER'","created":4102444790,"kind":"scheduled","node":"node1","revision":1,"keys":1,"snapshot_sha256":"'$zeros64'","snapshot_size":1,"payload_size":8589934592,"salt":"'${zeros64:0:32}'"}'
+sparse_name=$CLUSTER-20991231T235950Z-scheduled.sprout-backup
+sparse=$SPARSE_DIR/$sparse_name
+{ printf 'SPRB\x01'; printf "$(printf '\\x%02x\\x%02x\\x00\\x00' $((${#hdr} & 255)) $((${#hdr} >> 8)))"; printf '%s' "$hdr"; } >"$sparse"
+truncate -s $((9 + ${#hdr} + 12 + 8589934592 + 16)) "$sparse"
+echo "sparse bundle: $(stat -c '%s bytes listed, %b blocks of %B on disk' "$sparse")"
+cp "$WORK/old-bundle" "$SPARSE_DIR/$old_name"
+saved=("${bflags[@]}")
+bflags=(--backup-dir "$SPARSE_DIR" --backup-keep "$KEEP" --etcdctl "$(command -v etcdctl)")
+# limited I CMD...: sprout-firstboot CMD as node I under a 3 GiB private-memory limit,
+# its peak RSS (GNU time's maximum resident set, the process's VmHWM) and time printed.
+limited() {
+  local i=$1
+  shift
+  (
+    ulimit -d 3145728
+    /usr/bin/time -o "$WORK/time.out" -f '%M %e %x' ip netns exec "$NP$i" "$FIRSTBOOT" "$@" --state-dir "$WORK/n$i/state" \
+      --name "node$i" --secret-file "$SECRET" --cluster-name "$CLUSTER" --pki-dir "$WORK/n$i/pki" \
+      --etcd-data-dir "$WORK/n$i/etcd" --listen "$(nb_addr "$i")" --peers "$(nb_peers 3)" "${bflags[@]}"
+  )
+}
+list=$(limited 1 backup list 2>&1)
+read -r rss_list secs_list code_list < <(tail -1 "$WORK/time.out")
+echo "$list" | sed 's/^/  /'
+echo "backup list over the sparse bundle: exit $code_list, peak RSS $((rss_list / 1024)) MiB, $secs_list s"
+if [ "$code_list" = 0 ] && [ "$rss_list" -lt 262144 ] && echo "$list" | grep -q "^$sparse_name .*BAD: " &&
+  echo "$list" | sed -n 2p | grep -q ' good$'; then
+  ok "backup list reads the sparse 8 GiB bundle in pieces (peak RSS $((rss_list / 1024)) MiB), refuses it and lists it last"
+else
+  bad "backup list over a sparse bundle claiming 8 GiB: exit $code_list, peak RSS $((rss_list / 1024)) MiB"
+fi
+out=$(limited 2 backup now 2>&1)
+read -r rss_now secs_now code_now < <(tail -1 "$WORK/time.out")
+echo "$out" | grep 'good:\|retention' | sed 's/^/  /'
+echo "backup now beside the sparse bundle: exit $code_now, peak RSS $((rss_now / 1024)) MiB, $secs_now s"
+if [ "$code_now" = 0 ] && [ "$rss_now" -lt 262144 ] && echo "$out" | grep -q '^backup: good: '; then
+  ok "backup now and its retention beside the sparse bundle stay small (peak RSS $((rss_now / 1024)) MiB, $secs_now s)"
+  sparse_safe=1
+else
+  echo "$out" | tail -5
+  bad "backup now beside a sparse bundle claiming 8 GiB: exit $code_now, peak RSS $((rss_now / 1024)) MiB"
+  sparse_safe=0
+fi
+bflags=("${saved[@]}")
+leader_node=$(leader_of)
+if [ "$sparse_safe" = 1 ]; then
+  mv "$sparse" "$SHARE/"
+  from=$(all_lines)
+  t_sparse=$(date +%s)
+  deadline=$((t_sparse + 3 * INTERVAL + 20))
+  while [ "$(logs_since "$from" | grep -c 'backup: good: .*-scheduled')" -lt 2 ] && [ "$(date +%s)" -lt "$deadline" ]; do sleep 1; done
+  pid=${NB_PIDS[$leader_node]}
+  hwm=$(grep VmHWM "/proc/$pid/status" 2>/dev/null | awk '{print $2}')
+  n_after=$(logs_since "$from" | grep -c 'backup: good: .*-scheduled')
+  echo "leader node$leader_node ($(cat "/proc/$pid/comm" 2>/dev/null), pid $pid): $n_after scheduled bundles with the sparse bundle on the share; VmHWM ${hwm:-?} kB"
+  if [ "$n_after" -ge 2 ] && [ -n "$hwm" ] && [ "$hwm" -lt 262144 ]; then
+    ok "the scheduler goes on beside the sparse 8 GiB bundle ($n_after bundles; the node's peak RSS $((hwm / 1024)) MiB)"
+  else
+    bad "the scheduler beside the sparse bundle: $n_after good bundles, VmHWM ${hwm:-?} kB"
+  fi
+  rm -f "$SHARE/$sparse_name"
+else
+  bad "the sparse bundle was not put on the scheduler's share: the old code would read it whole in every prune"
+fi
+
+# 8c. 64 junk names, newer than every bundle, each a forged bundle whose header reads.
+# Before, a prune opened only the 64 newest names: all junk, so no real bundle counted
+# and retention held for good ("no bundle ... opens"), while the share filled.
+for k in $(seq 1 64); do forge "$SHARE/$CLUSTER-$(utc $((4070908800 + k)))-scheduled.sprout-backup"; done
+from=$(all_lines)
+deadline=$(($(date +%s) + 3 * INTERVAL + 20))
+while [ "$(logs_since "$from" | grep -c 'backup: good: .*-scheduled')" -lt 2 ] && [ "$(date +%s)" -lt "$deadline" ]; do sleep 1; done
+removed=$(logs_since "$from" | grep -c 'backup: retention removed')
+held=$(logs_since "$from" | grep -c 'backup: retention held')
+real=0
+for f in "$SHARE"/*.sprout-backup; do
+  case $(basename "$f") in "$CLUSTER"-209*|"$CLUSTER-$(utc "$slot")-scheduled.sprout-backup"|"$CLUSTER-$(utc $((slot + 2 * INTERVAL)))-scheduled.sprout-backup") ;; *) real=$((real + 1)) ;; esac
+done
+echo "with 64 junk names: retention removed $removed bundles, held $held times; $real real bundles on the share (keep $KEEP)"
+if [ "$removed" -ge 1 ] && [ "$held" = 0 ] && [ "$real" -le $((KEEP + 1)) ]; then
+  ok "64 junk names do not stop retention"
+else
+  bad "64 junk names stopped retention (removed $removed, held $held, $real real bundles left)"
+fi
+
+# 8d. A renamed old bundle: node2's first manual bundle, under a name far in the future.
+# Before, `backup list` sorted by the name and showed it first, and the runbook restores
+# the first good one.
+renamed=$CLUSTER-20990101T000000Z-scheduled.sprout-backup
+cp "$WORK/old-bundle" "$SHARE/$renamed"
+list=$(fb 1 backup list 2>&1)
+echo "$list" | head -4 | sed 's/^/  /'
+first=$(echo "$list" | grep ' good' | head -1 | cut -d' ' -f1)
+leader_node=$(leader_of)
+last_good=$("$FIRSTBOOT" status --state-dir "$WORK/n$leader_node/state" | grep '^backup: last good' | sed 's/^backup: last good \([^ ]*\) at .*/\1/')
+echo "the first good bundle listed: $first; the leader's last good: $(basename "$last_good")"
+if [ -n "$first" ] && [ "$first" != "$renamed" ] &&
+  echo "$list" | grep -q "^$renamed .* good (sealed .*, its name says 2099-01-01 00:00:00Z)$"; then
+  ok "backup list orders by the sealed time: the renamed old bundle is listed at its own time, not first"
+else
+  bad "backup list shows the renamed old bundle $renamed first, or not as renamed"
+fi
+# The attack files go (the later parts pick bundles by name).
+rm -f "$SHARE/$CLUSTER"-209*.sprout-backup "$SHARE/$CLUSTER-$(utc "$slot")-scheduled.sprout-backup" \
+  "$SHARE/$CLUSTER-$(utc $((slot + INTERVAL)))-scheduled.sprout-backup" "$SHARE/$CLUSTER-$(utc $((slot + 2 * INTERVAL)))-scheduled.sprout-backup"
 
 # 4. A corrupted bundle is refused at restore, and the node starts nothing.
 newest=$(ls "$SHARE"/*.sprout-backup | sort | tail -1)
