@@ -34,6 +34,9 @@ CLUSTER_PXE_MEM=${CLUSTER_PXE_MEM:-2560}  # the root sits in memory on a PXE nod
 # state partition grows into it at first boot (docs/design.md). Empty: the image's size.
 CLUSTER_DISK_GROW=${CLUSTER_DISK_GROW:-}
 declare -a CLUSTER_MEDIUM
+# How the nodes run: qemu (virtual machines, the default) or container (systemd
+# containers from the image's root file system: container-lib.sh, docs/container-nodes.md).
+CLUSTER_RUNTIME=${CLUSTER_RUNTIME:-qemu}
 
 # cluster_plain_boot IMAGE: scenario 0, one node of IMAGE booted alone to its login
 # prompt, outside the cluster; sets plain to its seconds (the baseline of the ratios).
@@ -57,10 +60,14 @@ cluster_init() {
   mkdir -p "$CLUSTER_DIR"
   # An arm64 image's nodes run under qemu-system-aarch64 with AAVMF (qemu_for, lib.sh).
   CLUSTER_ARCH=$(image_arch "$CLUSTER_IMAGE")
+  if [ "$CLUSTER_RUNTIME" = container ]; then
+    container_init || return 1
+  else
   find_firmware "$CLUSTER_ARCH" || return 1
   if ! choose_accel "$CLUSTER_ACCEL" "$CLUSTER_ARCH" "$CLUSTER_IMAGE"; then echo "cluster: $ACCEL_WHY" >&2; return 1; fi
   CLUSTER_ACCEL=$ACCEL CLUSTER_ACCEL_WHY=$ACCEL_WHY
   qemu_for "$CLUSTER_ARCH" "$CLUSTER_ACCEL" || return 1
+  fi
   [ -f "$CLUSTER_DIR/cluster.secret" ] || head -c 32 /dev/urandom > "$CLUSTER_DIR/cluster.secret"
   [ -f "$CLUSTER_DIR/id" ] || ssh-keygen -q -t ed25519 -N '' -C sprout-cluster -f "$CLUSTER_DIR/id" || return 1
   ip netns add "$CLUSTER_NS" || return 1
@@ -69,7 +76,8 @@ cluster_init() {
   ip -n "$CLUSTER_NS" addr add "$CLUSTER_NET.1/24" dev br0
   ip -n "$CLUSTER_NS" link set br0 up
   trap cluster_watchdog_fired USR1
-  cluster_watchdog start
+  # Containers have no QEMU to watch: the harness's own loop notices one that ends.
+  [ "$CLUSTER_RUNTIME" = container ] || cluster_watchdog start
 }
 
 # cluster_watchdog start|stop: while running, reads every running node's QEMU every 2 s:
@@ -193,6 +201,7 @@ node_config() {
 # vm_start I: boots node I from CLUSTER_MEDIUM[I] (its disk is made on first start and
 # kept across restarts).
 vm_start() {
+  [ "$CLUSTER_RUNTIME" != container ] || { container_start "$1"; return; }
   local i=$1 dir=$CLUSTER_DIR
   local medium=${CLUSTER_MEDIUM[$i]:-disk} tap=tap$i mem=$CLUSTER_MEM
   local boot=() firmware=(-drive "if=pflash,format=raw,unit=0,readonly=on,file=$FW_CODE"
@@ -266,6 +275,7 @@ vm_start() {
 
 # vm_kill I: pulls node I's power (SIGKILL to QEMU, no shutdown).
 vm_kill() {
+  [ "$CLUSTER_RUNTIME" != container ] || { container_kill "$1"; return; }
   local pidfile=$CLUSTER_DIR/node-$1.pid
   node_ssh_close "$1"
   [ -f "$pidfile" ] || return 0
@@ -275,7 +285,10 @@ vm_kill() {
 }
 
 # vm_running I: is node I's QEMU alive?
-vm_running() { [ -f "$CLUSTER_DIR/node-$1.pid" ] && kill -0 "$(cat "$CLUSTER_DIR/node-$1.pid")" 2>/dev/null; }
+vm_running() {
+  [ "$CLUSTER_RUNTIME" != container ] || { container_running "$1"; return; }
+  [ -f "$CLUSTER_DIR/node-$1.pid" ] && kill -0 "$(cat "$CLUSTER_DIR/node-$1.pid")" 2>/dev/null
+}
 
 # node_ssh I COMMAND...: runs a command on node I as root (10 s connect timeout). One
 # SSH connection per node is kept open and shared by the commands (OpenSSH's connection
@@ -462,6 +475,7 @@ cluster_teardown() {
   cluster_watchdog stop
   for f in "$CLUSTER_DIR"/ssh-*; do [ -S "$f" ] && node_ssh_close "${f##*/ssh-}"; done
   cluster_health_sampler stop
+  [ "$CLUSTER_RUNTIME" != container ] || container_teardown
   for f in "$CLUSTER_DIR"/node-*.pid "$CLUSTER_DIR"/server-*.pid "$CLUSTER_DIR"/tpm-*/pid; do
     [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null
   done
@@ -487,3 +501,4 @@ cluster_test_traps() {
 . "$CLUSTER_LIB_DIR/cluster-servers.sh"
 . "$CLUSTER_LIB_DIR/cluster-update.sh"
 . "$CLUSTER_LIB_DIR/cluster-backup.sh"
+. "$CLUSTER_LIB_DIR/container-lib.sh"
