@@ -267,8 +267,13 @@ leader_of() {
 # forge FILE: a real bundle with its last byte flipped: its clear header reads and its
 # size matches, but it does not open (what anyone can make without the secret).
 forge() { cp "$WORK/old-bundle" "$1"; printf '\x00' | dd of="$1" bs=1 seek=$(($(stat -c %s "$1") - 1)) conv=notrunc status=none; }
-logs_since() { cat "$WORK"/n[123]/firstboot.log | tail -n +"$1"; }
-all_lines() { cat "$WORK"/n[123]/firstboot.log | wc -l; }
+# all_lines: a mark of where each node's log ends now ("L1 L2 L3"); logs_since MARK: the
+# lines every node logged after it (per node: the logs grow side by side).
+all_lines() { local i; for i in 1 2 3; do printf '%s ' "$(wc -l <"$WORK/n$i/firstboot.log")"; done; }
+logs_since() {
+  local i=1 n
+  for n in $1; do tail -n +"$((n + 1))" "$WORK/n$i/firstboot.log"; i=$((i + 1)); done
+}
 
 # 8a. Pre-created slot names: the next three slots' names hold junk, an older real
 # bundle renamed, and a forged bundle. Before, each slot found "its" name and wrote
@@ -280,7 +285,7 @@ echo "not a bundle" >"$SHARE/$CLUSTER-$(utc "$slot")-scheduled.sprout-backup"
 cp "$WORK/old-bundle" "$SHARE/$CLUSTER-$(utc $((slot + INTERVAL)))-scheduled.sprout-backup"
 forge "$SHARE/$CLUSTER-$(utc $((slot + 2 * INTERVAL)))-scheduled.sprout-backup"
 echo "pre-created the names of the slots at $(utc "$slot"), $(utc $((slot + INTERVAL))) and $(utc $((slot + 2 * INTERVAL))) (junk, an old bundle renamed, a forged bundle)"
-from=$(all_lines)
+from="$(all_lines)"
 deadline=$((slot + 3 * INTERVAL + 20))
 slots_written() {
   local k n=0
@@ -361,7 +366,7 @@ bflags=("${saved[@]}")
 leader_node=$(leader_of)
 if [ "$sparse_safe" = 1 ]; then
   mv "$sparse" "$SHARE/"
-  from=$(all_lines)
+  from="$(all_lines)"
   t_sparse=$(date +%s)
   deadline=$((t_sparse + 3 * INTERVAL + 20))
   while [ "$(logs_since "$from" | grep -c 'backup: good: .*-scheduled')" -lt 2 ] && [ "$(date +%s)" -lt "$deadline" ]; do sleep 1; done
@@ -383,7 +388,7 @@ fi
 # Before, a prune opened only the 64 newest names: all junk, so no real bundle counted
 # and retention held for good ("no bundle ... opens"), while the share filled.
 for k in $(seq 1 64); do forge "$SHARE/$CLUSTER-$(utc $((4070908800 + k)))-scheduled.sprout-backup"; done
-from=$(all_lines)
+from="$(all_lines)"
 deadline=$(($(date +%s) + 3 * INTERVAL + 20))
 while [ "$(logs_since "$from" | grep -c 'backup: good: .*-scheduled')" -lt 2 ] && [ "$(date +%s)" -lt "$deadline" ]; do sleep 1; done
 removed=$(logs_since "$from" | grep -c 'backup: retention removed')
