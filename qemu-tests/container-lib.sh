@@ -155,13 +155,31 @@ container_start() {
   # hierarchy is writable), so crun and runc could not make a cgroup for a pod ("crun:
   # creating cgroup directory /sys/fs/cgroup/pids/container: No such file or
   # directory"); each controller's hierarchy is the node's own cgroup there, bound
-  # writable over nspawn's read-only mount (with the cgroup namespace it is the
-  # container's root, so /proc/self/cgroup agrees).
+  # writable (with the cgroup namespace it is the container's root, so /proc/self/cgroup
+  # agrees). Not enough alone: nspawn mounts its read-only controllers after the custom
+  # binds, on top of them, and crun still failed ...
   while read -r g; do
     case $g in /sys/fs/cgroup/systemd/* | /sys/fs/cgroup/unified/* | "") continue ;; esac
     g=${g#/sys/fs/cgroup/} ctl=${g%%/*}
     binds+=(--bind="/sys/fs/cgroup/$g:/sys/fs/cgroup/$ctl")
   done <<<"$cg"
+  # ... so a unit of the harness's, in /run/systemd/system (a folder bound there), remounts
+  # every controller writable in the container before anything else starts.
+  local units=$dir/node-$i/units
+  mkdir -p "$units/sysinit.target.wants"
+  cat > "$units/sprout-container-cgroups.service" <<'UNIT'
+[Unit]
+Description=container node: the cgroup controllers writable (qemu-tests/container-lib.sh)
+DefaultDependencies=no
+Before=sysinit.target
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/bin/sh -c 'for d in /sys/fs/cgroup/*/; do mount -o remount,rw,bind "$d"; done'
+UNIT
+  ln -sf ../sprout-container-cgroups.service "$units/sysinit.target.wants/"
+  binds+=(--bind-ro="$units:/run/systemd/system")
   echo "=== boot $(date +%T) as a container" >> "$dir/node-$i.log"
   date +%s.%N >"$dir/node-$i.started"  # power-on, for the timeline (qemu-tests/timeline.sh)
   # The settings and their reasons: docs/container-nodes.md ("The nspawn settings").
@@ -174,7 +192,12 @@ container_start() {
     CONTAINER_CG="$cg" bash -c '
       while read -r g; do
         [ -n "$g" ] || continue
-        mkdir -p "$g" && echo $$ > "$g/cgroup.procs" || echo "cluster: cannot enter the cgroup $g" >&2
+        mkdir -p "$g" || { echo "cluster: cannot make the cgroup $g" >&2; continue; }
+        # A new cpuset cgroup has no CPUs or memory nodes until given its parent'"'"'s.
+        for f in cpuset.cpus cpuset.mems; do
+          [ -f "$g/$f" ] && [ -z "$(cat "$g/$f")" ] && cat "${g%/*}/$f" > "$g/$f"
+        done
+        echo $$ > "$g/cgroup.procs" || echo "cluster: cannot enter the cgroup $g" >&2
       done <<<"$CONTAINER_CG"
       exec "$@"' nspawn \
     nsenter --net="/run/netns/$CLUSTER_NS" systemd-nspawn --quiet --boot --register=no --keep-unit --machine="node-$i" \
