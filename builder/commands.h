@@ -51,6 +51,7 @@ struct BootOptions {
 struct PersonalizeOptions {
   std::filesystem::path image;
   std::optional<std::filesystem::path> secret_file, ssh_key_file;
+  std::optional<std::filesystem::path> new_secret_file;  // --new-cluster-secret: made here, must not exist
   std::optional<std::string> hostname, role, address, gateway;
   std::optional<std::string> backup_dir, restore_from;  // docs/backup.md
   std::vector<std::string> peers;

@@ -305,8 +305,10 @@ int Personalize(int argc, char** argv) {
                      "rebuilding and without touching the root. Settings add to those already there.\n"
                      "At boot, fw_cfg (opt/sprout/config) overrides them and the kernel command line\n"
                      "(sprout.KEY=VALUE) overrides both.");
-  o.add_options()("cluster-secret", "file whose bytes are the cluster secret (at least 16)",
-                  cxxopts::value<std::string>())("hostname", "node name", cxxopts::value<std::string>())(
+  o.add_options()("cluster-secret", "file whose bytes are the cluster secret (at least 16, not a repeated pattern)",
+                  cxxopts::value<std::string>())(
+      "new-cluster-secret", "make a new cluster secret in this file (32 random bytes, mode 600; it must not exist)",
+      cxxopts::value<std::string>())("hostname", "node name", cxxopts::value<std::string>())(
       "role", "control-plane or worker", cxxopts::value<std::string>())(
       "address", "static address with prefix, e.g. 198.18.0.10/24", cxxopts::value<std::string>())(
       "gateway", "default gateway", cxxopts::value<std::string>())(
@@ -324,6 +326,7 @@ int Personalize(int argc, char** argv) {
                sprout::cli::PersonalizeOptions p;
                p.image = a["image"].as<std::string>();
                Set<std::string>(a, "cluster-secret", p.secret_file);
+               Set<std::string>(a, "new-cluster-secret", p.new_secret_file);
                Set<std::string>(a, "ssh-key", p.ssh_key_file);
                Set<std::string>(a, "hostname", p.hostname);
                Set<std::string>(a, "role", p.role);

@@ -1,6 +1,8 @@
 // `sprout personalize`: write per-cluster and per-node settings into an image's config
 // area, without rebuilding and without touching the root (so verity stays valid).
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -13,6 +15,7 @@
 #include "image/gpt.h"
 #include "image/plan.h"
 #include "nodeconfig/nodeconfig.h"
+#include "pki/pki.h"
 #include "settings/settings.h"
 #include "util/fs.h"
 #include "util/text.h"
@@ -35,13 +38,38 @@ std::string Redacted(const NodeConfig& c) {
   return text;
 }
 
-// ReadClusterSecret reads a cluster secret file, refusing one too short to be a secret.
+// ReadClusterSecret reads a cluster secret file, refusing one too weak to be a secret.
 Result<std::string> ReadClusterSecret(const std::filesystem::path& file) {
   auto secret = ReadFile(file);
   if (!secret) return Fail(secret.error());
-  if (secret->size() < 16) {
-    return Fail("the cluster secret in " + file.string() + " has " + std::to_string(secret->size()) +
-                " bytes; use at least 16 (e.g. `head -c 32 /dev/urandom > secret`)");
+  if (auto weak = formation::ClusterSecretWeakness(*secret); !weak.empty()) {
+    return Fail("the cluster secret in " + file.string() + " is too weak: " + weak +
+                "; let sprout make one: --new-cluster-secret FILE (32 random bytes, mode 600)");
+  }
+  return secret;
+}
+
+// NewClusterSecret makes 32 random bytes and writes them to file, which must not exist
+// yet (created mode 600, so no other user reads it even for a moment).
+Result<std::string> NewClusterSecret(const std::filesystem::path& file) {
+  auto secret = pki::RandomBytes(32);
+  if (!secret) return Fail(secret.error());
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == EEXIST) {
+      return Fail("--new-cluster-secret: " + file.string() +
+                  " exists; a second cluster secret would found a second cluster. Give --cluster-secret " +
+                  file.string() + " to use it, or another name");
+    }
+    return Fail("--new-cluster-secret: cannot create " + file.string() + ": " + std::strerror(err));
+  }
+  const bool written = ::write(fd, secret->data(), secret->size()) == static_cast<ssize_t>(secret->size());
+  const bool synced = ::fsync(fd) == 0;
+  ::close(fd);
+  if (!written || !synced) {
+    ::unlink(file.c_str());
+    return Fail("--new-cluster-secret: cannot write " + file.string() + ": " + std::strerror(errno));
   }
   return secret;
 }
@@ -49,8 +77,16 @@ Result<std::string> ReadClusterSecret(const std::filesystem::path& file) {
 }  // namespace
 
 int Personalize(const PersonalizeOptions& o) {
+  // A secret made by --new-cluster-secret is removed again when the image was not
+  // personalized with it: nothing holds it, and a rerun may make it afresh.
+  bool made_secret = false;
   auto fail = [&](const std::string& why) {
     std::cerr << "sprout: " << o.image.string() << ": " << why << "\n";
+    if (made_secret) {
+      std::error_code ec;
+      fs::remove(*o.new_secret_file, ec);
+      std::cerr << "sprout: removed " << o.new_secret_file->string() << " again; no image holds that secret\n";
+    }
     return 1;
   };
   auto disk = DiskFile::Open(o.image, !o.print);
@@ -93,9 +129,18 @@ int Personalize(const PersonalizeOptions& o) {
     if (auto at = backup::SplitBundleLocation(*o.restore_from); !at) return fail("--restore-from: " + at.error());
     lines += "restore-from=" + *o.restore_from + "\n";
   }
-  if (o.secret_file) {
-    auto secret = ReadClusterSecret(*o.secret_file);
+  if (o.secret_file && o.new_secret_file) {
+    return fail("give --cluster-secret FILE (an existing secret) or --new-cluster-secret FILE (a new one), not both");
+  }
+  if (o.secret_file || o.new_secret_file) {
+    auto secret = o.secret_file ? ReadClusterSecret(*o.secret_file) : NewClusterSecret(*o.new_secret_file);
     if (!secret) return fail(secret.error());
+    made_secret = o.new_secret_file.has_value();
+    if (o.new_secret_file) {
+      std::cerr << "sprout: made a new cluster secret in " << o.new_secret_file->string()
+                << " (32 random bytes, mode 600); personalize the cluster's other nodes with --cluster-secret "
+                << o.new_secret_file->string() << "\n";
+    }
     lines += "cluster-secret=" + Base64Encode(*secret) + "\n";
   }
   if (o.ssh_key_file) {
@@ -110,7 +155,7 @@ int Personalize(const PersonalizeOptions& o) {
   auto merged_or = settings::SecretsForRole(o.clear ? *given : MergeNodeConfig({*existing, *given}));
   if (!merged_or) return fail(merged_or.error());
   NodeConfig merged = *merged_or;
-  if (merged.worker_secret && o.secret_file) {
+  if (merged.worker_secret && (o.secret_file || o.new_secret_file)) {
     std::cerr << "sprout: " << o.image.string()
               << ": role worker: wrote the worker secret derived from the cluster secret, not the cluster secret\n";
   }
@@ -136,6 +181,7 @@ int Personalize(const PersonalizeOptions& o) {
       }
     }
   }
+  made_secret = false;  // the image holds it now: it stays, whatever follows
   std::cout << "personalized " << o.image.string() << " (config area at byte " << area->offset()
             << "; root and verity untouched):\n"
             << Redacted(merged);

@@ -138,6 +138,28 @@ out=$("$SPROUT" personalize "$work/pers-cp.raw" --cluster-secret "$work/secret" 
 check "a control-plane node is given the cluster secret itself" \
   "$rc:$(grep -c -a -F "$secret_b64" "$work/pers-cp.raw"):$(grep -c -a -F "$worker_secret" "$work/pers-cp.raw")" '^0:1:0$'
 rm -f "$work/pers-cp.raw"
+# A weak cluster secret is refused; --new-cluster-secret makes one (mode 600) and never
+# overwrites one that exists.
+cp --sparse=always "$img" "$work/pers-new.raw"
+printf 'passwordpassword' >"$work/weak-secret"
+out=$("$SPROUT" personalize "$work/pers-new.raw" --cluster-secret "$work/weak-secret" 2>&1); rc=$?
+check "a repeated-pattern cluster secret is refused, naming the fix" "$rc:$out" \
+  "^1:.*weak-secret is too weak: its 16 bytes hold only 7 distinct values.*--new-cluster-secret FILE"
+printf 'short' >"$work/weak-secret"
+out=$("$SPROUT" personalize "$work/pers-new.raw" --cluster-secret "$work/weak-secret" 2>&1); rc=$?
+check "a short cluster secret is refused" "$rc:$out" "^1:.*it has 5 bytes; a cluster secret needs at least 16"
+out=$("$SPROUT" personalize "$work/pers-new.raw" --new-cluster-secret "$work/new-secret" --role control-plane 2>&1); rc=$?
+check "--new-cluster-secret makes 32 bytes, mode 600, and says how to use it on the other nodes" \
+  "$rc:$(stat -c '%a %s' "$work/new-secret"):$out" \
+  "^0:600 32:.*made a new cluster secret in $work/new-secret .*--cluster-secret $work/new-secret"
+check "... and the image holds that secret" "$(grep -c -a -F "$(base64 -w0 <"$work/new-secret")" "$work/pers-new.raw")" '^1$'
+before=$(sha256sum <"$work/new-secret")
+out=$("$SPROUT" personalize "$work/pers-new.raw" --new-cluster-secret "$work/new-secret" 2>&1); rc=$?
+check "--new-cluster-secret refuses a file that exists, and leaves it as it was" \
+  "$rc:$(sha256sum <"$work/new-secret" | cut -c1-64):$out" "^1:${before:0:64}:.*exists; a second cluster secret would found a second cluster"
+out=$("$SPROUT" personalize "$work/pers-new.raw" --new-cluster-secret "$work/other-secret" --address nonsense 2>&1); rc=$?
+check "a refused personalize removes the secret it made" "$rc:$([ -e "$work/other-secret" ] && echo kept || echo gone)" '^1:gone$'
+rm -f "$work/pers-new.raw"
 out=$("$SPROUT" personalize "$work/pers.raw" --role boss 2>&1); rc=$?
 check "a bad role is refused with the rule" "$rc:$out" "^1:.*role must be 'control-plane' or 'worker'; got 'boss'"
 out=$("$SPROUT" personalize "$work/pers.raw" --hostname rack1-n2 && "$SPROUT" personalize "$work/pers.raw" --print)

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <set>
 
 #include "util/sha256.h"
 
@@ -170,6 +171,17 @@ bool Gate::Fresh(std::map<std::string, Window>& windows, const Header& h) {
   if (w.seen & bit) return false;
   w.seen |= bit;
   return true;
+}
+
+std::string ClusterSecretWeakness(std::string_view secret) {
+  if (secret.size() < 16)
+    return "it has " + std::to_string(secret.size()) + " bytes; a cluster secret needs at least 16";
+  std::set<unsigned char> distinct(secret.begin(), secret.end());
+  if (distinct.size() < 8) {
+    return "its " + std::to_string(secret.size()) + " bytes hold only " + std::to_string(distinct.size()) +
+           " distinct values (a repeated pattern or a word is guessed, not a secret)";
+  }
+  return "";
 }
 
 }  // namespace sprout::formation

@@ -32,6 +32,11 @@ Mac ComputeMac(const Key& key, std::span<const std::uint8_t> data);
 // hex digits of HMAC-SHA256(cluster secret, "sprout worker secret v1"). Anyone with the
 // cluster secret can derive it; nobody can go back from it to the cluster secret.
 std::string WorkerSecret(std::string_view cluster_secret);
+
+// ClusterSecretWeakness says why a cluster secret is too weak to found a cluster on
+// (fewer than 16 bytes, or fewer than 8 distinct byte values: a repeated pattern or a
+// short word), or "" when it is not. `sprout personalize` refuses a weak one.
+std::string ClusterSecretWeakness(std::string_view secret);
 // ValidWorkerSecret checks the form WorkerSecret gives: 64 lower-case hex digits.
 bool ValidWorkerSecret(std::string_view text);
 

@@ -195,3 +195,13 @@ TEST_CASE("the worker key proves a worker and nothing more", "[formation]") {
   CHECK_FALSE(WorkerMayReceive(VoteRequest{}));
   CHECK_FALSE(WorkerMayReceive(Beacon{}));
 }
+
+TEST_CASE("ClusterSecretWeakness: short secrets and repeated patterns are weak; random bytes are not", "[auth]") {
+  CHECK_THAT(ClusterSecretWeakness("s3cret"), Catch::Contains("6 bytes"));
+  CHECK_THAT(ClusterSecretWeakness(std::string(32, 'a')), Catch::Contains("only 1 distinct"));
+  CHECK_THAT(ClusterSecretWeakness("passwordpassword"), Catch::Contains("only 7 distinct"));
+  CHECK(ClusterSecretWeakness("correct horse battery staple").empty());
+  std::string bytes;
+  for (int i = 0; i < 32; ++i) bytes.push_back(static_cast<char>(i * 37 + 11));
+  CHECK(ClusterSecretWeakness(bytes).empty());
+}

@@ -159,6 +159,14 @@ Result<ClusterCAs> MakeClusterCAs() {
   return ClusterCAs{*etcd, *kube, *proxy, *sa, *key};
 }
 
+Result<std::string> RandomBytes(std::size_t n) {
+  std::string raw(n, '\0');
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(raw.data()), static_cast<int>(raw.size())) != 1) {
+    return Fail(OpenSslError("no randomness"));
+  }
+  return raw;
+}
+
 Result<std::string> MakeEncryptionKey() {
   std::string raw(32, '\0');
   if (RAND_bytes(reinterpret_cast<unsigned char*>(raw.data()), static_cast<int>(raw.size())) != 1) {

@@ -39,6 +39,9 @@ struct ClusterCAs {
 // kEncryptionKeyFile is the encryption key's file in the PKI layout (0600).
 inline constexpr const char* kEncryptionKeyFile = "encryption.key";
 
+// RandomBytes is n bytes from OpenSSL's random generator (for a new cluster secret).
+Result<std::string> RandomBytes(std::size_t n);
+
 // MakeEncryptionKey makes a fresh encryption key: 32 random bytes, base64.
 Result<std::string> MakeEncryptionKey();
 // ValidEncryptionKey is true when key is base64 of exactly 32 bytes.
