@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -91,7 +92,7 @@ class Agent {
  private:
   const NodeAgentOptions& o_;
   const AgentLog& log_;
-  std::set<std::string> routed_;     // "CIDR via IP" already programmed
+  std::set<std::string> routed_;     // "CIDR via IP" installed before (for the log's wording)
   std::set<std::string> refused_;    // skipped routes and Service-route problems already logged
   bool bootstrap_done_ = false;      // bindings made, the base token's Secret gone
   std::int64_t secrets_window_ = 0;  // the window whose worker-token Secrets exist
@@ -237,6 +238,10 @@ class Agent {
     return "";
   }
 
+  // Routes installs the plan's routes that the kernel's table lacks, every round: a
+  // route flushed by hand or lost with its link comes back within a round, and a Node
+  // whose next hop changed is followed. Each route is tried whatever failed before it;
+  // the failures are reported together.
   std::string Routes(const kube::PodRoutePlan& plan) {
     auto skipped = nlohmann::ordered_json::array();
     for (const auto& s : plan.skipped) {
@@ -245,16 +250,30 @@ class Agent {
       if (refused_.insert(line).second) log_(LOG_WARNING, "pod network: not routing " + line);
     }
     if (!skipped.empty()) report["skippedRoutes"] = skipped;
-    for (const auto& r : plan.routes) {
-      const std::string key = r.cidr + " via " + r.via;
-      if (routed_.count(key) != 0) continue;
-      auto run = Run({{"ip", "route", "replace", r.cidr, "via", r.via}});
-      if (!run) return run.error();
-      if (run->exit_code != 0) return "ip route replace " + key + " failed: " + run->output;
-      routed_.insert(key);
-      log_(LOG_INFO, "pod network: route " + key);
+    if (plan.routes.empty()) return "";
+    std::map<std::string, std::string> kernel;
+    const bool v6 = std::any_of(plan.routes.begin(), plan.routes.end(),
+                                [](const kube::PodRoute& r) { return r.cidr.find(':') != std::string::npos; });
+    for (const char* family : {"-4", "-6"}) {
+      if (family[1] == '6' && !v6) continue;  // a node may run with IPv6 off; ask only when a route needs it
+      auto shown = Run({{"ip", family, "route", "show"}});
+      if (!shown) return shown.error();
+      if (shown->exit_code != 0) return std::string("ip ") + family + " route show failed: " + shown->output;
+      kernel.merge(kube::KernelRoutes(shown->output));
     }
-    return "";
+    std::vector<std::string> failed;
+    for (const auto& r : kube::MissingRoutes(plan.routes, kernel)) {
+      const std::string key = r.cidr + " via " + r.via;
+      auto run = Run({{"ip", "route", "replace", r.cidr, "via", r.via}});
+      if (!run || run->exit_code != 0) {
+        failed.push_back("ip route replace " + key + " failed: " + (run ? run->output : run.error()));
+        continue;
+      }
+      const bool again = routed_.count(key) != 0;
+      routed_.insert(key);
+      log_(LOG_INFO, "pod network: route " + key + (again ? " again (it was gone from the kernel's table)" : ""));
+    }
+    return Join(failed, "; ");
   }
 };
 

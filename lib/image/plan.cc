@@ -43,10 +43,28 @@ DiskPlan PlanDisk(const Profile& profile, const std::string& seed) {
   return d;
 }
 
+namespace {
+
+// HexValue is a hex digit's value, or -1 for any other character.
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+bool IsRootHash(std::string_view text) {
+  return text.size() == 64 && std::all_of(text.begin(), text.end(), [](char c) { return HexValue(c) >= 0; });
+}
+
 SlotUuids SlotUuidsOf(const std::string& root_hash) {
   std::uint8_t bytes[32] = {};
   for (std::size_t i = 0; i < 32 && 2 * i + 1 < root_hash.size(); ++i) {
-    bytes[i] = static_cast<std::uint8_t>(std::stoi(root_hash.substr(2 * i, 2), nullptr, 16));
+    const int hi = HexValue(root_hash[2 * i]);
+    const int lo = HexValue(root_hash[2 * i + 1]);
+    bytes[i] = hi < 0 || lo < 0 ? 0 : static_cast<std::uint8_t>(hi * 16 + lo);
   }
   return {Guid::FromBytes(bytes), Guid::FromBytes(bytes + 16)};
 }

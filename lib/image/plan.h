@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "image/gpt.h"
@@ -78,7 +79,11 @@ inline constexpr const char* kEntryPattern = "sprout-*";
 struct SlotUuids {
   Guid root, verity;
 };
+// A root hash that is not 64 hex digits (IsRootHash) gives zero bytes where its digits
+// are missing or not hex; it never throws, and callers check IsRootHash first.
 SlotUuids SlotUuidsOf(const std::string& root_hash);
+// IsRootHash says whether text is a root hash as sprout writes it: 64 hex digits.
+bool IsRootHash(std::string_view text);
 
 // The kernel command-line words that ask the initrd to encrypt the state partition at
 // first boot and say what a node without a TPM does (docs/secure-boot.md). A profile

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 
 #include "shoot/shoot.h"
 
@@ -177,7 +178,10 @@ PodRoutePlan PeerRoutes(const std::string& self, const std::vector<NodeView>& no
     if (!pods) {
       skip("the cluster record gives no valid networking.pods ('" + networks.pods + "') to check it against");
     } else if (!cidr) {
-      skip("it is not a network (an address and prefix length with the host bits zero)");
+      skip("it is not a network (an address and a decimal prefix length with no leading zero, the host bits zero)");
+    } else if (FormatCidr(*cidr) != n.pod_cidr) {
+      skip("it is not written in its canonical form " + FormatCidr(*cidr) +
+           "; only that spelling is routed, so that the route installed is the network checked");
     } else if (!Inside(*cidr, *pods)) {
       skip("it is not inside networking.pods " + networks.pods);
     } else if (node_net && CidrsOverlap(*cidr, *node_net)) {
@@ -207,6 +211,40 @@ PodRoutePlan PeerRoutes(const std::string& self, const std::vector<NodeView>& no
   std::sort(plan.routes.begin(), plan.routes.end(),
             [](const PodRoute& a, const PodRoute& b) { return a.cidr != b.cidr ? a.cidr < b.cidr : a.via < b.via; });
   return plan;
+}
+
+std::map<std::string, std::string> KernelRoutes(const std::string& ip_route_output) {
+  std::map<std::string, std::string> out;
+  std::istringstream lines(ip_route_output);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream words(line);
+    std::string dest, word, via;
+    if (!(words >> dest)) continue;
+    while (words >> word) {
+      if (word == "via") {
+        words >> via;
+        if (via == "inet" || via == "inet6") words >> via;  // "via inet6 ADDR" on a mixed route
+        break;
+      }
+    }
+    if (via.empty()) continue;
+    if (dest == "default")
+      dest = dest.find(':') == std::string::npos && via.find(':') == std::string::npos ? "0.0.0.0/0" : "::/0";
+    if (dest.find('/') == std::string::npos) dest += dest.find(':') == std::string::npos ? "/32" : "/128";
+    out.emplace(dest, via);
+  }
+  return out;
+}
+
+std::vector<PodRoute> MissingRoutes(const std::vector<PodRoute>& planned,
+                                    const std::map<std::string, std::string>& kernel) {
+  std::vector<PodRoute> out;
+  for (const auto& r : planned) {
+    auto it = kernel.find(r.cidr);
+    if (it == kernel.end() || it->second != r.via) out.push_back(r);
+  }
+  return out;
 }
 
 std::optional<std::string> ServiceRoute(const PodNetworks& networks) {

@@ -71,6 +71,17 @@ struct PodRoutePlan {
 // doing. Without a valid networking.pods nothing is routed.
 PodRoutePlan PeerRoutes(const std::string& self, const std::vector<NodeView>& nodes, const PodNetworks& networks);
 
+// KernelRoutes reads what `ip route show` (or `ip -6 route show`) printed: each route
+// that has a next hop, as destination -> gateway. A host route the kernel prints
+// without its length gets /32 (or /128), so it compares with a CIDR's text.
+std::map<std::string, std::string> KernelRoutes(const std::string& ip_route_output);
+
+// MissingRoutes are the planned routes the kernel's table lacks, or holds with another
+// next hop: the node agent installs these every round, so a route flushed by hand or
+// lost with a link comes back, and a changed next hop is followed.
+std::vector<PodRoute> MissingRoutes(const std::vector<PodRoute>& planned,
+                                    const std::map<std::string, std::string>& kernel);
+
 // ServiceRoute is the route a node needs so that its own processes reach Service
 // ClusterIPs: networking.services on the node's link. kube-proxy rewrites a ClusterIP to
 // a pod's address in iptables' OUTPUT chain, but the kernel routes a host's packet

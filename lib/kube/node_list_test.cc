@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "shoot/shoot.h"
+
 using namespace sprout;
 using namespace sprout::kube;
 
@@ -238,6 +240,16 @@ TEST_CASE("kube: PeerRoutes never routes a hostile Node's pod subnet", "[kube]")
        {"10.244.1.0/24 via 198.18.0.12"},
        {"evil"},
        "not a network"},
+      {"a leading-zero prefix (/026 is a /22 to iproute2, which reads it as octal)",
+       {"evil", "10.244.8.0/026", "198.18.0.66"},
+       {"10.244.1.0/24 via 198.18.0.12"},
+       {"evil"},
+       "not a network"},
+      {"an address spelled with a leading zero",
+       {"evil", "10.244.08.0/24", "198.18.0.66"},
+       {"10.244.1.0/24 via 198.18.0.12"},
+       {"evil"},
+       "not a network"},
       {"a fresh honest subnet is routed",
        {"node-3", "10.244.2.0/24", "198.18.0.13"},
        {"10.244.1.0/24 via 198.18.0.12", "10.244.2.0/24 via 198.18.0.13"},
@@ -251,6 +263,27 @@ TEST_CASE("kube: PeerRoutes never routes a hostile Node's pod subnet", "[kube]")
     CHECK(SkippedNodes(plan) == row.refused);
     for (const auto& s : plan.skipped) CHECK_THAT(s.why, Catch::Contains(row.why));
   }
+}
+
+TEST_CASE("kube: PeerRoutes routes only the canonical spelling of a subnet", "[kube]") {
+  // An IPv6 pod network: "fd00:10::1:0:0:0/80" is the network fd00:10:0:0:1::/80 written
+  // another way; only the spelling the kernel shows is installed, so the route that is
+  // installed is the text that was checked.
+  const PodNetworks v6{"fd00:10::/64", "fd00:1::/64", "fd00:96::/108"};
+  std::vector<NodeView> nodes = {{"node-1", "fd00:10::/80", "fd00:1::11"},
+                                 {"node-2", "fd00:10::1:0:0:0/80", "fd00:1::12"},
+                                 {"node-3", "FD00:10:0:0:2::/80", "fd00:1::13"},
+                                 {"node-4", "fd00:10:0:0:3::/80", "fd00:1::14"}};
+  auto plan = PeerRoutes("node-1", nodes, v6);
+  CHECK(Routed(plan) == std::vector<std::string>{"fd00:10:0:0:3::/80 via fd00:1::14"});
+  CHECK(SkippedNodes(plan) == std::vector<std::string>{"node-2", "node-3"});
+  for (const auto& s : plan.skipped) CHECK_THAT(s.why, Catch::Contains("canonical form fd00:10:0:0:"));
+  auto cidr = sprout::ParseCidr("10.244.1.0/24");
+  REQUIRE(cidr);
+  CHECK(sprout::FormatCidr(*cidr) == "10.244.1.0/24");
+  CHECK(sprout::FormatCidr(*sprout::ParseCidr("FD00:10::2:0:0:0/80")) == "fd00:10:0:0:2::/80");
+  CHECK_FALSE(sprout::ParseCidr("10.244.1.0/024"));
+  CHECK(sprout::ParseCidr("0.0.0.0/0"));
 }
 
 TEST_CASE("kube: PeerRoutes keeps subnets off the node and service networks even inside the pod network", "[kube]") {
@@ -323,4 +356,32 @@ TEST_CASE("kube: ServiceRoute is networking.services when it is a network, else 
   CHECK_FALSE(ServiceRoute(PodNetworks{"10.244.0.0/16", "", "10.96.0.1/12"}));
   CHECK_FALSE(ServiceRoute(PodNetworks{"10.244.0.0/16", "", "10.96.0.0"}));
   CHECK_FALSE(ServiceRoute(PodNetworks{"10.244.0.0/16", "", "10.96.0.0/12 dev lo"}));
+}
+
+TEST_CASE("kube: MissingRoutes installs what the kernel lacks or holds with another next hop", "[kube]") {
+  // What `ip route show` printed on a node after someone ran `ip route flush
+  // 10.244.1.0/24` and a Node's address changed: the flushed route and the moved one are
+  // installed again, the one in place is left alone.
+  const std::string table =
+      "default via 198.18.0.1 dev eth0 proto static\n"
+      "10.96.0.0/12 dev eth0 scope link\n"
+      "10.244.2.0/24 via 198.18.0.13 dev eth0\n"
+      "10.244.3.0/24 via 198.18.0.66 dev eth0\n"
+      "198.18.0.0/24 dev eth0 proto kernel scope link src 198.18.0.11\n"
+      "198.18.0.99 via 198.18.0.12 dev eth0\n";
+  auto kernel = KernelRoutes(table);
+  CHECK(kernel.at("0.0.0.0/0") == "198.18.0.1");
+  CHECK(kernel.at("198.18.0.99/32") == "198.18.0.12");
+  CHECK_FALSE(kernel.contains("10.96.0.0/12"));  // no next hop: not a pod route
+  const std::vector<PodRoute> planned = {
+      {"10.244.1.0/24", "198.18.0.12"}, {"10.244.2.0/24", "198.18.0.13"}, {"10.244.3.0/24", "198.18.0.14"}};
+  CHECK(MissingRoutes(planned, kernel) ==
+        std::vector<PodRoute>{{"10.244.1.0/24", "198.18.0.12"}, {"10.244.3.0/24", "198.18.0.14"}});
+  const std::string repaired =
+      "10.244.1.0/24 via 198.18.0.12 dev eth0\n"
+      "10.244.2.0/24 via 198.18.0.13 dev eth0\n"
+      "10.244.3.0/24 via 198.18.0.14 dev eth0\n";
+  CHECK(MissingRoutes(planned, KernelRoutes(repaired)).empty());
+  auto v6 = KernelRoutes("fd00:10::3:0:0/80 via fd00:1::14 dev eth0 metric 1024 pref medium\n");
+  CHECK(v6.at("fd00:10::3:0:0/80") == "fd00:1::14");
 }

@@ -297,7 +297,7 @@ std::optional<Cidr> ParseCidr(std::string_view text) {
   if (slash == std::string_view::npos) return std::nullopt;
   std::string addr(text.substr(0, slash));
   std::string len(text.substr(slash + 1));
-  if (len.empty() || len.size() > 3 ||
+  if (len.empty() || len.size() > 3 || (len.size() > 1 && len[0] == '0') ||
       !std::all_of(len.begin(), len.end(), [](char c) { return c >= '0' && c <= '9'; }))
     return std::nullopt;
   Cidr c;
@@ -316,6 +316,12 @@ std::optional<Cidr> ParseCidr(std::string_view text) {
     if ((c.addr[b / 8] >> (7 - b % 8)) & 1) return std::nullopt;  // host bits must be zero
   }
   return c;
+}
+
+std::string FormatCidr(const Cidr& cidr) {
+  char text[INET6_ADDRSTRLEN] = {};
+  if (inet_ntop(cidr.v6 ? AF_INET6 : AF_INET, cidr.addr, text, sizeof text) == nullptr) return "";
+  return std::string(text) + "/" + std::to_string(cidr.prefix);
 }
 
 bool CidrsOverlap(const Cidr& a, const Cidr& b) {

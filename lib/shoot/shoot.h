@@ -51,8 +51,14 @@ struct Cidr {
   int prefix = 0;
 };
 
-// ParseCidr parses "10.0.0.0/16" or "fd00::/64"; host bits must be zero.
+// ParseCidr parses "10.0.0.0/16" or "fd00::/64"; host bits must be zero, and the prefix
+// length is decimal with no leading zero ("/026" is refused: iproute2 reads it as octal 22).
 std::optional<Cidr> ParseCidr(std::string_view text);
+
+// FormatCidr is a network's canonical spelling: the address as inet_ntop writes it (IPv6
+// compressed, lower case), a slash and the decimal prefix length. A CIDR whose text is
+// not its own canonical spelling is written another way than the kernel will show it.
+std::string FormatCidr(const Cidr& cidr);
 
 // CidrsOverlap says whether two networks of the same family share an address.
 bool CidrsOverlap(const Cidr& a, const Cidr& b);

@@ -89,6 +89,7 @@ std::optional<char> SlotOfHash(const GptLayout& disk, const std::string& hash) {
   auto types = DiskRootTypes(disk);
   if (!types) return std::nullopt;
   const Guid& root_type = types->root;
+  if (!IsRootHash(hash)) return std::nullopt;
   const Guid want = SlotUuidsOf(hash).root;
   char letter = 'a';
   for (const auto& p : disk.partitions) {
@@ -113,8 +114,13 @@ Result<DiskSlots> FindSlots(const GptLayout& disk, const std::string& running_ha
     return Fail("the disk has " + std::to_string(roots.size()) + " root and " + std::to_string(verities.size()) +
                 " verity partitions, not two of each; only a sprout disk with two root slots can be updated");
   }
-  if (running_hash.size() != 64) {
+  if (running_hash.empty()) {
     return Fail("the kernel command line has no sprout.roothash=; an update runs on a node booted from a sprout disk");
+  }
+  if (!IsRootHash(running_hash)) {
+    return Fail("the root hash '" + running_hash.substr(0, 80) +
+                "' is not 64 hex digits; a sprout.roothash= (on the kernel command line, or in a build's manifest) "
+                "that is not the image's own cannot name a slot");
   }
   const SlotUuids want = SlotUuidsOf(running_hash);
   DiskSlots s;

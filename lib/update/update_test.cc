@@ -157,6 +157,21 @@ TEST_CASE("slots: the running one from the root hash, the other is written", "[u
   CHECK(none.error().find("ISO or PXE") != std::string::npos);
 }
 
+TEST_CASE("slots: a root hash that is not 64 hex digits is refused, never thrown on", "[update]") {
+  // Before, std::stoi threw std::invalid_argument on a non-hex pair, ending update
+  // apply, status and the gate with an uncaught exception.
+  const std::string bad = std::string(62, 'a') + "zz";
+  CHECK_FALSE(IsRootHash(bad));
+  CHECK_FALSE(IsRootHash(kHashA.substr(1)));
+  CHECK(IsRootHash(kHashA));
+  CHECK_NOTHROW(SlotUuidsOf(bad));
+  auto s = FindSlots(Disk(kHashA, kHashB), bad);
+  REQUIRE_FALSE(s);
+  CHECK(s.error().find("not 64 hex digits") != std::string::npos);
+  CHECK_FALSE(SlotOfHash(Disk(kHashA, kHashB), bad));
+  CHECK_FALSE(SlotOfHash(Disk(kHashA, kHashB), "xyz"));
+}
+
 TEST_CASE("slots: an arm64 disk has its slots too; a build of the other architecture is refused", "[update][arch]") {
   auto arm = Disk(kHashA, kHashB, 64 << 20, true);
   REQUIRE(DiskRootTypes(arm));
