@@ -83,24 +83,12 @@ class FolderSink : public Sink {
   }
 
   Result<std::string> ReadPrefix(const std::string& name, std::uint64_t limit) override {
-    auto path = dir_ / name;
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return Fail("cannot open " + path.string() + ": " + std::strerror(errno));
     std::string out;
-    char buf[1 << 16];
-    while (out.size() < limit) {
-      const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(sizeof buf, limit - out.size()));
-      ssize_t n = ::read(fd, buf, want);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        std::string err = std::strerror(errno);
-        ::close(fd);
-        return Fail("cannot read " + path.string() + ": " + err);
-      }
-      if (n == 0) break;
-      out.append(buf, static_cast<std::size_t>(n));
-    }
-    ::close(fd);
+    auto read = ReadChunks(name, limit, [&](std::string_view piece) {
+      out.append(piece);
+      return true;
+    });
+    if (!read) return Fail(read.error());
     return out;
   }
 
