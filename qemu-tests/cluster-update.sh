@@ -25,16 +25,23 @@ node_on_root() {
   [[ " $* " == *" $now "* ]] && [ -n "$now" ]
 }
 
+# cluster_served_copy SRC DEST: SRC (a file or a folder) into the folder DEST for the
+# build server, as hard links, or as a sparse copy where DEST is on another file system.
+# Not as a symbolic link: scripts/serve-builds follows none (it serves only a build's
+# own files).
+cluster_served_copy() {
+  cp -al "$1" "$2" 2>/dev/null || cp -a --sparse=always "$1" "$2"
+}
 # cluster_refusal_copies BUILD DIR: under DIR, the two copies of BUILD (a signed build's
 # output folder) that a node of an image signed with BUILD's key must refuse: DIR/unsigned
-# (every file but manifest.json.sig) and DIR/wrong (signed with a key made here). Links,
-# not copies, for the large files.
+# (every file but manifest.json.sig) and DIR/wrong (signed with a key made here). Hard
+# links where DIR is on BUILD's file system (cluster_served_copy), for the large files.
 cluster_refusal_copies() {
   local build=$1 dir=$2 f
   mkdir -p "$dir/unsigned" "$dir/wrong" || return 1
   for f in "$build"/*; do
     [ "$(basename "$f")" = manifest.json.sig ] && continue
-    ln -sf "$f" "$dir/unsigned/" && ln -sf "$f" "$dir/wrong/" || return 1
+    cluster_served_copy "$f" "$dir/unsigned/" && cluster_served_copy "$f" "$dir/wrong/" || return 1
   done
   openssl genpkey -algorithm ed25519 -out "$CLUSTER_DIR/other-update.key" 2>/dev/null &&
     openssl pkeyutl -sign -rawin -inkey "$CLUSTER_DIR/other-update.key" -in "$build/manifest.json" \
@@ -213,7 +220,8 @@ cluster_update_scenario() {
   hash_b=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["rootHash"])' "$build/manifest.json")
   served=$CLUSTER_DIR/builds
   mkdir -p "$served"
-  ln -sfn "$build" "$served/b"
+  rm -rf "$served/b"
+  cluster_served_copy "$build" "$served/b" || check "B is copied for the build server" "not copied" '^copied$'
   cluster_refusal_copies "$build" "$served"
   cluster_build_server "$served" b || check "the build server answers on the bridge" "not started" '^serving$'
   check "node-1 of the signed image refuses B unsigned" \
