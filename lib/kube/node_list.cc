@@ -229,8 +229,7 @@ std::map<std::string, std::string> KernelRoutes(const std::string& ip_route_outp
       }
     }
     if (via.empty()) continue;
-    if (dest == "default")
-      dest = dest.find(':') == std::string::npos && via.find(':') == std::string::npos ? "0.0.0.0/0" : "::/0";
+    if (dest == "default") dest = via.find(':') == std::string::npos ? "0.0.0.0/0" : "::/0";
     if (dest.find('/') == std::string::npos) dest += dest.find(':') == std::string::npos ? "/32" : "/128";
     out.emplace(dest, via);
   }
