@@ -218,6 +218,24 @@ state_header() {
   dd if="$1" of="$2" bs=1M iflag=skip_bytes,count_bytes skip="$lo" count=$((16 << 20)) status=none
 }
 
+# count_bytes DISK SECRET: prints B:R, how often SECRET's base64 (B) and its first 16
+# raw bytes (R) occur in DISK, read as bytes.
+count_bytes() {
+  python3 - "$1" "$2" <<'PY'
+import base64, mmap, sys
+secret = open(sys.argv[2], "rb").read()
+if len(secret) < 16:
+    sys.exit(f"count_bytes: {sys.argv[2]} holds {len(secret)} bytes, fewer than 16")
+with open(sys.argv[1], "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+    def count(needle):
+        n, at = 0, m.find(needle)
+        while at >= 0:
+            n, at = n + 1, m.find(needle, at + 1)
+        return n
+    print(f"{count(base64.b64encode(secret))}:{count(secret[:16])}")
+PY
+}
+
 # check_encrypted_state: check 7, on the disk check 6 booted with TPM A.
 check_encrypted_state() {
   local log=$work/image.log disk=$work/image.raw dump recovery secret64
@@ -271,9 +289,10 @@ print(p.hex().upper())' "$predicted" 2>/dev/null)
     "$(printf '%s' "$recovery" | cryptsetup open --test-passphrase --key-file - "$work/state-header" >/dev/null 2>&1 && echo opens || echo refused)" '^opens$'
   check "7. (control) a wrong recovery key does not" \
     "$(printf '%s' "${recovery%?}x" | cryptsetup open --test-passphrase --key-file - "$work/state-header" >/dev/null 2>&1 && echo opens || echo refused)" '^refused$'
-  secret64=$(base64 -w0 <"$work/secret")
+  # The secret is random bytes: grep -F would split it at any newline byte into short
+  # patterns (and the shell drops NULs), so the exact bytes are counted in Python.
   check "7. the powered-off disk, read on the host: no cluster secret (base64 or raw)" \
-    "$(grep -c -a -F "$secret64" "$disk"):$(grep -c -a -F "$(head -c 16 "$work/secret")" "$disk")" '^0:0$'
+    "$(count_bytes "$disk" "$work/secret")" '^0:0$'
   check "7. the powered-off disk, read on the host: no plaintext of the value the node wrote to /var" \
     "$(grep -c -a -F 'written-in-boot-1' "$disk")" '^0$'
 
