@@ -193,10 +193,17 @@ UNIT
       while read -r g; do
         [ -n "$g" ] || continue
         mkdir -p "$g" || { echo "cluster: cannot make the cgroup $g" >&2; continue; }
-        # A new cpuset cgroup has no CPUs or memory nodes until given its parent'"'"'s.
-        for f in cpuset.cpus cpuset.mems; do
-          [ -f "$g/$f" ] && [ -z "$(cat "$g/$f")" ] && cat "${g%/*}/$f" > "$g/$f"
-        done
+        # A new cpuset cgroup has no CPUs or memory nodes until given its parent'"'"'s, and
+        # mkdir -p made two levels (the harness'"'"'s and the node'"'"'s): each is filled from
+        # the top down, or the node stays in the root cpuset, outside its cgroup
+        # namespace, and runc in it cannot place a pod ("can'"'"'t get final child'"'"'s PID").
+        if [ -f "$g/cpuset.cpus" ]; then
+          for d in "${g%/*}" "$g"; do
+            for f in cpuset.cpus cpuset.mems; do
+              [ -z "$(cat "$d/$f")" ] && cat "${d%/*}/$f" > "$d/$f"
+            done
+          done
+        fi
         echo $$ > "$g/cgroup.procs" || echo "cluster: cannot enter the cgroup $g" >&2
       done <<<"$CONTAINER_CG"
       exec "$@"' nspawn \

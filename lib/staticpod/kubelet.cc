@@ -130,6 +130,10 @@ std::string ContainerdConfig(const std::string& sandbox_image) {
 # Debian's CNI plugins, and the network configuration on the writable state partition.
 # A site's own registry is configured at run time, with no restart, by a hosts.toml in
 # /var/lib/sprout/registries/HOST[:PORT]/ on the state partition (docs/control-plane.md).
+# No pod's oom_score_adj goes below containerd's own: a no-op on a node, where containerd
+# runs at -999, below every pod's; on a host that withholds CAP_SYS_RESOURCE from
+# containers (a container node, docs/container-nodes.md) it keeps runc from failing on
+# the sandbox's -998.
 version = 2
 
 [plugins."io.containerd.internal.v1.opt"]
@@ -138,6 +142,7 @@ version = 2
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = ")" +
          sandbox_image + R"("
+  restrict_oom_score_adj = true
 
 [plugins."io.containerd.grpc.v1.cri".registry]
   config_path = "/etc/containerd/certs.d:/var/lib/sprout/registries"
