@@ -33,11 +33,15 @@ cluster_backup_now() {
 }
 
 # cluster_lose_everything NODE...: pulls the power of NODE... and deletes their disks and
-# firmware variables; the harness forgets the etcd client certificate and the admin
+# firmware variables (a container node: its folder, /var in it); the harness forgets the etcd client certificate and the admin
 # kubeconfig it fetched (the restored cluster's node-1 gives them again).
 cluster_lose_everything() {
   local i
-  for i in "$@"; do vm_kill "$i"; rm -f "$CLUSTER_DIR/node-$i.qcow2" "$CLUSTER_DIR/node-$i.vars"; done
+  for i in "$@"; do
+    vm_kill "$i"
+    rm -f "$CLUSTER_DIR/node-$i.qcow2" "$CLUSTER_DIR/node-$i.vars"
+    [ "$CLUSTER_RUNTIME" != container ] || rm -rf "${CLUSTER_DIR:?}/node-$i"
+  done
   rm -rf "$CLUSTER_DIR/pki" "$CLUSTER_DIR/admin.conf"
 }
 

@@ -151,7 +151,8 @@ cluster_watchdog_fired() {
 
 # cluster_accel_name prints the accelerator the nodes run on, in words.
 cluster_accel_name() {
-  if [ "$CLUSTER_ACCEL" = kvm ]; then echo KVM; else echo "software emulation (TCG)"; fi
+  if [ "$CLUSTER_RUNTIME" = container ]; then echo "container nodes (native)"
+  elif [ "$CLUSTER_ACCEL" = kvm ]; then echo KVM; else echo "software emulation (TCG)"; fi
 }
 
 # node_stopped_why I: one line on why node I's QEMU ended: the last lines of its QEMU log
@@ -373,10 +374,12 @@ all_members() {
 # boot), when it reached multi-user.target and when its formation status first became
 # "member": "up=71.2 member=95.0" ("-" for what has not happened).
 node_timeline() {
-  node_ssh "$1" 'up=$(systemctl show -P ActiveEnterTimestampMonotonic multi-user.target)
+  # A container shares the host's monotonic clock: its times count from its systemd's start.
+  node_ssh "$1" 'up=$(systemctl show -P ActiveEnterTimestampMonotonic multi-user.target) base=0
+    ! systemd-detect-virt -cq || base=$(systemctl show -P UserspaceTimestampMonotonic)
     m=$(journalctl -b -o short-monotonic -u sprout-firstboot.service --no-pager |
       sed -n "s/^\[ *\([0-9.]*\)\] .*: member\( (joined as learner)\)\{0,1\}$/\1/p" | head -n 1)
-    awk -v u="${up:-0}" -v m="${m:--}" "BEGIN { printf \"up=%s member=%s\\n\", (u > 0 ? sprintf(\"%.1f\", u / 1e6) : \"-\"), (m == \"-\" ? m : sprintf(\"%.1f\", m)) }"'
+    awk -v u="${up:-0}" -v m="${m:--}" -v b="${base:-0}" "BEGIN { printf \"up=%s member=%s\\n\", (u > 0 ? sprintf(\"%.1f\", (u - b) / 1e6) : \"-\"), (m == \"-\" ? m : sprintf(\"%.1f\", m - b / 1e6)) }"'
 }
 
 # cluster_etcdctl I ARGS...: etcdctl against node I over mTLS, run by the harness in the

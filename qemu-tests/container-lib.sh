@@ -246,6 +246,12 @@ container_kill() {
     container_running "$i" && echo "cluster: node-$i's container did not end within 10 s of SIGKILL" >&2
     rm -f "$CLUSTER_DIR/node-$i.pid"
     container_cgroup_clean "$i"
+    # The kernel frees a dead network namespace, and the veth with it, a moment later; an
+    # nspawn started before then stops with "Failed to add new veth interfaces
+    # (vb-node-I:host0): File exists". Waited for (bounded), then deleted.
+    n=0
+    while ip -n "$CLUSTER_NS" link show "vb-node-$i" >/dev/null 2>&1 && [ "$n" -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+    ip -n "$CLUSTER_NS" link del "vb-node-$i" 2>/dev/null
   done
 }
 

@@ -176,11 +176,13 @@ std::string KnotUnit(const DnsConfig& config) {
          "AmbientCapabilities=CAP_NET_BIND_SERVICE\n"
          "RuntimeDirectory=sprout-dns\n"
          "StateDirectory=sprout-dns\n"
-         "# The address every pod asks (the kubelet's clusterDNS), on a link of the node's own.\n"
-         "ExecStartPre=+/bin/sh -c 'ip link show sprout-dns >/dev/null 2>&1 || ip link add sprout-dns type dummy; "
-         "ip addr replace " +
+         "# The address every pod asks (the kubelet's clusterDNS), on a link of the node's own:\n"
+         "# the dummy link sprout-dns, or the loopback where the kernel has no dummy links\n"
+         "# (a container node on such a host); either way an address of this node alone.\n"
+         "ExecStartPre=+/bin/sh -c 'link=sprout-dns; ip link show $link >/dev/null 2>&1 || "
+         "ip link add $link type dummy 2>/dev/null || link=lo; ip addr replace " +
          config.listen +
-         "/32 dev sprout-dns && ip link set sprout-dns up'\n"
+         "/32 dev $link && ip link set $link up'\n"
          "ExecStart=/usr/sbin/knotd -c /" +
          std::string(kKnotConfigPath) +
          "\n"

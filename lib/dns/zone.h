@@ -58,7 +58,8 @@ inline constexpr const char* kDnsConfigPath = "usr/lib/sprout/dns/dns.json";
 inline constexpr const char* kKnotConfigPath = "usr/lib/sprout/dns/knot.conf";
 
 // KnotUnit runs knotd as its own user with the baked configuration, after giving the
-// node the dummy link sprout-dns with config's address; it starts before the kubelet.
+// node the dummy link sprout-dns (the loopback where the kernel has none) with config's
+// address; it starts before the kubelet.
 std::string KnotUnit(const DnsConfig& config);
 // ControllerUnit runs `sprout-firstboot dns` beside it.
 std::string ControllerUnit();
