@@ -6,7 +6,8 @@ Usage: timeline.py PHASES.jsonl [--svg OUT.svg] [--baseline "label=seconds,..."]
 PHASES.jsonl has one object a node, as qemu-tests/timeline.sh's node_phases writes it:
 poweron and kernel as epoch seconds; initrd, userspace, multiuser, import_start,
 import_end and firstboot as systemd's monotonic microseconds (since the kernel started);
-member as seconds since the kernel started (the journal's monotonic clock); apiserver
+member as seconds since the kernel started (the journal's monotonic clock); container
+true on a container node (the kernel is the host's: no firmware, kernel or initrd phase); apiserver
 and ready as RFC 3339 times. Every phase is shown in seconds since the node's power-on:
 
   firmware   power-on to the kernel        kernel   to the initrd
@@ -59,9 +60,12 @@ def spans(n):
             out[name] = (start, end)
 
     initrd, user, mu = mono("initrd"), mono("userspace"), mono("multiuser")
-    add("firmware", 0.0, k)
-    add("kernel", k, initrd if initrd is not None else user)
-    add("initrd", initrd, user)
+    # A container node has no firmware, kernel or initrd of its own: "kernel" is the
+    # host's (its monotonic clock's start), and its systemd starts at power-on.
+    if not n.get("container"):
+        add("firmware", 0.0, k)
+        add("kernel", k, initrd if initrd is not None else user)
+        add("initrd", initrd, user)
     add("systemd", user, mu)
     add("import", mono("import_start"), mono("import_end"))
     member = k + float(n["member"]) if n.get("member") is not None else None

@@ -23,7 +23,8 @@ node_phases() {
     printf "\"firstboot\": %s, " "$(mono sprout-firstboot.service ExecMainStartTimestampMonotonic)"
     m=$(journalctl -b -o short-monotonic -u sprout-firstboot.service --no-pager |
       sed -n "s/^\[ *\([0-9.]*\)\] .*: member\( (joined as learner)\)\{0,1\}$/\1/p" | head -n 1)
-    printf "\"member\": %s" "${m:-null}"') || return 1
+    printf "\"member\": %s" "${m:-null}"
+    ! systemd-detect-virt -cq || printf ", \"container\": true"') || return 1
   api=$(cluster_kubectl get pod -n kube-system "kube-apiserver-node-$i" \
     -o jsonpath='{.status.conditions[?(@.type=="Ready")].lastTransitionTime}' 2>/dev/null)
   ready=$(cluster_kubectl get node "node-$i" -o jsonpath='{.status.conditions[?(@.type=="Ready")].lastTransitionTime}' 2>/dev/null)
