@@ -35,6 +35,7 @@ for b in "$KDIR/kube-apiserver" "$KDIR/kube-controller-manager" "$KDIR/kube-sche
 done
 
 WORK=$(mktemp -d /tmp/sprt-stack-cp.XXXXXX)
+KWORK=
 PKI=$WORK/pki K8S=$WORK/k8s
 mkdir -p "$PKI/etcd" "$K8S" "$WORK/audit" "$WORK/etcd-data" "$WORK/logs"
 chmod 700 "$WORK/etcd-data"
@@ -52,7 +53,7 @@ cleanup() {
   if [ "$failed" -ne 0 ] || [ "$passed" -eq 0 ]; then
     for f in "$WORK"/logs/*.log; do [ -f "$f" ] && { echo "--- $f (tail)"; tail -n 8 "$f"; }; done
   fi
-  rm -rf "$WORK"
+  rm -rf "$WORK" "${KWORK:-}"
   [ "$passed" -gt 0 ] || failed=$((failed + 1))
   tests_end
 }
@@ -63,6 +64,17 @@ wait_for() {  # wait_for SECONDS CMD...: true once CMD succeeds, polled every se
   local t=$1 i
   shift
   for ((i = 0; i < t; i++)); do "$@" >/dev/null 2>&1 && return 0; sleep 1; done
+  return 1
+}
+
+wait_up() {  # wait_up SECONDS CMD...: wait_for, but it gives up once the last process started exits
+  local t=$1 i p=${PIDS[${#PIDS[@]}-1]}
+  shift
+  for ((i = 0; i < t; i++)); do
+    "$@" >/dev/null 2>&1 && return 0
+    kill -0 "$p" 2>/dev/null || { echo "$name: the process $p exited early"; return 1; }
+    sleep 1
+  done
   return 1
 }
 
@@ -197,18 +209,20 @@ echo "--secure-port=$P_SCHED" >>"$WORK/kube-scheduler.args"
 # file is good, and at "failed to validate kubelet configuration" when it is not. An
 # unknown field is only logged ("strict decoding error"), so that line is checked too.
 if [ -x "$KDIR/kubelet" ] && command -v setpriv >/dev/null; then
-  mkdir -m 777 "$WORK/kubelet"
-  cp "$SRC/staticpods/1.36/kubelet-config.yaml" "$WORK/kubelet/config.yaml"
-  chmod 755 "$WORK" && chmod 644 "$WORK/kubelet/config.yaml"
+  # A folder of its own that nobody may write to (the PKI stays private in WORK).
+  KWORK=$(mktemp -d /tmp/sprt-stack-kubelet.XXXXXX)
+  chmod 777 "$KWORK"
+  cp "$SRC/staticpods/1.36/kubelet-config.yaml" "$KWORK/config.yaml"
+  chmod 644 "$KWORK/config.yaml"
   kout=$(timeout 60 setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$KDIR/kubelet" \
-    --config="$WORK/kubelet/config.yaml" --kubeconfig="$WORK/kubelet/none.conf" \
-    --root-dir="$WORK/kubelet/root" --cert-dir="$WORK/kubelet/root/pki" 2>&1)
+    --config="$KWORK/config.yaml" --kubeconfig="$KWORK/none.conf" \
+    --root-dir="$KWORK/root" --cert-dir="$KWORK/root/pki" 2>&1)
   if grep -q 'unable to load kubeconfig' <<<"$kout" && ! grep -qE 'strict decoding|failed to validate' <<<"$kout"; then
     ok "the 1.36 kubelet accepts staticpods/1.36/kubelet-config.yaml (no unknown field, valid; it stops at the missing kubeconfig)"
   else
     bad "the 1.36 kubelet on staticpods/1.36/kubelet-config.yaml: $(grep -E 'strict decoding|failed|command failed' <<<"$kout" | head -n 3)"
   fi
-  chmod 700 "$WORK"
+  rm -rf "$KWORK"
 else
   echo "note: the kubelet's configuration is not checked (no kubelet in $KDIR, or no setpriv)"
 fi
@@ -223,10 +237,10 @@ start() {  # start NAME BINARY: the binary with NAME.args, logged
 start etcd "$EDIR/etcd"
 ETCDCTL=("$EDIR/etcdctl" --endpoints="https://127.0.0.1:$P_CLIENT" --cacert="$PKI/etcd/ca.crt"
   --cert="$PKI/apiserver-etcd-client.crt" --key="$PKI/apiserver-etcd-client.key" --command-timeout=5s)
-if wait_for 60 "${ETCDCTL[@]}" endpoint health; then
+if wait_up 60 "${ETCDCTL[@]}" endpoint health; then
   ok "etcd $("$EDIR/etcd" --version | sed -n 's/^etcd Version: //p') is healthy over mutual TLS"
 else
-  bad "etcd not healthy in 60 s"
+  bad "etcd not healthy in 60 s (or it exited)"
   exit 1
 fi
 
@@ -235,10 +249,10 @@ start kube-apiserver "$KDIR/kube-apiserver"
 KC=("$KDIR/kubectl" --kubeconfig "$K8S/admin.conf" --request-timeout=10s)
 readyz() { [ "$(curl -sS --max-time 5 --cacert "$PKI/ca.crt" --cert "$WORK/admin.crt" --key "$WORK/admin.key" \
   "https://127.0.0.1:$P_API/readyz")" = ok ]; }
-if wait_for 120 readyz; then
+if wait_up 120 readyz; then
   ok "kube-apiserver /readyz is ok"
 else
-  bad "kube-apiserver /readyz not ok in 120 s"
+  bad "kube-apiserver /readyz not ok in 120 s (or it exited)"
   exit 1
 fi
 # Which health endpoints read etcd (the template sets both timeouts to 10 s).
