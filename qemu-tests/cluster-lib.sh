@@ -68,7 +68,11 @@ cluster_init() {
   CLUSTER_ACCEL=$ACCEL CLUSTER_ACCEL_WHY=$ACCEL_WHY
   qemu_for "$CLUSTER_ARCH" "$CLUSTER_ACCEL" || return 1
   fi
-  [ -f "$CLUSTER_DIR/cluster.secret" ] || head -c 32 /dev/urandom > "$CLUSTER_DIR/cluster.secret"
+  # The folder holds the cluster secret, the SSH key and (later) admin credentials: the
+  # harness's user alone reads it, and the secret is made with no moment of wider mode.
+  chmod 0700 "$CLUSTER_DIR" || return 1
+  [ -f "$CLUSTER_DIR/cluster.secret" ] || (umask 077 && head -c 32 /dev/urandom > "$CLUSTER_DIR/cluster.secret")
+  chmod 0600 "$CLUSTER_DIR/cluster.secret" || return 1
   [ -f "$CLUSTER_DIR/id" ] || ssh-keygen -q -t ed25519 -N '' -C sprout-cluster -f "$CLUSTER_DIR/id" || return 1
   ip netns add "$CLUSTER_NS" || return 1
   ip -n "$CLUSTER_NS" link set lo up
