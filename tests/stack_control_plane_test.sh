@@ -212,15 +212,15 @@ if [ -x "$KDIR/kubelet" ] && command -v setpriv >/dev/null; then
   # A folder of its own that nobody may write to (the PKI stays private in WORK).
   KWORK=$(mktemp -d /tmp/sprt-stack-kubelet.XXXXXX)
   chmod 777 "$KWORK"
-  cp "$SRC/staticpods/kubelet-config-1.36.yaml" "$KWORK/config.yaml"
+  cp "$SRC/staticpods/kubelet/1.36.yaml" "$KWORK/config.yaml"
   chmod 644 "$KWORK/config.yaml"
   kout=$(timeout 60 setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$KDIR/kubelet" \
     --config="$KWORK/config.yaml" --kubeconfig="$KWORK/none.conf" \
     --root-dir="$KWORK/root" --cert-dir="$KWORK/root/pki" 2>&1)
   if grep -q 'unable to load kubeconfig' <<<"$kout" && ! grep -qE 'strict decoding|failed to validate' <<<"$kout"; then
-    ok "the 1.36 kubelet accepts staticpods/kubelet-config-1.36.yaml (no unknown field, valid; it stops at the missing kubeconfig)"
+    ok "the 1.36 kubelet accepts staticpods/kubelet/1.36.yaml (no unknown field, valid; it stops at the missing kubeconfig)"
   else
-    bad "the 1.36 kubelet on staticpods/kubelet-config-1.36.yaml: $(grep -E 'strict decoding|failed|command failed' <<<"$kout" | head -n 3)"
+    bad "the 1.36 kubelet on staticpods/kubelet/1.36.yaml: $(grep -E 'strict decoding|failed|command failed' <<<"$kout" | head -n 3)"
   fi
   rm -rf "$KWORK"
 else
