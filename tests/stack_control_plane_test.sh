@@ -34,7 +34,7 @@ for b in "$KDIR/kube-apiserver" "$KDIR/kube-controller-manager" "$KDIR/kube-sche
   fi
 done
 
-WORK=$(mktemp -d /tmp/sprt-stack-cp.XXXXXX)
+WORK=$(mktemp -d /tmp/sprout-stack-control-plane.XXXXXX)
 KWORK=
 PKI=$WORK/pki K8S=$WORK/k8s
 mkdir -p "$PKI/etcd" "$K8S" "$WORK/audit" "$WORK/etcd-data" "$WORK/logs"
@@ -210,7 +210,7 @@ echo "--secure-port=$P_SCHED" >>"$WORK/kube-scheduler.args"
 # unknown field is only logged ("strict decoding error"), so that line is checked too.
 if [ -x "$KDIR/kubelet" ] && command -v setpriv >/dev/null; then
   # A folder of its own that nobody may write to (the PKI stays private in WORK).
-  KWORK=$(mktemp -d /tmp/sprt-stack-kubelet.XXXXXX)
+  KWORK=$(mktemp -d /tmp/sprout-stack-kubelet.XXXXXX)
   chmod 777 "$KWORK"
   cp "$SRC/staticpods/kubelet/1.36.yaml" "$KWORK/config.yaml"
   chmod 644 "$KWORK/config.yaml"
