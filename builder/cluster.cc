@@ -131,7 +131,41 @@ Status AddDns(const Shoot& shoot, std::vector<RootEntry>& add) {
   return Ok{};
 }
 
+// HostRootEntries are the files of the recipe folder's root/ tree (docs/stack.md), to be
+// installed over the base at the same paths, in path order.
+Status HostRootEntries(const KubeletSettings& k, std::vector<RootEntry>& add) {
+  const fs::path root = k.folder / "root";
+  std::error_code ec;
+  if (k.folder.empty() || !fs::is_directory(root, ec)) return Ok{};
+  std::vector<RootEntry> found;
+  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    const auto perms = fs::status(it->path(), ec).permissions();
+    const bool exec = (perms & fs::perms::owner_exec) != fs::perms::none;
+    found.push_back({RootEntry::Kind::kFile, fs::relative(it->path(), root, ec).generic_string(), "", it->path(),
+                     exec ? 0755u : 0644u});
+  }
+  if (ec) return Fail("cannot list the kubelet recipe's root tree " + root.string() + ": " + ec.message());
+  std::sort(found.begin(), found.end(), [](const RootEntry& a, const RootEntry& b) { return a.path < b.path; });
+  for (auto& e : found) add.push_back(std::move(e));
+  return Ok{};
+}
+
 }  // namespace
+
+Result<Stack> StackOf(const KubeletSettings& k) {
+  std::error_code ec;
+  const fs::path file = k.folder / "versions";
+  if (k.folder.empty() || !fs::exists(file, ec)) return Stack{};
+  auto text = ReadFile(file);
+  if (!text) return Fail("cannot read the kubelet recipe's versions file " + file.string() + ": " + text.error());
+  auto stack = ParseStackVersions(*text);
+  if (!stack) {
+    return Fail(file.string() + ": " + stack.error() + "; the recipe's host.sh writes it (docs/stack.md)");
+  }
+  return stack;
+}
 
 Status FetchProfileFiles(Profile& p, const fs::path& cache_dir) {
   std::vector<std::string> errors;
@@ -191,6 +225,8 @@ Result<CompileLog> CompileKubelet(KubeletSettings& k, Arch arch, const fs::path&
                 " image; its host.sh must honour SPROUT_ARCH");
   }
   k.binary.source = bin;
+  k.folder = bin.parent_path();
+  if (auto stack = StackOf(k); !stack) return Fail(stack.error());
   // The recipe's kube-proxy (Service ClusterIPs) goes in beside the kubelet.
   if (const fs::path proxy = bin.parent_path() / "kube-proxy"; fs::is_regular_file(proxy, ec)) k.proxy = proxy;
   if (said.folder.empty()) said.folder = bin.parent_path().string();
@@ -251,11 +287,14 @@ Status AddClusterFiles(const Profile& p, const fs::path& data_dir, std::vector<R
       if (auto s = AddDns(*p.shoot, add); !s) return s;
       cluster_dns = dns::kNodeLocalAddress;
     }
-    auto config = KubeletConfigYaml(p.kubelet.config_yaml, cluster_dns);
+    auto stack = StackOf(p.kubelet);
+    if (!stack) return Fail(stack.error());
+    auto config = KubeletConfigYaml(p.kubelet.config_yaml, cluster_dns, *stack);
     if (!config) return Fail(Where(p.kubelet.binary.where) + ": " + config.error());
+    if (auto s = HostRootEntries(p.kubelet, add); !s) return s;
     add.push_back({RootEntry::Kind::kFile, "usr/bin/kubelet", "", p.kubelet.binary.source, 0755});
     add.push_back({RootEntry::Kind::kFile, "usr/lib/sprout/kubelet/config.yaml", *config, {}, 0644});
-    add.push_back({RootEntry::Kind::kFile, "usr/lib/systemd/system/kubelet.service", KubeletUnit(), {}, 0644});
+    add.push_back({RootEntry::Kind::kFile, "usr/lib/systemd/system/kubelet.service", KubeletUnit(*stack), {}, 0644});
     add.push_back({RootEntry::Kind::kSymlink,
                    "etc/systemd/system/multi-user.target.wants/kubelet.service",
                    "/usr/lib/systemd/system/kubelet.service",
@@ -310,7 +349,10 @@ Status AddClusterRecord(const Profile& p, const std::vector<oci::PreloadedImage>
           "'podHost: kubelet' needs the pod sandbox image preloaded; add it to images:\n"
           "  - ref: localhost/sprout/pause:3.4.1\n    source: recipe:../images/kubernetes");
     }
-    add.push_back({RootEntry::Kind::kFile, "etc/containerd/config.toml", ContainerdConfig(pause->second), {}, 0644});
+    auto stack = StackOf(p.kubelet);
+    if (!stack) return Fail(stack.error());
+    add.push_back(
+        {RootEntry::Kind::kFile, "etc/containerd/config.toml", ContainerdConfig(pause->second, *stack), {}, 0644});
   }
   return Ok{};
 }

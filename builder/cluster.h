@@ -12,6 +12,7 @@
 #include "image/rootfs.h"
 #include "oci/pull.h"
 #include "profile/profile.h"
+#include "staticpod/kubelet.h"
 #include "util/result.h"
 
 namespace sprout {
@@ -29,6 +30,11 @@ Status FetchProfileFiles(Profile& p, const std::filesystem::path& cache_dir);
 // log said: a cache hit or miss, the components compiled and their times.
 Result<CompileLog> CompileKubelet(KubeletSettings& k, Arch arch, const std::filesystem::path& cache_dir,
                                   const PhaseFn& watch);
+
+// StackOf reads the versions file of the kubelet recipe's folder (k.folder, set by
+// CompileKubelet; docs/stack.md): the Kubernetes and containerd versions the kubelet's
+// and containerd's configuration are written for. No folder or no file: Stack{} (1.20).
+Result<Stack> StackOf(const KubeletSettings& k);
 
 // AddClusterFiles adds the static-pod templates (sprout's, then the profile's overrides
 // and additions, each checked by rendering it with sample values), the Shoot's

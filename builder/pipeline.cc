@@ -388,13 +388,22 @@ Result<Manifest> WriteManifest(const BuildPlan& plan, const BuildOptions& option
   auto status = root.captured.find(kDpkgStatusPath);
   std::vector<DebPackage> packages;
   if (status != root.captured.end()) packages = ParseDpkgStatus(status->second);
-  std::string sbom = SpdxJson(packages, p.name, SbomNamespace(p.name, plan.seed), plan.epoch);
+  // The Go modules of the kubelet recipe's binaries (the 1.36 stack, docs/stack.md).
+  std::vector<GoModule> go_modules;
+  if (std::error_code ec; !p.kubelet.folder.empty() && fs::exists(p.kubelet.folder / "modules.json", ec)) {
+    auto text = ReadFile(p.kubelet.folder / "modules.json");
+    if (!text) return Fail(text.error());
+    auto parsed = ParseGoModules(*text);
+    if (!parsed) return Fail((p.kubelet.folder / "modules.json").string() + ": " + parsed.error());
+    go_modules = std::move(*parsed);
+  }
+  std::string sbom = SpdxJson(packages, p.name, SbomNamespace(p.name, plan.seed), plan.epoch, go_modules);
   if (auto w = WriteFileAtomic(work / "sbom.spdx.json", sbom); !w) return Fail(w.error());
 
   ManifestInputs m{plan.profile_json,   plan.base.id,
                    boot.kernel_version, plan.seed,
                    &plan.disk,          oci::ImagesJson(contents.images),
-                   "sbom.spdx.json",    packages.size(),
+                   "sbom.spdx.json",    packages.size() + go_modules.size(),
                    Sha256Hex(sbom),     {},
                    plan.inputs_json};
   std::vector<SumLine> sums;
@@ -417,7 +426,7 @@ Result<Manifest> WriteManifest(const BuildPlan& plan, const BuildOptions& option
   std::string manifest = ManifestJson(m);
   sums.push_back({Sha256Hex(manifest), "manifest.json"});
   if (auto w = WriteFileAtomic(work / "manifest.json", manifest); !w) return Fail(w.error());
-  Manifest out{outputs, packages.size()};
+  Manifest out{outputs, packages.size(), go_modules.size()};
   out.files.insert(out.files.end(), {"sbom.spdx.json", "manifest.json"});
   if (!options.sign_key.empty()) {
     if (auto s = SignManifest(work, options.sign_key); !s) return Fail(s.error());
@@ -458,7 +467,10 @@ std::string Summary(const Medium& medium) {
   return HumanSize(medium.shown_bytes) + (medium.step == BuildStep::kPxe ? " initrd with the root inside" : "");
 }
 
-std::string Summary(const Manifest& manifest) { return std::to_string(manifest.packages) + " packages in the SBOM"; }
+std::string Summary(const Manifest& manifest) {
+  return std::to_string(manifest.packages) + " packages" +
+         (manifest.go_modules ? " and " + std::to_string(manifest.go_modules) + " Go modules" : "") + " in the SBOM";
+}
 
 }  // namespace sprout::cli
 

@@ -95,7 +95,8 @@ struct Medium {
 // Manifest is the list of files to publish, in order, sha256sums last.
 struct Manifest {
   std::vector<std::string> files;
-  std::size_t packages = 0;  // in the SBOM
+  std::size_t packages = 0;    // Debian packages in the SBOM
+  std::size_t go_modules = 0;  // and Go modules
 };
 
 // LoadAndReport reads a profile and prints its diagnostics; nullopt after an error.

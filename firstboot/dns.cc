@@ -211,9 +211,18 @@ class Controller {
     if (!text) return "waiting for " + o_.kubeconfig.string();
     auto k = kube::ParseKubeconfig(*text);
     if (!k) return k.error();
-    auto list = kube::ApiRequest(*k, "GET", dns::ListPath(kind), "", "application/json", 60);
-    if (!list) return list.error();
-    if (list->status != 200) return "listing " + name + "s answered HTTP " + std::to_string(list->status);
+    // The newest API version the server serves (a 404 tries the next).
+    std::string list_path;
+    Result<kube::ApiResponse> list = Fail("no API path");
+    for (const auto& path : dns::ListPaths(kind)) {
+      list_path = path;
+      list = kube::ApiRequest(*k, "GET", path, "", "application/json", 60);
+      if (!list) return list.error();
+      if (list->status != 404) break;
+    }
+    if (list->status != 200) {
+      return "listing " + name + "s (" + list_path + ") answered HTTP " + std::to_string(list->status);
+    }
     auto j = nlohmann::json::parse(list->body, nullptr, false);
     if (j.is_discarded()) return "the " + name + " list is not JSON";
     std::string version;
@@ -257,7 +266,7 @@ class Controller {
         return true;
       };
       const std::string path =
-          dns::ListPath(kind) + "?watch=1&allowWatchBookmarks=true&timeoutSeconds=300" + "&resourceVersion=" + version;
+          list_path + "?watch=1&allowWatchBookmarks=true&timeoutSeconds=300" + "&resourceVersion=" + version;
       auto status = kube::ApiStream(
           *k, path, on_line, [] { return !g_dns_stop; }, 330);
       if (!status) return status.error();

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -14,6 +15,7 @@
 #include "util/fs.h"
 #include "util/process.h"
 #include "util/sha256.h"
+#include "util/text.h"
 
 namespace sprout::backup {
 
@@ -210,6 +212,30 @@ std::string RestoreSpaceProblem(uint64_t snapshot_size, uint64_t free_bytes, con
          "disk at first boot) or the profile a larger disk.stateSize";
 }
 
+// SnapshotTool is the program for `snapshot restore` and `snapshot status`: etcdutl
+// beside etcdctl (in its folder, or on PATH for a bare "etcdctl") when there is one,
+// since etcd 3.6 moved both commands there (3.5 deprecated them in etcdctl); else
+// etcdctl itself (etcd 3.4, which has no etcdutl). The flags are the same.
+std::string SnapshotTool(const std::string& etcdctl) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path given(etcdctl);
+  if (given.filename() != "etcdctl") return etcdctl;
+  std::vector<fs::path> dirs;
+  if (given.has_parent_path()) {
+    dirs.push_back(given.parent_path());
+  } else if (const char* path = std::getenv("PATH")) {
+    for (const auto& d : Split(path, ':')) {
+      if (!d.empty()) dirs.emplace_back(d);
+    }
+  }
+  for (const auto& d : dirs) {
+    const fs::path utl = d / "etcdutl";
+    if (fs::is_regular_file(utl, ec) && ::access(utl.c_str(), X_OK) == 0) return utl.string();
+  }
+  return etcdctl;
+}
+
 Status RestoreSnapshot(const RestoreArgs& a) {
   // Either call failing leaves the check to etcdctl.
   std::error_code space_ec, size_ec;
@@ -222,7 +248,7 @@ Status RestoreSnapshot(const RestoreArgs& a) {
     }
   }
   Command cmd;
-  cmd.argv = {a.etcdctl,
+  cmd.argv = {SnapshotTool(a.etcdctl),
               "snapshot",
               "restore",
               a.snapshot.string(),
@@ -244,7 +270,7 @@ Status RestoreSnapshot(const RestoreArgs& a) {
 
 Result<SnapshotStatus> StatusOfSnapshot(const std::string& etcdctl, const std::filesystem::path& file) {
   Command cmd;
-  cmd.argv = {etcdctl, "snapshot", "status", file.string(), "-w", "json"};
+  cmd.argv = {SnapshotTool(etcdctl), "snapshot", "status", file.string(), "-w", "json"};
   cmd.env["ETCDCTL_API"] = "3";
   auto r = RunChecked(cmd);
   if (!r) return Fail("etcdctl snapshot status of " + file.string() + " failed: " + r.error());

@@ -59,6 +59,11 @@ Result<EtcdStatus> GetEtcdStatus(const std::string& client_url, const formation:
 // connect, 10 min in all) and checks etcd's integrity hash.
 Result<std::string> FetchSnapshot(const std::string& client_url, const formation::EtcdClientTls& tls);
 
+// SnapshotTool is the program that runs `snapshot restore` and `snapshot status` for
+// the given etcdctl: etcdutl from etcdctl's folder (or PATH, for a bare "etcdctl") when
+// there is one, since etcd 3.6 has them only there; else etcdctl itself (etcd 3.4).
+std::string SnapshotTool(const std::string& etcdctl);
+
 // RestoreArgs are what `etcdctl snapshot restore` needs to make a member's data dir.
 struct RestoreArgs {
   std::string etcdctl = "etcdctl";

@@ -3,7 +3,9 @@
 #include <openssl/evp.h>
 
 #include <catch2/catch.hpp>
+#include <fstream>
 
+#include "util/fs.h"
 #include "util/sha256.h"
 
 using namespace sprout::backup;
@@ -106,4 +108,24 @@ TEST_CASE("a test restore is judged by its revision, not by etcd's key count acr
   CHECK(RestoredProblem(full, SnapshotStatus{.hash = 4, .revision = 10, .keys = 1007, .size = 106528}).empty());
   CHECK(RestoredProblem(full, empty_restored) ==
         "the restored database is at revision 0, the snapshot at 10: etcdctl did not restore the snapshot's data");
+}
+
+TEST_CASE("snapshot restore and status run etcdutl beside etcdctl when there is one (etcd 3.6)", "[backup]") {
+  namespace fs = std::filesystem;
+  sprout::TempDir dir(fs::temp_directory_path(), "snapshot-tool");
+  const fs::path ctl = dir.path() / "etcdctl";
+  std::ofstream(ctl) << "#!/bin/sh\n";
+  fs::permissions(ctl, fs::perms::owner_all);
+  // etcd 3.4: no etcdutl, so etcdctl itself.
+  CHECK(SnapshotTool(ctl.string()) == ctl.string());
+  // etcd 3.6: etcdutl in the same folder.
+  const fs::path utl = dir.path() / "etcdutl";
+  std::ofstream(utl) << "#!/bin/sh\n";
+  fs::permissions(utl, fs::perms::owner_all);
+  CHECK(SnapshotTool(ctl.string()) == utl.string());
+  // A file that cannot run is not taken.
+  fs::permissions(utl, fs::perms::owner_read | fs::perms::owner_write);
+  CHECK(SnapshotTool(ctl.string()) == ctl.string());
+  // Another program name is used as given.
+  CHECK(SnapshotTool("/opt/my-etcdctl") == "/opt/my-etcdctl");
 }

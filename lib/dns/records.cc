@@ -226,30 +226,31 @@ struct Builder {
   }
 };
 
-// KindFacts are a watched kind's name in messages and the path of its cluster-wide
-// list, as the 1.20 API serves it.
+// KindFacts are a watched kind's name in messages and the paths of its cluster-wide
+// list, newest first.
 struct KindFacts {
   const char* name;
-  const char* list_path;
+  std::vector<std::string> list_paths;
 };
 
 KindFacts FactsOf(Kind kind) {
   switch (kind) {
     case Kind::kService:
-      return {"Service", "/api/v1/services"};
+      return {"Service", {"/api/v1/services"}};
     case Kind::kEndpointSlice:
-      return {"EndpointSlice", "/apis/discovery.k8s.io/v1beta1/endpointslices"};
+      return {"EndpointSlice",
+              {"/apis/discovery.k8s.io/v1/endpointslices", "/apis/discovery.k8s.io/v1beta1/endpointslices"}};
     case Kind::kPod:
-      return {"Pod", "/api/v1/pods"};
+      return {"Pod", {"/api/v1/pods"}};
   }
-  return {"?", ""};
+  return {"?", {}};
 }
 
 }  // namespace
 
 const char* KindName(Kind kind) { return FactsOf(kind).name; }
 
-std::string ListPath(Kind kind) { return FactsOf(kind).list_path; }
+std::vector<std::string> ListPaths(Kind kind) { return FactsOf(kind).list_paths; }
 
 Status Apply(Objects& objects, Kind kind, const json& object, bool deleted) {
   auto meta = Meta(object, kind);

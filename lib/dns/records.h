@@ -55,11 +55,14 @@ struct Pod {
   bool host_network = false;
 };
 
-// Kind is a watched kind; its API path is ListPath(kind).
+// Kind is a watched kind; its API paths are ListPaths(kind).
 enum class Kind { kService, kEndpointSlice, kPod };
 const char* KindName(Kind kind);
-// ListPath is the path of the cluster-wide list of kind, as the 1.20 API serves it.
-std::string ListPath(Kind kind);
+// ListPaths are the paths of the cluster-wide list of kind, the newest API version
+// first: EndpointSlices are discovery.k8s.io/v1 from 1.21 (the only one from 1.25),
+// v1beta1 on 1.20. The watcher takes the first the server does not answer 404, and
+// reads both (their fields that sprout reads are the same).
+std::vector<std::string> ListPaths(Kind kind);
 
 // Objects is the controller's whole view: every object of the three kinds by
 // "namespace/name".

@@ -25,3 +25,39 @@ TEST_CASE("dpkg status gives the installed packages, sorted, as SPDX 2.3", "[sbo
   CHECK(doc["relationships"].size() == 2);
   CHECK(SpdxJson(pkgs, "img", "ns", 1) == SpdxJson(pkgs, "img", "ns", 1));
 }
+
+TEST_CASE("the Go modules of the recipe's binaries are in the SBOM, replaced ones at their replacement", "[sbom]") {
+  const char* json = R"js({"sets": [
+    {"set": "kubernetes", "goarch": "amd64", "binaries": [
+      {"binary": "kubelet", "go": "go1.26.8", "modules": [
+        {"path": "k8s.io/api", "version": "v0.0.0", "sum": "",
+         "replace": {"Path": "k8s.io/api", "Version": "v0.36.5", "Sum": "h1:api="}},
+        {"path": "golang.org/x/sys", "version": "v0.46.0", "sum": "h1:sys=", "replace": null}]},
+      {"binary": "kubectl", "go": "go1.26.8", "main": {"Path": "k8s.io/kubernetes", "Version": "v1.36.5",
+        "Sum": "h1:k8s="}, "modules": [
+        {"path": "golang.org/x/sys", "version": "v0.46.0", "sum": "h1:sys=", "replace": null}]}]},
+    {"set": "pause", "goarch": "amd64", "binaries": [{"binary": "pause", "go": "go1.26.8",
+      "main": {"Path": "sprout/images/stack/pause", "Version": "(devel)"}, "modules": null}]}]})js";
+  auto mods = ParseGoModules(json);
+  REQUIRE(mods.ok());
+  REQUIRE(mods->size() == 3);
+  CHECK((*mods)[0].path == "golang.org/x/sys");
+  CHECK((*mods)[0].binaries == std::vector<std::string>{"kubectl", "kubelet"});
+  CHECK((*mods)[1].path == "k8s.io/api");
+  CHECK((*mods)[1].version == "v0.36.5");
+  CHECK((*mods)[1].sum == "h1:api=");
+  CHECK((*mods)[2].path == "k8s.io/kubernetes");  // kubectl's main module
+  CHECK((*mods)[2].binaries == std::vector<std::string>{"kubectl"});
+
+  auto doc = nlohmann::json::parse(SpdxJson({}, "t", "https://example.invalid/t", 0, *mods));
+  REQUIRE(doc["packages"].size() == 3);
+  CHECK(doc["packages"][1]["name"] == "k8s.io/api");
+  CHECK(doc["packages"][1]["externalRefs"][0]["referenceLocator"] == "pkg:golang/k8s.io/api@v0.36.5");
+  CHECK(doc["packages"][1]["comment"] == "go.sum hash h1:api=");
+  CHECK(doc["packages"][0]["sourceInfo"] == "Go module linked into kubectl, kubelet");
+
+  CHECK_FALSE(ParseGoModules("[]").ok());
+  auto nameless = ParseGoModules(R"({"sets": [{"set": "x", "binaries": [{"modules": []}]}]})");
+  REQUIRE_FALSE(nameless.ok());
+  CHECK(nameless.error() == "modules.json: a binary without a name in set 'x'");
+}

@@ -79,6 +79,8 @@ struct KubeletSettings {
   ProfileFile binary;            // installed as /usr/bin/kubelet (url or source, with sha256)
   std::filesystem::path recipe;  // or built: RECIPE/host.sh CACHE prints the folder holding it
   std::filesystem::path proxy;   // kube-proxy, when the recipe's folder holds one (set by the build)
+  std::filesystem::path folder;  // the folder the recipe printed (set by the build): its `versions`
+                                 // file and `root/` tree, when it has them (docs/stack.md)
   std::string config_yaml;       // KubeletConfiguration fields that override sprout's defaults
   bool present = false;
 };

@@ -80,6 +80,65 @@ TEST_CASE("containerd's sandbox is the preloaded pause image, with systemd cgrou
   CHECK(c.find("config_path = \"/etc/containerd/certs.d:/var/lib/sprout/registries\"") != std::string::npos);
 }
 
+TEST_CASE("A recipe's versions file says which kubelet and containerd the configuration is for") {
+  auto none = ParseStackVersions("");
+  REQUIRE(none.ok());
+  CHECK(none->kubernetes_minor == 20);
+  CHECK(none->containerd_major == 1);
+
+  auto stack = ParseStackVersions("kubernetes v1.36.5\netcd v3.6.16\ncontainerd v2.3.7\nrunc v1.5.2\n");
+  REQUIRE(stack.ok());
+  CHECK(stack->kubernetes_minor == 36);
+  CHECK(stack->kubernetes == "v1.36.5");
+  CHECK(stack->containerd_major == 2);
+  CHECK(stack->containerd == "v2.3.7");
+
+  auto bad = ParseStackVersions("etcd v3.6.16\nkubernetes 1.36\n");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error() == "line 2: the kubernetes version '1.36' is not vMAJOR.MINOR.PATCH");
+  auto two = ParseStackVersions("kubernetes v2.0.0\n");
+  REQUIRE_FALSE(two.ok());
+  CHECK(two.error() == "line 1: Kubernetes v2.0.0 is not 1.x");
+  CHECK_FALSE(ParseStackVersions("containerd vX.3\n").ok());
+}
+
+TEST_CASE("A 1.36 kubelet gets the CRI socket in its file, no removed flag, and starts on cgroup v1") {
+  auto stack = ParseStackVersions("kubernetes v1.36.5\ncontainerd v2.3.7\n");
+  REQUIRE(stack.ok());
+  auto config = KubeletConfigYaml("", "169.254.20.10", *stack);
+  REQUIRE(config.ok());
+  auto y = YAML::Load(*config);
+  CHECK(y["containerRuntimeEndpoint"].Scalar() == "unix:///run/containerd/containerd.sock");
+  CHECK(y["failCgroupV1"].as<bool>() == false);
+  CHECK(y["clusterDNS"][0].Scalar() == "169.254.20.10");
+  const std::string unit = KubeletUnit(*stack);
+  CHECK(unit.find("--container-runtime") == std::string::npos);
+  CHECK(unit.find("--config=/usr/lib/sprout/kubelet/config.yaml") != std::string::npos);
+  CHECK(unit.find("--housekeeping-interval=30s $KUBELET_ARGS") != std::string::npos);
+  // The 1.20 unit keeps its flags.
+  CHECK(KubeletUnit().find("--container-runtime=remote --container-runtime-endpoint=") != std::string::npos);
+}
+
+TEST_CASE("containerd 2 gets a version 3 file: the pause image pinned, systemd cgroups, the image's CNI plugins") {
+  auto stack = ParseStackVersions("kubernetes v1.36.5\ncontainerd v2.3.7\n");
+  REQUIRE(stack.ok());
+  const std::string pause = "localhost/sprout/pause@sha256:" + std::string(64, 'b');
+  const std::string c = ContainerdConfig(pause, *stack);
+  CHECK(c.find("\nversion = 4\n") != std::string::npos);  // containerd 2.3's own version
+  auto older = ParseStackVersions("containerd v2.1.4\n");
+  REQUIRE(older.ok());
+  CHECK(ContainerdConfig(pause, *older).find("\nversion = 3\n") != std::string::npos);
+  CHECK(c.find("[plugins.\"io.containerd.cri.v1.images\".pinned_images]\n  sandbox = \"" + pause + "\"") !=
+        std::string::npos);
+  CHECK(c.find("SystemdCgroup = true") != std::string::npos);
+  CHECK(c.find("restrict_oom_score_adj = true") != std::string::npos);
+  CHECK(c.find("bin_dirs = [\"/usr/lib/cni\"]") != std::string::npos);
+  CHECK(c.find("config_path = \"/etc/containerd/certs.d:/var/lib/sprout/registries\"") != std::string::npos);
+  // Nothing of the 1.x plugin names is left.
+  CHECK(c.find("grpc.v1.cri") == std::string::npos);
+  CHECK(c.find("internal.v1.opt") == std::string::npos);
+}
+
 // GoldenFile compares text with tests/golden/kubelet/NAME (tests/golden.h).
 void GoldenFile(const std::string& name, const std::string& text) {
   sprout::testing::CheckGolden("kubelet/" + name, text);

@@ -95,8 +95,7 @@ Status SyncPath(const fs::path& path) {
 }
 
 Status WriteFileAtomic(const fs::path& path, std::string_view contents, fs::perms mode) {
-  fs::path tmp = path;
-  tmp += ".tmp." + std::to_string(::getpid());
+  const fs::path tmp = path.parent_path() / ("." + path.filename().string() + ".tmp." + std::to_string(::getpid()));
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, static_cast<mode_t>(mode));
   if (fd < 0) return Fail("cannot write " + path.string() + ": " + std::strerror(errno));
   const char* p = contents.data();

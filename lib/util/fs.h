@@ -19,7 +19,11 @@ Result<std::string> ReadFile(const fs::path& path);
 Status SyncPath(const fs::path& path);
 
 // WriteFileAtomic writes contents to a temporary file beside path and renames it into
-// place, so readers never see a half-written file.
+// place, so readers never see a half-written file. The temporary file is hidden
+// (.NAME.tmp.PID): a program that takes every file of a folder, as the kubelet takes
+// every file of its static-pod folder but the hidden ones, never sees it. (A visible one
+// was a second static pod of the same name for a moment, and the 1.36 kubelet then never
+// mounted the real pod's volumes.)
 Status WriteFileAtomic(const fs::path& path, std::string_view contents, fs::perms mode = fs::perms(0644));
 
 // TempDir is a directory removed with everything in it when the object dies, unless
