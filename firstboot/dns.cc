@@ -174,6 +174,7 @@ class Controller {
   std::uint64_t generation_ = 0;
   std::map<std::string, std::string> api_;  // kind -> "" (watching) or its problem
   std::map<std::string, bool> synced_;      // kind -> listed at least once
+  bool own_pods_logged_ = false;            // said once that only this node's Pods are listed
   // The writer's own state (only its thread touches these).
   std::map<std::string, std::string> written_;  // zone -> text without its serial
   std::uint32_t serial_ = 0;
@@ -220,6 +221,24 @@ class Controller {
       if (!list) return list.error();
       if (list->status != 404) break;
     }
+    // From Kubernetes 1.32 the node authorizer lets a node list only its own pods (a
+    // spec.nodeName field selector). A node's server then has the pod records of the pods
+    // on it, which are the ones that ask it (it answers only on its own node).
+    if (kind == dns::Kind::kPod && list->status == 403) {
+      char host[256] = {};
+      if (::gethostname(host, sizeof host - 1) == 0 && host[0] != '\0') {
+        list_path = dns::OwnPodsPath(host);
+        list = kube::ApiRequest(*k, "GET", list_path, "", "application/json", 60);
+        if (!list) return list.error();
+        if (list->status == 200 && !own_pods_logged_) {
+          own_pods_logged_ = true;
+          Log(LOG_INFO,
+              "the API lets this node list only its own Pods (the node authorizer of Kubernetes 1.32+): "
+              "pod records are those of the pods on " +
+                  std::string(host));
+        }
+      }
+    }
     if (list->status != 200) {
       return "listing " + name + "s (" + list_path + ") answered HTTP " + std::to_string(list->status);
     }
@@ -265,8 +284,8 @@ class Controller {
         if (!problem_here.empty()) Log(LOG_WARNING, problem_here);
         return true;
       };
-      const std::string path =
-          list_path + "?watch=1&allowWatchBookmarks=true&timeoutSeconds=300" + "&resourceVersion=" + version;
+      const std::string path = list_path + (list_path.find('?') == std::string::npos ? "?" : "&") +
+                               "watch=1&allowWatchBookmarks=true&timeoutSeconds=300&resourceVersion=" + version;
       auto status = kube::ApiStream(
           *k, path, on_line, [] { return !g_dns_stop; }, 330);
       if (!status) return status.error();

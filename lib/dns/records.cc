@@ -252,6 +252,19 @@ const char* KindName(Kind kind) { return FactsOf(kind).name; }
 
 std::vector<std::string> ListPaths(Kind kind) { return FactsOf(kind).list_paths; }
 
+std::string OwnPodsPath(const std::string& node_name) {
+  std::string escaped;
+  for (const unsigned char c : node_name) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_') {
+      escaped += static_cast<char>(c);
+    } else {
+      static const char* hex = "0123456789ABCDEF";
+      escaped += {'%', hex[c >> 4], hex[c & 15]};
+    }
+  }
+  return "/api/v1/pods?fieldSelector=spec.nodeName%3D" + escaped;
+}
+
 Status Apply(Objects& objects, Kind kind, const json& object, bool deleted) {
   auto meta = Meta(object, kind);
   if (!meta) return Fail(meta.error());

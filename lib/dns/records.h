@@ -63,6 +63,9 @@ const char* KindName(Kind kind);
 // v1beta1 on 1.20. The watcher takes the first the server does not answer 404, and
 // reads both (their fields that sprout reads are the same).
 std::vector<std::string> ListPaths(Kind kind);
+// OwnPodsPath lists only the Pods of the node named node_name (a spec.nodeName field
+// selector): all that the node authorizer of Kubernetes 1.32+ lets a node list.
+std::string OwnPodsPath(const std::string& node_name);
 
 // Objects is the controller's whole view: every object of the three kinds by
 // "namespace/name".

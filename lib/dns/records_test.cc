@@ -187,3 +187,14 @@ TEST_CASE("dns: names and reverse names", "[dns]") {
   CHECK(ReverseName("fd00::1").ends_with("0.0.d.f.ip6.arpa."));
   CHECK(ReverseName("nope").empty());
 }
+
+TEST_CASE("dns: EndpointSlices are listed at v1 first, and a node's own Pods by a field selector", "[dns]") {
+  using sprout::dns::Kind;
+  const auto slices = sprout::dns::ListPaths(Kind::kEndpointSlice);
+  REQUIRE(slices.size() == 2);
+  CHECK(slices[0] == "/apis/discovery.k8s.io/v1/endpointslices");
+  CHECK(slices[1] == "/apis/discovery.k8s.io/v1beta1/endpointslices");
+  CHECK(sprout::dns::ListPaths(Kind::kPod) == std::vector<std::string>{"/api/v1/pods"});
+  CHECK(sprout::dns::OwnPodsPath("node-2") == "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-2");
+  CHECK(sprout::dns::OwnPodsPath("a b&c") == "/api/v1/pods?fieldSelector=spec.nodeName%3Da%20b%26c");
+}
