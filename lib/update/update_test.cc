@@ -113,6 +113,11 @@ TEST_CASE("etcd rule: same minor passes, another minor is refused naming both", 
   CHECK(up.error().find("etcd 3.5") != std::string::npos);
   CHECK(up.error().find("etcd 3.4") != std::string::npos);
   CHECK_FALSE(CheckEtcdRule("3.5.9", "v3.4.23"));
+  // The 1.36 image's etcd (tag v3.6.16) over the 1.20 default's (3.4): refused.
+  auto to_136 = CheckEtcdRule("3.4", "v3.6.16");
+  REQUIRE_FALSE(to_136);
+  CHECK(to_136.error().find("the new build's etcd v3.6.16 and this node's etcd 3.4 differ") != std::string::npos);
+  CHECK(CheckEtcdRule("v3.6.16", "v3.6.17"));
   CHECK_FALSE(CheckEtcdRule("3.4", ""));
   CHECK(EtcdVersionOfImages(
             R"([{"reference":"localhost/sprout/busybox:1.35"},{"reference":"localhost/sprout/etcd:3.4"}])") == "3.4");
