@@ -9,6 +9,7 @@
 #include <set>
 
 #include "dns/zone.h"
+#include "kube/coredns.h"
 #include "fetch/fetch.h"
 #include "image/arch.h"
 #include "image/base.h"
@@ -129,6 +130,15 @@ Status AddDns(const Shoot& shoot, std::vector<RootEntry>& add) {
                    0777});
   }
   return Ok{};
+}
+
+// PreloadsCoreDns says whether the profile preloads a CoreDNS image (an image whose
+// repository's last element is `coredns`).
+bool PreloadsCoreDns(const Profile& p) {
+  for (const auto& img : p.images) {
+    if (oci::ComponentOf(img.ref) == "coredns") return true;
+  }
+  return false;
 }
 
 // HostRootEntries are the files of the recipe folder's root/ tree (docs/stack.md), to be
@@ -281,9 +291,14 @@ Status AddClusterFiles(const Profile& p, const fs::path& data_dir, std::vector<R
   // the state partition.
   add.push_back({RootEntry::Kind::kSymlink, "etc/kubernetes", "/var/lib/kubernetes", {}, 0777});
   if (p.pod_host == PodHost::kKubelet) {
-    // A node of a cluster answers the cluster's names itself (docs/dns.md).
+    // Cluster DNS (docs/dns.md): CoreDNS behind kube-dns when the image preloads it (the
+    // node agent creates its Deployment), else each node's own knotd and controller.
     std::string cluster_dns;
-    if (p.shoot) {
+    if (p.shoot && PreloadsCoreDns(p)) {
+      auto ip = kube::CoreDnsServiceIp(p.shoot->services_cidr);
+      if (!ip) return Fail(p.shoot_file.string() + ": " + ip.error());
+      cluster_dns = *ip;
+    } else if (p.shoot) {
       if (auto s = AddDns(*p.shoot, add); !s) return s;
       cluster_dns = dns::kNodeLocalAddress;
     }

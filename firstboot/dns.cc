@@ -32,6 +32,8 @@
 #include "dns/records.h"
 #include "dns/zone.h"
 #include "kube/api.h"
+#include "kube/coredns.h"
+#include "settings/cluster.h"
 #include "util/fs.h"
 #include "util/process.h"
 #include "util/text.h"
@@ -398,6 +400,29 @@ class Controller {
   }
 };
 
+// PrintCoreDns prints the CoreDNS objects for the cluster record in file (--print-coredns).
+int PrintCoreDns(const std::string& file) {
+  std::string problem;
+  std::string list;
+  if (auto text = ReadFile(file); !text) {
+    problem = text.error();
+  } else if (auto record = ParseClusterRecord(*text); !record) {
+    problem = record.error();
+  } else if (auto in = kube::CoreDnsInputFor(record->images, record->services_cidr, record->pods_cidr); !in) {
+    problem = in.error();
+  } else if (auto out = kube::CoreDnsList(*in); !out) {
+    problem = out.error();
+  } else {
+    list = *out;
+  }
+  if (!problem.empty()) {
+    std::cerr << "sprout-firstboot dns: " << file << ": " << problem << "\n";
+    return 2;
+  }
+  std::cout << list;
+  return 0;
+}
+
 }  // namespace
 
 int DnsMain(int argc, char** argv) {
@@ -420,6 +445,10 @@ int DnsMain(int argc, char** argv) {
       "print-knot-config",
       "print knotd's configuration for --config, --zones-dir and --run-dir, with its database "
       "in the folder given, and exit (the build bakes the same text)",
+      cxxopts::value<std::string>())(
+      "print-coredns",
+      "on an image with CoreDNS: print the objects a control-plane node creates for it (a v1 List "
+      "for `kubectl apply -f -`) from the cluster record given (/usr/share/sprout/cluster.json), and exit",
       cxxopts::value<std::string>())("h,help", "show this help");
   cxxopts::ParseResult args;
   try {
@@ -432,6 +461,7 @@ int DnsMain(int argc, char** argv) {
     std::cout << options.help();
     return 0;
   }
+  if (args.count("print-coredns")) return PrintCoreDns(args["print-coredns"].as<std::string>());
   o.config = args["config"].as<std::string>();
   o.kubeconfig = args["kubeconfig"].as<std::string>();
   o.zones_dir = args["zones-dir"].as<std::string>();

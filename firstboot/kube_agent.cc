@@ -53,6 +53,14 @@ class Agent {
     if (!config) return config.error();
     if (admin) {
       if (auto s = CreateBootstrap(*config); !s.empty()) return s;
+      // A DNS problem holds up nothing else of the node; the report and the log say it.
+      if (auto s = CreateCoreDns(*config); !s.empty()) {
+        report["dns"] = "CoreDNS: " + s;
+        if (s != dns_problem_) log_(LOG_WARNING, "cluster DNS: " + s);
+        dns_problem_ = s;
+      } else {
+        dns_problem_.clear();
+      }
     }
     if (o_.control_plane) {
       auto ready = kube::ApiRequest(*config, "GET", "/readyz");
@@ -95,6 +103,8 @@ class Agent {
   std::set<std::string> routed_;     // "CIDR via IP" installed before (for the log's wording)
   std::set<std::string> refused_;    // skipped routes and Service-route problems already logged
   bool bootstrap_done_ = false;      // bindings made, the base token's Secret gone
+  bool coredns_done_ = false;        // the CoreDNS objects exist
+  std::string dns_problem_;          // the last CoreDNS problem logged
   std::int64_t secrets_window_ = 0;  // the window whose worker-token Secrets exist
   bool kubelet_started_ = false;
   std::string written_token_;  // the token bootstrap-kubelet.conf was written with
@@ -213,6 +223,40 @@ class Agent {
     }
     bootstrap_done_ = true;
     secrets_window_ = window;
+    return "";
+  }
+
+  // CreateCoreDns creates the CoreDNS objects once (docs/dns.md); one that exists already
+  // (another control-plane node made it, or a site changed it) is kept as it is. The
+  // answer to a create that lost the race is not always 409: the kube-dns Service's
+  // address is taken first (422), so any refusal is followed by a read of the object.
+  // Each round after, the report says how many of the Deployment's replicas are ready.
+  std::string CreateCoreDns(const kube::Kubeconfig& admin) {
+    if (o_.coredns.empty()) return "";
+    if (!coredns_done_) {
+      for (const auto& obj : o_.coredns) {
+        auto r = kube::ApiRequest(admin, "POST", obj.path, obj.json);
+        if (!r) return r.error();
+        if (r->status == 201) log_(LOG_INFO, "cluster DNS: created " + obj.name);
+        if (r->status == 201 || r->status == 409) continue;
+        const auto name = nlohmann::json::parse(obj.json)["metadata"]["name"].get<std::string>();
+        auto have = kube::ApiRequest(admin, "GET", obj.path + "/" + name);
+        if (have && have->status == 200) continue;
+        return "creating " + obj.name + " answered HTTP " + std::to_string(r->status) + ": " + r->body.substr(0, 300);
+      }
+      coredns_done_ = true;
+    }
+    auto got = kube::ApiRequest(admin, "GET", "/apis/apps/v1/namespaces/kube-system/deployments/coredns");
+    if (got && got->status == 200) {
+      auto j = nlohmann::json::parse(got->body, nullptr, false);
+      if (!j.is_discarded()) {
+        report["dns"] = "CoreDNS: " + std::to_string(j["status"].value("readyReplicas", 0)) + " of " +
+                        std::to_string(j["spec"].value("replicas", 0)) + " replicas ready behind kube-system/kube-dns";
+      }
+    } else {
+      report["dns"] = "CoreDNS: the Deployment kube-system/coredns cannot be read (" +
+                      (got ? "HTTP " + std::to_string(got->status) : got.error()) + ")";
+    }
     return "";
   }
 

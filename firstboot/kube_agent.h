@@ -5,8 +5,9 @@
 //     bootstrap-kubelet.conf with the bootstrap token, its kubelet arguments, and the
 //     kubelet started (it then registers through TLS bootstrapping);
 //   a control-plane node, once its apiserver answers: the bootstrap-token Secret and
-//     kubeadm's bootstrap RBAC (created once, kept if present), and its own
-//     node-role.kubernetes.io/control-plane label;
+//     kubeadm's bootstrap RBAC (created once, kept if present), on an image with
+//     CoreDNS its Deployment behind kube-dns (created once: a site's edits stay), and
+//     its own node-role.kubernetes.io/control-plane label;
 //   every node, once the controller-manager gave it a pod subnet: the CNI
 //     configuration for it, kube-proxy started, networking.services routed on the
 //     link of the node's address (kube::ServiceRoute), and routes to the other nodes' pod
@@ -20,6 +21,9 @@
 #include <functional>
 #include <string>
 
+#include <vector>
+
+#include "kube/bootstrap.h"
 #include "kube/node_list.h"
 
 namespace sprout::firstboot {
@@ -35,6 +39,7 @@ struct NodeAgentOptions {
   bool routes = true;                                           // program routes with `ip route`
   kube::PodNetworks networks;                                   // the Shoot's networks that bound the routes
   std::filesystem::path kube_proxy_unit = "/usr/lib/systemd/system/kube-proxy.service";  // started if present
+  std::vector<kube::ApiObject> coredns;  // on an image with CoreDNS: its objects (kube/coredns.h), else none
 };
 
 using AgentLog = std::function<void(int priority, const std::string& message)>;

@@ -100,6 +100,7 @@ int Status(const std::filesystem::path& state_dir, bool json) {
     std::vector<std::string> pods;
     if (kube.contains("staticPods")) pods = kube["staticPods"].get<std::vector<std::string>>();
     std::cout << "\n  static pods: " << join(pods) << "\n";
+    if (kube.contains("dns")) std::cout << "  dns: " << kube.value("dns", "") << "\n";
     if (!kube.value("problem", "").empty()) std::cout << "  waiting: " << kube.value("problem", "") << "\n";
   }
   return 0;

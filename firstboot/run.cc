@@ -22,6 +22,7 @@
 #include "formationd/state_file.h"
 #include "kube/api.h"
 #include "kube/controlplane.h"
+#include "kube/coredns.h"
 #include "nodeconfig/apply.h"
 #include "nodeconfig/sources.h"
 #include "settings/cluster.h"
@@ -315,6 +316,17 @@ std::thread NodeAgent(const settings::NodeSettings& settings, const ClusterRecor
   o.kubernetes_dir = settings.formation.pki_dir.parent_path();
   o.state_dir = settings.formation.state_dir;
   o.networks = kube::PodNetworks{record.pods_cidr, record.nodes_cidr, record.services_cidr};
+  if (o.control_plane && record.images.count("coredns")) {
+    std::string problem;
+    if (auto in = kube::CoreDnsInputFor(record.images, record.services_cidr, record.pods_cidr); !in) {
+      problem = in.error();
+    } else if (auto objects = kube::CoreDnsObjects(*in); !objects) {
+      problem = objects.error();
+    } else {
+      o.coredns = *objects;
+    }
+    if (!problem.empty()) Log(LOG_ERR, "kubernetes", "cluster DNS: no CoreDNS objects: " + problem);
+  }
   return std::thread([o] {
     RunNodeAgent(o, &g_stop, [](int priority, const std::string& message) { Log(priority, "kubernetes", message); });
   });

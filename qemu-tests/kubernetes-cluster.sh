@@ -232,10 +232,63 @@ EOF
 check "a pod on node-1 reaches the worker's pod through the Service's ClusterIP" "$(client client-1 node-1)" \
   '^Succeeded (.* )?hello-from-hello-'
 check "no image was pulled on node-1: containerd holds only the preloaded images" "$(preloaded_only 1)" \
-  '^localhost/sprout/busybox localhost/sprout/etcd localhost/sprout/kube-apiserver localhost/sprout/kube-controller-manager localhost/sprout/kube-scheduler localhost/sprout/pause $'
+  '^localhost/sprout/busybox (localhost/sprout/coredns )?localhost/sprout/etcd localhost/sprout/kube-apiserver localhost/sprout/kube-controller-manager localhost/sprout/kube-scheduler localhost/sprout/pause $'
 # A worker imports its part of the preload only: no etcd or control-plane image.
 check "no image was pulled on node-4, and the worker imported no control-plane image: containerd holds" \
-  "$(preloaded_only 4)" '^localhost/sprout/busybox localhost/sprout/pause $'
+  "$(preloaded_only 4)" '^localhost/sprout/busybox (localhost/sprout/coredns )?localhost/sprout/pause $'
+
+# Cluster DNS on an image with CoreDNS (the 1.36 image; docs/dns.md): its Deployment
+# behind kube-dns on the Shoot's 10th service address, its log readable through the
+# API, and names answering from a pod while no apiserver runs (each node's kubelet
+# stopped, then its apiserver container: CoreDNS serves what it watched, and kube-proxy's
+# rules stay), then the API back with no other step.
+if kube -n kube-system get service kube-dns >/dev/null 2>&1; then
+  echo "== 2b. CoreDNS behind kube-dns; names while every apiserver is down"
+  coredns_available() { [ "$(kube -n kube-system get deployment coredns -o jsonpath='{.status.availableReplicas}')" = 2 ]; }
+  wait_until 300 "CoreDNS's two replicas available" coredns_available
+  check "CoreDNS: the Deployment kube-system/coredns has its two replicas available (seconds more)" "${WAITED:-timeout}" '^[0-9]+$'
+  check "kube-dns is on the Shoot's 10th service address, CoreDNS's two pods ready behind it" \
+    "$(kube -n kube-system get service kube-dns -o jsonpath='{.spec.clusterIP}') $(kube -n kube-system get endpointslices -l kubernetes.io/service-name=kube-dns -o jsonpath='{range .items[*].endpoints[*]}{.conditions.ready} {end}')" \
+    '^10\.96\.0\.10 true true $'
+  check "kubectl -n kube-system logs reads CoreDNS's log" \
+    "$(kube -n kube-system logs deployment/coredns 2>&1 | grep -m 1 -o 'CoreDNS-[0-9.]*')" '^CoreDNS-1\.[0-9]+\.[0-9]+$'
+  kube apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: dns-probe, namespace: default}
+spec:
+  nodeName: node-2
+  automountServiceAccountToken: false
+  tolerations: [{key: node-role.kubernetes.io/control-plane, effect: NoSchedule}]
+  containers: [{name: probe, image: $busybox, imagePullPolicy: Never, command: [sleep, "3600"]}]
+EOF
+  wait_until 120 "the DNS probe pod running" eval '[ "$(kube get pod dns-probe -o jsonpath={.status.phase})" = Running ]'
+  crictl_on() { local n=$1; shift; node_ssh "$n" crictl --runtime-endpoint unix:///run/containerd/containerd.sock "$@"; }
+  probe=$(crictl_on 2 ps -q --name probe | head -n 1)
+  lookup() { crictl_on 2 exec "$probe" nslookup "$1" 2>&1 | awk '/^Name:/ {n=1} n && /^Address/ {print $NF}' | tr '\n' ' '; }
+  check "from a pod, with the API up: hello.default.svc.cluster.local is the Service's ClusterIP" \
+    "$(lookup hello.default.svc.cluster.local)" "^$service_ip \$"
+  for i in 1 2 3; do
+    node_ssh "$i" 'systemctl stop kubelet && crictl --runtime-endpoint unix:///run/containerd/containerd.sock stop $(crictl --runtime-endpoint unix:///run/containerd/containerd.sock ps -q --name kube-apiserver)' >/dev/null 2>&1
+  done
+  check "every apiserver is down (/readyz of nodes 1-3)" \
+    "$(for i in 1 2 3; do readyz "$i" >/dev/null 2>&1 && echo "node-$i:up" || echo "node-$i:down"; done | tr '\n' ' ')" \
+    '^node-1:down node-2:down node-3:down $'
+  check "with no apiserver, a pod still resolves a Service's name (CoreDNS answers from what it watched)" \
+    "$(lookup hello.default.svc.cluster.local)" "^$service_ip \$"
+  check "with no apiserver, a pod still resolves kubernetes.default.svc.cluster.local" \
+    "$(lookup kubernetes.default.svc.cluster.local)" '^10\.96\.0\.1 $'
+  t_api=$SECONDS
+  for i in 1 2 3; do node_ssh "$i" systemctl start kubelet; done
+  api_back() { local i; for i in 1 2 3; do [ "$(readyz "$i")" = ok ] || return 1; done; }
+  if wait_until 300 "the three apiservers ready again" api_back; then
+    check "the kubelets started again, the three apiservers are ready (seconds)" "$((SECONDS - t_api))" '^[0-9]+$'
+  else
+    check "the three apiservers ready again" timeout '^[0-9]+$'
+  fi
+  wait_until 300 "four Ready nodes" all_ready $cp_nodes node-4
+  kube delete pod dns-probe --wait=false >/dev/null
+fi
 
 # The upstream [Conformance] tests of cluster DNS, Services with their endpoints and pods
 # across nodes (qemu-tests/conformance/cluster-slice.txt), on this cluster's four nodes:

@@ -8,13 +8,22 @@
 # Checks: /readyz; kubectl reports the server's v1.36.5; a Secret is stored encrypted
 # (k8s:enc:aescbc:v1: in etcd); the audit log has entries; a namespace enforcing the
 # restricted Pod Security level refuses a privileged pod; NodeRestriction refuses node
-# a's credential modifying Node b. Only loopback traffic.
+# a's credential modifying Node b. Then CoreDNS: the objects `sprout-firstboot dns
+# --print-coredns` gives are applied, the stack's coredns runs as a host process with the
+# Corefile of their ConfigMap and the coredns ServiceAccount's token, answers every record
+# kind (tests/lib/dns-records.sh), and keeps answering with the apiserver killed. Only
+# loopback traffic.
 # Usage: tests/stack_control_plane_test.sh   (exit 0: passed or skipped; 1: failed)
 set -u
 name=stack_control_plane_test
 . "$(dirname "$0")/lib/checks.sh"
+. "$(dirname "$0")/lib/dns-records.sh"
 tests_require "openssl, python3, curl" openssl python3 curl
 tests_cache
+# sprout-firstboot (for the CoreDNS objects at the end): ctest's SPROUT_FIRSTBOOT, else
+# the build folder of this checkout. Resolved here, before the test changes directory.
+FIRSTBOOT=$(readlink -f "${SPROUT_FIRSTBOOT:-$SRC/build/sprout-firstboot}")
+BUILD=$(dirname "$FIRSTBOOT")
 # The stack's binaries, only if already compiled (compiling them takes 40+ minutes, so
 # the test never starts it): the newest complete folder of each set in the cache whose
 # BINARY runs here (the cache may also hold arm64 builds).
@@ -135,7 +144,9 @@ kind: Policy
 rules:
   - level: Metadata
 EOF
-kubeconfig() {  # kubeconfig FILE CERT-BASE
+kubeconfig() {  # kubeconfig FILE CERT-BASE, or kubeconfig FILE --token TOKEN
+  local user="{client-certificate: \"$2.crt\", client-key: \"$2.key\"}"
+  [ "$2" = --token ] && user="{token: \"$3\"}"
   cat >"$1" <<EOF
 apiVersion: v1
 kind: Config
@@ -144,7 +155,7 @@ clusters:
     cluster: {server: "https://127.0.0.1:$P_API", certificate-authority: "$PKI/ca.crt"}
 users:
   - name: u
-    user: {client-certificate: "$2.crt", client-key: "$2.key"}
+    user: $user
 contexts:
   - name: c
     context: {cluster: c, user: u}
@@ -246,6 +257,7 @@ fi
 
 # --- kube-apiserver -------------------------------------------------------------------
 start kube-apiserver "$KDIR/kube-apiserver"
+API_PID=${PIDS[${#PIDS[@]}-1]}
 KC=("$KDIR/kubectl" --kubeconfig "$K8S/admin.conf" --request-timeout=10s)
 readyz() { [ "$(curl -sS --max-time 5 --cacert "$PKI/ca.crt" --cert "$WORK/admin.crt" --key "$WORK/admin.key" \
   "https://127.0.0.1:$P_API/readyz")" = ok ]; }
@@ -349,3 +361,142 @@ if wait_for 60 health "$P_SCHED"; then ok "kube-scheduler /healthz ok on its sec
 lease() { "${KC[@]}" get lease -n kube-system "$1" -o 'jsonpath={.spec.holderIdentity}' 2>/dev/null | grep -q .; }
 if wait_for 90 lease kube-controller-manager; then ok "kube-controller-manager holds its leader lease"; else bad "no kube-controller-manager lease"; fi
 if wait_for 90 lease kube-scheduler; then ok "kube-scheduler holds its leader lease"; else bad "no kube-scheduler lease"; fi
+
+# --- CoreDNS ------------------------------------------------------------------------------------
+# What a control-plane node creates for cluster DNS (lib/kube/coredns.cc), applied to this
+# apiserver; the stack's coredns then runs as a host process with the Corefile of that
+# ConfigMap, changed only where a host process must differ from the pod: it listens on free
+# loopback ports (DNS, health, ready, metrics) instead of the pod's own address, and reads a
+# kubeconfig with the coredns ServiceAccount's token instead of the in-cluster one (so the
+# ClusterRole is what it gets, and must be enough).
+CDIR=$(find_set coredns coredns)
+coredns_skip=
+if [ ! -x "$FIRSTBOOT" ]; then
+  coredns_skip="no sprout-firstboot in $BUILD (set SPROUT_FIRSTBOOT to it)"
+elif [ -z "$CDIR" ]; then
+  coredns_skip="CoreDNS is not compiled in $CACHE/stack/bin (images/stack/compile.sh $CACHE coredns makes it)"
+elif ! command -v dig >/dev/null; then
+  coredns_skip="'dig' not found (scripts/install-deps installs dnsutils)"
+fi
+
+coredns_checks() {
+  local out objects token p_dns p_health p_ready p_metrics
+  cat >"$WORK/cluster.json" <<JSON
+{"podHost": "kubelet",
+ "networking": {"pods": "10.244.0.0/16", "services": "10.96.0.0/12", "nodes": "198.18.0.0/24"},
+ "images": {"coredns": "localhost/sprout/coredns@sha256:$(printf 'd%.0s' {1..64})"}}
+JSON
+  if ! "$FIRSTBOOT" dns --print-coredns "$WORK/cluster.json" >"$WORK/coredns-list.json" 2>"$WORK/print-coredns.err"; then
+    bad "$BUILD/sprout-firstboot dns --print-coredns: $(head -c 400 "$WORK/print-coredns.err")"
+    return
+  fi
+  out=$("${KC[@]}" apply -f - <"$WORK/coredns-list.json" 2>&1)
+  objects=$({ "${KC[@]}" get -n kube-system serviceaccount/coredns configmap/coredns deployment.apps/coredns \
+    poddisruptionbudget.policy/coredns service/kube-dns -o name
+    "${KC[@]}" get clusterrole.rbac.authorization.k8s.io/system:coredns \
+      clusterrolebinding.rbac.authorization.k8s.io/system:coredns -o name; } 2>&1)
+  if [ "$(grep -c ' created$' <<<"$out")" -eq 7 ] && [ "$(grep -c / <<<"$objects")" -eq 7 ] &&
+    ! grep -qi error <<<"$objects"; then
+    ok "kubectl apply of sprout-firstboot dns --print-coredns created all seven objects: $(tr '\n' ' ' <<<"$objects")"
+  else
+    bad "kubectl apply of the CoreDNS objects: $out / $objects"
+    return
+  fi
+  out=$("${KC[@]}" get service kube-dns -n kube-system -o 'jsonpath={.spec.clusterIP}' 2>&1)
+  [ "$out" = 10.96.0.10 ] && ok "Service kube-system/kube-dns has the 10th service address $out" ||
+    bad "kube-dns's clusterIP is '$out', not 10.96.0.10"
+
+  if ! token=$("${KC[@]}" create token coredns -n kube-system 2>&1); then
+    bad "kubectl create token coredns -n kube-system: $token"
+    return
+  fi
+  kubeconfig "$WORK/coredns.conf" --token "$token"
+  chmod 600 "$WORK/coredns.conf"
+  out=$("$KDIR/kubectl" --kubeconfig "$WORK/coredns.conf" --request-timeout=10s get secrets -n kube-system 2>&1)
+  grep -q Forbidden <<<"$out" && ok "the coredns ServiceAccount's token may not read Secrets (Forbidden)" ||
+    bad "the coredns ServiceAccount reading Secrets: $out"
+
+  read -r p_dns p_health p_ready p_metrics < <(python3 -c '
+import socket
+ss=[socket.socket() for _ in range(4)]
+for s in ss: s.bind(("127.0.0.1", 0))
+print(*[s.getsockname()[1] for s in ss])')
+  "${KC[@]}" get configmap coredns -n kube-system -o 'jsonpath={.data.Corefile}' >"$WORK/Corefile.configmap"
+  if ! out=$(python3 - "$WORK/Corefile.configmap" "$WORK/Corefile" "$p_dns" "$p_health" "$p_ready" "$p_metrics" \
+    "$WORK/coredns.conf" 2>&1 <<'PY'
+import sys
+src, dst, dns, health, ready, metrics, kubeconfig = sys.argv[1:]
+# Each line the host process must change, and what it becomes (indentation kept).
+subs = {
+    ".:53 {": [".:%s {" % dns, "    bind 127.0.0.1"],
+    "health {": ["health 127.0.0.1:%s {" % health],
+    "ready": ["ready 127.0.0.1:%s" % ready],
+    "prometheus :9153": ["prometheus 127.0.0.1:%s" % metrics],
+}
+seen = {k: 0 for k in subs}
+seen["kubernetes"] = 0
+out = []
+for line in open(src).read().split("\n"):
+    key = line.strip()
+    indent = line[: len(line) - len(line.lstrip())]
+    if key in subs:
+        seen[key] += 1
+        out += [indent + x for x in subs[key]]
+        continue
+    out.append(line)
+    if key.startswith("kubernetes ") and key.endswith("{"):
+        seen["kubernetes"] += 1
+        out.append(indent + "    kubeconfig %s c" % kubeconfig)
+wrong = [k for k, n in seen.items() if n != 1]
+if wrong:
+    sys.exit("the Corefile does not have exactly one of: " + ", ".join(wrong))
+open(dst, "w").write("\n".join(out))
+PY
+  ); then
+    bad "the ConfigMap's Corefile could not be adapted: $out ($(tr '\n' '|' <"$WORK/Corefile.configmap"))"
+    return
+  fi
+  "$CDIR/coredns" -conf "$WORK/Corefile" >"$WORK/logs/coredns.log" 2>&1 &
+  PIDS+=($!)
+  coredns_ready() { [ "$(curl -sS --max-time 2 "http://127.0.0.1:$p_ready/ready")" = OK ]; }
+  if wait_up 60 coredns_ready; then
+    ok "$("$CDIR/coredns" -version | head -n 1) is ready on 127.0.0.1:$p_dns with the ConfigMap's Corefile and the coredns ServiceAccount's token"
+  else
+    bad "CoreDNS not ready in 60 s (or it exited): $(tail -n 5 "$WORK/logs/coredns.log" | tr '\n' '|')"
+    return
+  fi
+
+  # Every record kind, with dig on the host's loopback, EndpointSlices of discovery.k8s.io/v1,
+  # and the pod's address set through the status subresource.
+  DNS_DIG=(dig @127.0.0.1 -p "$p_dns")
+  DNS_SLICE_API=discovery.k8s.io/v1
+  kc() { "${KC[@]}" "$@"; }
+  dns_set_pod_ip() {  # dns_set_pod_ip NAMESPACE POD IP
+    "${KC[@]}" patch pod "$2" -n "$1" --subresource=status --type=merge \
+      -p "{\"status\":{\"podIP\":\"$3\",\"podIPs\":[{\"ip\":\"$3\"}]}}"
+  }
+  dns_records_check
+  dns_records_delete_timing
+  # Authoritative for the Shoot's own reverse zones: an address there that names nothing
+  # is NXDOMAIN (not SERVFAIL), as from knotd.
+  s=$(status_of -x 10.96.0.77)
+  [ "$s" = NXDOMAIN ] && ok "PTR of an unused service address is NXDOMAIN" || bad "PTR of 10.96.0.77 answered '$s'"
+
+  # The API gone (as a crash or power cut would: no graceful end): CoreDNS answers from
+  # what it has listed. The wait outlasts the Corefile's cache (5 s), so the answers come
+  # from the kubernetes plugin, not from the cache plugin.
+  kill -9 "$API_PID"
+  wait "$API_PID" 2>/dev/null
+  if readyz 2>/dev/null; then bad "the apiserver still answers after kill -9"; fi
+  sleep 7
+  if answers 10.96.0.1 kubernetes.default.svc.cluster.local A && answers 10.244.1.5 db-0.db.shop.svc.cluster.local A; then
+    ok "with the apiserver killed, CoreDNS still answers kubernetes.default.svc.cluster.local -> $(q kubernetes.default.svc.cluster.local A) and db-0.db.shop.svc.cluster.local -> $(q db-0.db.shop.svc.cluster.local A)"
+  else
+    bad "with the apiserver killed, CoreDNS answers kubernetes.default '$(q kubernetes.default.svc.cluster.local A)', db-0.db.shop '$(q db-0.db.shop.svc.cluster.local A)'"
+  fi
+}
+if [ -n "$coredns_skip" ]; then
+  echo "note: the CoreDNS checks are skipped: $coredns_skip"
+else
+  coredns_checks
+fi
