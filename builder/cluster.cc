@@ -190,7 +190,8 @@ Status FetchProfileFiles(Profile& p, const fs::path& cache_dir) {
   return Ok{};
 }
 
-Result<CompileLog> CompileKubelet(KubeletSettings& k, Arch arch, const fs::path& cache_dir, const PhaseFn& watch) {
+Result<CompileLog> CompileKubelet(KubeletSettings& k, Arch arch, const fs::path& cache_dir, bool offline,
+                                  const PhaseFn& watch) {
   const fs::path script = k.recipe / "host.sh";
   const std::string name =
       k.recipe.filename().empty() ? k.recipe.parent_path().filename().string() : k.recipe.filename().string();
@@ -205,7 +206,8 @@ Result<CompileLog> CompileKubelet(KubeletSettings& k, Arch arch, const fs::path&
   fs::create_directories(logs, ec);
   if (!fs::is_directory(logs, ec) || ::access(logs.c_str(), W_OK) != 0) logs = fs::temp_directory_path(ec);
   const fs::path log = logs / ("compile-" + std::to_string(::getpid()) + ".log");
-  Command cmd{{"bash", script.string(), cache_dir.string()}, {{"SPROUT_ARCH", ArchName(arch)}}};
+  Command cmd{{"bash", script.string(), cache_dir.string()},
+              {{"SPROUT_ARCH", ArchName(arch)}, {"SPROUT_OFFLINE", offline ? "1" : "0"}}};
   cmd.stdout_file = printed.string();
   cmd.stderr_file = log.string();
   Result<RunResult> run = Fail("");

@@ -23,13 +23,15 @@ namespace sprout {
 Status FetchProfileFiles(Profile& p, const std::filesystem::path& cache_dir);
 
 // CompileKubelet runs the kubelet's recipe for the image's arch (RECIPE/host.sh CACHE,
-// with SPROUT_ARCH; it prints the folder of the host binaries, and a warm cache answers
-// at once) and points k at its kubelet (which must be a program of arch) and kube-proxy.
+// with SPROUT_ARCH, and SPROUT_OFFLINE=1 for `--offline`: the recipe then uses no network,
+// images/stack/compile.sh only its module cache; it prints the folder of the host
+// binaries, and a warm cache answers at once) and points k at its kubelet (which must be
+// a program of arch) and kube-proxy.
 // The recipe's stderr goes to a log that watch hears as progress (CompilePhase) about
 // twice a second; a failure quotes the log's last lines and keeps it. Returns what the
 // log said: a cache hit or miss, the components compiled and their times.
 Result<CompileLog> CompileKubelet(KubeletSettings& k, Arch arch, const std::filesystem::path& cache_dir,
-                                  const PhaseFn& watch);
+                                  bool offline, const PhaseFn& watch);
 
 // StackOf reads the versions file of the kubelet recipe's folder (k.folder, set by
 // CompileKubelet; docs/stack.md): the Kubernetes and containerd versions the kubelet's

@@ -147,7 +147,7 @@ Result<BuildInputs> ResolveProfile(Profile profile, const BuildOptions& options)
 bool CompilesKubelet(const Profile& p) { return p.kubelet.present && !p.kubelet.recipe.empty(); }
 
 Result<CompileLog> CompileHost(BuildInputs& in, const BuildOptions& options, const PhaseFn& watch) {
-  return CompileKubelet(in.profile.kubelet, in.profile.arch, options.cache_dir, watch);
+  return CompileKubelet(in.profile.kubelet, in.profile.arch, options.cache_dir, options.offline, watch);
 }
 
 Result<BuildPlan> PlanBuild(BuildInputs in, BaseRef base) {

@@ -243,6 +243,7 @@ Result<std::vector<PreloadedImage>> PullImages(const std::vector<ImageSpec>& spe
         auto run = Run({{"bash", script.string(), (work.path() / "layout").string()},
                         {{"SPROUT_IMAGE_REF", spec.ref},
                          {"SPROUT_CACHE_DIR", options.cache_dir.string()},
+                         {"SPROUT_OFFLINE", options.offline ? "1" : "0"},
                          {"SPROUT_IMAGE_ARCH", platform.architecture}},
                         {},
                         (work.path() / "log").string(),
