@@ -49,5 +49,5 @@ EOF
   echo "figures: 1,000 lookups from a pod on node-$i, p50/p99 in microseconds: cluster DNS" \
     "$(echo "$DNS_FIGURES" | awk 'NR == 1 {sub("p50_us=", "", $4); sub("p99_us=", "", $5); print $4 "/" $5}')," \
     "the pod's /etc/hosts entry $(echo "$DNS_FIGURES" | awk 'NR == 2 {sub("p50_us=", "", $4); sub("p99_us=", "", $5); print $4 "/" $5}');" \
-    "knotd resident $(node_ssh "$i" ps -o rss= -C knotd | head -n 1 | tr -d ' ') KiB"
+    "$(node_ssh "$i" ps -o comm=,rss= -C knotd,coredns | awk '{print $1 " resident " $2 " KiB"}' | paste -sd, -)"
 }

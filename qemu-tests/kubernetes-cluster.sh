@@ -15,6 +15,9 @@
 #      control-plane nodes are tainted), its Service answers through its ClusterIP from
 #      a pod on a control-plane node (pod traffic across nodes, kube-proxy), and a
 #      ConfigMap is written;
+#  2b. on an image with CoreDNS: its Deployment behind kube-dns, and names answering from
+#      a pod while every apiserver is down; 2c. on 1.30 or later: workloads written for
+#      current Kubernetes (qemu-tests/workloads.sh);
 #   7. (CLUSTER_CONFORMANCE=0, as CI sets, leaves it out) the upstream [Conformance] tests
 #      of cluster DNS, Services with their endpoints and pods across nodes
 #      (qemu-tests/conformance/cluster-slice.txt) pass, their pods on node-1 and the worker;
@@ -288,6 +291,16 @@ EOF
   fi
   wait_until 300 "four Ready nodes" all_ready $cp_nodes node-4
   kube delete pod dns-probe --wait=false >/dev/null
+fi
+
+# Workloads written for current Kubernetes (qemu-tests/workloads.sh): on a server of 1.30
+# or later, policies, sidecars, failure policies, Pod Security, disruption budgets,
+# StatefulSet names and ephemeral containers, each checked for what it does, on the worker.
+server_minor=$(kube version -o json 2>/dev/null | python3 -c 'import json,sys; print(int(json.load(sys.stdin)["serverVersion"]["minor"].rstrip("+")))' 2>/dev/null || echo 0)
+if [ "$server_minor" -ge 30 ]; then
+  echo "== 2c. workloads written for current Kubernetes (1.$server_minor), on the worker"
+  . "$here/workloads.sh"
+  current_workloads node-4 "$busybox"
 fi
 
 # The upstream [Conformance] tests of cluster DNS, Services with their endpoints and pods

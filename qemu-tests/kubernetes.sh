@@ -167,10 +167,20 @@ check "the node agent routes the Service network on the node's link (ip route)" 
   "$(node_ssh 1 ip route show 10.96.0.0/12)" '^10\.96\.0\.0/12 dev enp[0-9a-z]+ '
 check "the node itself fetches the Deployment through the Service's ClusterIP" \
   "$(node_ssh 1 "timeout 15 busybox wget -q -O - http://$service_ip/" 2>&1 | tr '\n' ' ')" '^hello-from-hello-'
-# Cluster DNS (docs/dns.md): the node's knotd at 169.254.20.10, fed by sprout-firstboot dns;
-# a pod resolves through the search path the kubelet gives it, then fetches by name.
-check "the DNS server and its controller run" \
-  "$(node_ssh 1 systemctl is-active sprout-dns sprout-dns-controller | tr '\n' ' ')" '^active active $'
+# Cluster DNS (docs/dns.md): on an image with CoreDNS (kube-system/kube-dns exists), its
+# Deployment behind kube-dns on the Shoot's 10th service address; else the node's knotd
+# at 169.254.20.10, fed by sprout-firstboot dns. A pod resolves through the search path
+# the kubelet gives it, then fetches by name.
+if cluster_kubectl -n kube-system get service kube-dns >/dev/null 2>&1; then
+  dns_server=10.96.0.10 dns_process=coredns
+  coredns_available() { [ "$(cluster_kubectl -n kube-system get deployment coredns -o jsonpath='{.status.availableReplicas}')" = 2 ]; }
+  wait_until 300 "CoreDNS's two replicas available" coredns_available
+  check "CoreDNS's two replicas are available behind kube-dns (seconds more)" "${WAITED:-timeout}" '^[0-9]+$'
+else
+  dns_server=169.254.20.10 dns_process=knotd
+  check "the DNS server and its controller run" \
+    "$(node_ssh 1 systemctl is-active sprout-dns sprout-dns-controller | tr '\n' ' ')" '^active active $'
+fi
 {
   cat <<EOF
 apiVersion: v1
@@ -190,9 +200,9 @@ dns_done() { cluster_kubectl get pod dns -o jsonpath='{.status.phase}' | grep -E
 wait_until 300 "the DNS pod done" dns_done
 dns_log=$(cluster_kubectl logs dns 2>&1)
 echo "$dns_log" | sed 's/^/     dns pod: /'
-check "the pod's resolv.conf names the node-local server and the cluster search path" \
+check "the pod's resolv.conf names the cluster's DNS server ($dns_process) and the cluster search path" \
   "$(echo "$dns_log" | grep -E '^nameserver' | head -n 1) / $(echo "$dns_log" | grep -E '^search' | head -n 1)" \
-  '^nameserver 169\.254\.20\.10 / search default\.svc\.cluster\.local svc\.cluster\.local cluster\.local'
+  "^nameserver ${dns_server//./\\.} / search default\\.svc\\.cluster\\.local svc\\.cluster\\.local cluster\\.local"
 check "a pod resolves kubernetes.default through the search path (the C library's resolver, in ping)" \
   "$(echo "$dns_log" | grep '^PING' | head -n 1)" '^PING kubernetes\.default \(10\.96\.0\.1\)'
 check "a pod's nslookup gets the A record of kubernetes.default.svc.cluster.local" \
@@ -206,17 +216,22 @@ check "a pod gets the PTR record of the kubernetes ClusterIP" "$(echo "$dns_log"
   'kubernetes\.default\.svc\.cluster\.local'
 check "a pod fetches the Deployment by the Service's name" \
   "$(cluster_kubectl get pod dns -o jsonpath='{.status.phase}') $(echo "$dns_log" | tail -n 1)" '^Succeeded hello-from-hello-'
-knot_rss=$(node_ssh 1 ps -o rss= -C knotd | head -n 1 | tr -d ' ')
-check "sprout-firstboot status shows the DNS server answering" "$(node_ssh 1 sprout-firstboot status | grep -A1 '^dns:')" \
-  'server: answering'
-echo "figures: knotd on the node: ${knot_rss:-?} KiB resident"
+dns_rss=$(node_ssh 1 ps -o rss= -C "$dns_process" | tr -d ' ' | tr '\n' ' ')
+if [ "$dns_process" = coredns ]; then
+  check "sprout-firstboot status shows CoreDNS ready" "$(node_ssh 1 sprout-firstboot status | grep '^  dns:')" \
+    'dns: CoreDNS: 2 of 2 replicas ready behind kube-system/kube-dns'
+else
+  check "sprout-firstboot status shows the DNS server answering" "$(node_ssh 1 sprout-firstboot status | grep -A1 '^dns:')" \
+    'server: answering'
+fi
+echo "figures: $dns_process on the node: ${dns_rss:-?} KiB resident"
 dns_figures 1 kubernetes.default.svc.cluster.local.
 check "a pod resolves a Service 1,000 times in a row, and its /etc/hosts name as often" "$DNS_FIGURES" \
   '^kubernetes\.default\.svc\.cluster\.local\. n=1000 failed=0 .* addr=10\.96\.0\.1
 [a-z0-9-]+ n=1000 failed=0 '
 check "no image was pulled: containerd holds only the preloaded images" \
   "$(node_ssh 1 ctr -n k8s.io images ls -q | grep -v '^sha256:' | sed 's/[:@].*//' | sort -u | tr '\n' ' ')" \
-  '^localhost/sprout/busybox localhost/sprout/etcd localhost/sprout/kube-apiserver localhost/sprout/kube-controller-manager localhost/sprout/kube-scheduler localhost/sprout/pause $'
+  '^localhost/sprout/busybox (localhost/sprout/coredns )?localhost/sprout/etcd localhost/sprout/kube-apiserver localhost/sprout/kube-controller-manager localhost/sprout/kube-scheduler localhost/sprout/pause $'
 check "the etcd server key and the admin kubeconfig are private (0600)" \
   "$(node_ssh 1 stat -L -c %a /etc/kubernetes/pki/etcd/server.key /etc/kubernetes/admin.conf | tr '\n' ' ')" '^600 600 $'
 health=$(cluster_etcdctl 1 endpoint health 2>&1)
