@@ -9,10 +9,10 @@
 #include <set>
 
 #include "dns/zone.h"
-#include "kube/coredns.h"
 #include "fetch/fetch.h"
 #include "image/arch.h"
 #include "image/base.h"
+#include "kube/coredns.h"
 #include "staticpod/kubelet.h"
 #include "staticpod/staticpod.h"
 #include "util/fs.h"

@@ -30,8 +30,8 @@ Status FetchProfileFiles(Profile& p, const std::filesystem::path& cache_dir);
 // The recipe's stderr goes to a log that watch hears as progress (CompilePhase) about
 // twice a second; a failure quotes the log's last lines and keeps it. Returns what the
 // log said: a cache hit or miss, the components compiled and their times.
-Result<CompileLog> CompileKubelet(KubeletSettings& k, Arch arch, const std::filesystem::path& cache_dir,
-                                  bool offline, const PhaseFn& watch);
+Result<CompileLog> CompileKubelet(KubeletSettings& k, Arch arch, const std::filesystem::path& cache_dir, bool offline,
+                                  const PhaseFn& watch);
 
 // StackOf reads the versions file of the kubelet recipe's folder (k.folder, set by
 // CompileKubelet; docs/stack.md): the Kubernetes and containerd versions the kubelet's

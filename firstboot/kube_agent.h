@@ -20,7 +20,6 @@
 #include <filesystem>
 #include <functional>
 #include <string>
-
 #include <vector>
 
 #include "kube/bootstrap.h"

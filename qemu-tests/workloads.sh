@@ -108,7 +108,7 @@ spec:
           command: [sh, -c, 'wget -q -O - http://127.0.0.1:8080/']
 EOF
   kube apply -f "$dir/sidecar.yaml" >/dev/null
-  job_done() { kube get job "$1" -n "$ns" -o jsonpath='{.status.conditions[*].type}' | grep -qE 'Complete|Failed'; }
+  job_done() { kube get job "$1" -n "$ns" -o jsonpath='{.status.conditions[*].type}' | grep -E 'Complete|Failed' >/dev/null; }
   wait_until 180 "the sidecar Job done" job_done with-sidecar
   check "a Job with a sidecar (restartPolicy: Always init container) completes, its main container served by it" \
     "$(kube get job with-sidecar -n "$ns" -o jsonpath='{.status.conditions[?(@.status=="True")].type}') $(kube logs -n "$ns" job/with-sidecar -c main 2>&1)" \
@@ -161,7 +161,7 @@ spec:
       securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
 EOF
   kube apply -f "$dir/restricted.yaml" >/dev/null
-  pod_done() { kube get pod "$1" -n "$2" -o jsonpath='{.status.phase}' | grep -qE '^(Succeeded|Failed)$'; }
+  pod_done() { kube get pod "$1" -n "$2" -o jsonpath='{.status.phase}' | grep -E '^(Succeeded|Failed)$' >/dev/null; }
   wait_until 120 "the compliant pod done" pod_done compliant sprout-restricted
   check "and runs a compliant pod: as uid 65534 under the runtime's seccomp filter (mode 2)" \
     "$(kube get pod compliant -n sprout-restricted -o jsonpath='{.status.phase}') $(kube logs compliant -n sprout-restricted 2>&1 | tr -s '\t\n' '  ')" \
@@ -246,7 +246,7 @@ EOF
   # 7. An ephemeral container in a running pod.
   kube_stderr debug -n "$ns" "$pod" --image="$image" --image-pull-policy=Never --container=dbg --target=c \
     -- sh -c 'echo debug-ran-in-$(hostname)' >/dev/null 2>&1
-  eph_done() { kube get pod "$pod" -n "$ns" -o jsonpath='{.status.ephemeralContainerStatuses[0].state.terminated.reason}' | grep -q .; }
+  eph_done() { kube get pod "$pod" -n "$ns" -o jsonpath='{.status.ephemeralContainerStatuses[0].state.terminated.reason}' | grep . >/dev/null; }
   wait_until 120 "the ephemeral container done" eph_done
   check "an ephemeral container (kubectl debug) runs in a running pod" \
     "$(kube logs -n "$ns" "$pod" -c dbg 2>&1)" "^debug-ran-in-$pod\$"

@@ -118,8 +118,8 @@ Result<std::string> CoreDnsServiceIp(const std::string& services_cidr) {
   return ip;
 }
 
-Result<CoreDnsInput> CoreDnsInputFor(const std::map<std::string, std::string>& images,
-                                     const std::string& services_cidr, const std::string& pods_cidr) {
+Result<CoreDnsInput> CoreDnsInputFor(const std::map<std::string, std::string>& images, const std::string& services_cidr,
+                                     const std::string& pods_cidr) {
   const auto image = images.find("coredns");
   if (image == images.end()) return Fail("the image preloads no CoreDNS (no images.coredns in its cluster record)");
   auto ip = CoreDnsServiceIp(services_cidr);
@@ -145,10 +145,11 @@ Result<std::vector<ApiObject>> CoreDnsObjects(const CoreDnsInput& in) {
   ojson role = {{"apiVersion", "rbac.authorization.k8s.io/v1"},
                 {"kind", "ClusterRole"},
                 {"metadata", Meta("system:coredns", false)}};
-  role["rules"] = {{{"apiGroups", {""}},
-                    {"resources", {"endpoints", "services", "pods", "namespaces"}},
-                    {"verbs", {"list", "watch"}}},
-                   {{"apiGroups", {"discovery.k8s.io"}}, {"resources", {"endpointslices"}}, {"verbs", {"list", "watch"}}}};
+  role["rules"] = {
+      {{"apiGroups", {""}},
+       {"resources", {"endpoints", "services", "pods", "namespaces"}},
+       {"verbs", {"list", "watch"}}},
+      {{"apiGroups", {"discovery.k8s.io"}}, {"resources", {"endpointslices"}}, {"verbs", {"list", "watch"}}}};
   out.push_back(Object("/apis/rbac.authorization.k8s.io/v1/clusterroles", role));
 
   ojson binding = {{"apiVersion", "rbac.authorization.k8s.io/v1"},

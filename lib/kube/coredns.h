@@ -19,14 +19,14 @@
 namespace sprout::kube {
 
 struct CoreDnsInput {
-  std::string image;          // the preloaded image, repository@sha256:... (cluster.json's images.coredns)
-  std::string service_ip;     // the kube-dns Service's ClusterIP: the Shoot's 10th service address
+  std::string image;       // the preloaded image, repository@sha256:... (cluster.json's images.coredns)
+  std::string service_ip;  // the kube-dns Service's ClusterIP: the Shoot's 10th service address
   std::string domain = "cluster.local";
   // The reverse zones CoreDNS answers for: those that cover the Shoot's service and pod
   // networks ("96.10.in-addr.arpa" ... for 10.96.0.0/12; dns::ReverseZones).
   std::vector<std::string> reverse_zones;
   int replicas = 2;
-  int ttl = 5;                // seconds, for every record (and the cache's ceiling)
+  int ttl = 5;  // seconds, for every record (and the cache's ceiling)
 };
 
 // Corefile is the Corefile of the `coredns` ConfigMap: the kubernetes plugin for the
@@ -46,8 +46,8 @@ Result<std::string> CoreDnsServiceIp(const std::string& services_cidr);
 // CoreDnsInputFor is the input for an image's cluster record: its preloaded images
 // (component -> repository@digest; without `coredns` an error saying the image runs no
 // CoreDNS) and the Shoot's services and pods networks.
-Result<CoreDnsInput> CoreDnsInputFor(const std::map<std::string, std::string>& images,
-                                     const std::string& services_cidr, const std::string& pods_cidr);
+Result<CoreDnsInput> CoreDnsInputFor(const std::map<std::string, std::string>& images, const std::string& services_cidr,
+                                     const std::string& pods_cidr);
 
 // CoreDnsObjects are the objects in creation order (the rights and the configuration
 // before the Deployment that uses them, the Service last). An input without an image

@@ -37,7 +37,8 @@ TEST_CASE("The CoreDNS objects: rights and configuration first, the Deployment b
   CHECK(pod["containers"][0]["securityContext"]["capabilities"]["drop"][0] == "ALL");
   CHECK(pod["containers"][0]["securityContext"]["capabilities"]["add"][0] == "NET_BIND_SERVICE");
   bool tolerates_control_plane = false;
-  for (const auto& t : pod["tolerations"]) tolerates_control_plane |= t.value("key", "") == "node-role.kubernetes.io/control-plane";
+  for (const auto& t : pod["tolerations"])
+    tolerates_control_plane |= t.value("key", "") == "node-role.kubernetes.io/control-plane";
   CHECK(tolerates_control_plane);
   CHECK(pod["volumes"][1]["configMap"]["name"] == "coredns-custom");
   CHECK(pod["volumes"][1]["configMap"]["optional"] == true);
