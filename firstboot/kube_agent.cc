@@ -82,9 +82,9 @@ class Agent {
     report["node"] = self->ready ? "registered, Ready" : "registered, not Ready";
     report["podCIDR"] = self->pod_cidr;
     report["nodes"] = nodes->size();
-    if (admin && kube::NeedsControlPlaneLabel(*self)) {
-      auto patched = kube::ApiRequest(*config, "PATCH", "/api/v1/nodes/" + o_.node_name, kube::ControlPlaneLabelPatch(),
-                                      "application/merge-patch+json");
+    if (admin && kube::NeedsControlPlaneLabel(*self, o_.master_label)) {
+      auto patched = kube::ApiRequest(*config, "PATCH", "/api/v1/nodes/" + o_.node_name,
+                                      kube::ControlPlaneLabelPatch(o_.master_label), "application/merge-patch+json");
       if (!patched) return patched.error();
       if (patched->status != 200) return "labelling the node answered HTTP " + std::to_string(patched->status);
       log_(LOG_INFO, "node " + o_.node_name + " labelled node-role.kubernetes.io/control-plane");

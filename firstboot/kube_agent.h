@@ -39,6 +39,7 @@ struct NodeAgentOptions {
   kube::PodNetworks networks;                                   // the Shoot's networks that bound the routes
   std::filesystem::path kube_proxy_unit = "/usr/lib/systemd/system/kube-proxy.service";  // started if present
   std::vector<kube::ApiObject> coredns;  // on an image with CoreDNS: its objects (kube/coredns.h), else none
+  bool master_label = true;              // label control-plane nodes master too (below 1.24)
 };
 
 using AgentLog = std::function<void(int priority, const std::string& message)>;

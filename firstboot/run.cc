@@ -316,6 +316,7 @@ std::thread NodeAgent(const settings::NodeSettings& settings, const ClusterRecor
   o.kubernetes_dir = settings.formation.pki_dir.parent_path();
   o.state_dir = settings.formation.state_dir;
   o.networks = kube::PodNetworks{record.pods_cidr, record.nodes_cidr, record.services_cidr};
+  o.master_label = kube::WantsMasterLabel(record.kubernetes_version);
   if (o.control_plane && record.images.count("coredns")) {
     std::string problem;
     if (auto in = kube::CoreDnsInputFor(record.images, record.services_cidr, record.pods_cidr); !in) {

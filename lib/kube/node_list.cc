@@ -1,6 +1,7 @@
 #include "kube/node_list.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
@@ -251,13 +252,21 @@ std::optional<std::string> ServiceRoute(const PodNetworks& networks) {
   return networks.services;
 }
 
-std::string ControlPlaneLabelPatch() {
-  json patch = {{"metadata", {{"labels", {{kControlPlaneLabel, ""}, {kMasterLabel, ""}}}}}};
+std::string ControlPlaneLabelPatch(bool master) {
+  json patch = {{"metadata", {{"labels", {{kControlPlaneLabel, ""}, {kMasterLabel, master ? json("") : json()}}}}}};
   return patch.dump();
 }
 
-bool NeedsControlPlaneLabel(const NodeView& node) {
-  return !node.labels.contains(kControlPlaneLabel) || !node.labels.contains(kMasterLabel);
+bool NeedsControlPlaneLabel(const NodeView& node, bool master) {
+  return !node.labels.contains(kControlPlaneLabel) || node.labels.contains(kMasterLabel) != master;
+}
+
+bool WantsMasterLabel(const std::string& kubernetes_version) {
+  const std::string v = kubernetes_version.rfind('v', 0) == 0 ? kubernetes_version.substr(1) : kubernetes_version;
+  int major = 0;
+  int minor = 0;
+  if (std::sscanf(v.c_str(), "%d.%d", &major, &minor) != 2) return true;
+  return major == 1 && minor < 24;
 }
 
 }  // namespace sprout::kube

@@ -94,11 +94,18 @@ std::vector<PodRoute> MissingRoutes(const std::vector<PodRoute>& planned,
 std::optional<std::string> ServiceRoute(const PodNetworks& networks);
 
 // ControlPlaneLabelPatch is a JSON merge patch (application/merge-patch+json) for a
-// Node that sets node-role.kubernetes.io/control-plane and, for tools of the 1.20
-// era, node-role.kubernetes.io/master, both "".
-std::string ControlPlaneLabelPatch();
+// Node that sets node-role.kubernetes.io/control-plane "" and, with master (for tools of
+// the 1.20 era), node-role.kubernetes.io/master "" too; without master it removes that
+// label, which kubeadm stopped setting in 1.24.
+std::string ControlPlaneLabelPatch(bool master = true);
 
-// NeedsControlPlaneLabel says whether node lacks either label of ControlPlaneLabelPatch.
-bool NeedsControlPlaneLabel(const NodeView& node);
+// NeedsControlPlaneLabel says whether node's labels differ from what
+// ControlPlaneLabelPatch(master) makes them.
+bool NeedsControlPlaneLabel(const NodeView& node, bool master = true);
+
+// WantsMasterLabel says whether a cluster of this Kubernetes version ("1.20.2",
+// "v1.36.5") labels its control-plane nodes master too: below 1.24, and when the version
+// cannot be read (the old behaviour).
+bool WantsMasterLabel(const std::string& kubernetes_version);
 
 }  // namespace sprout::kube

@@ -348,6 +348,22 @@ TEST_CASE("kube: ControlPlaneLabelPatch labels a node so NeedsControlPlaneLabel 
   CHECK(NeedsControlPlaneLabel(node));
 }
 
+TEST_CASE("kube: from 1.24 a control-plane node carries no master label", "[kube]") {
+  CHECK(WantsMasterLabel("1.20.2"));
+  CHECK(WantsMasterLabel("v1.23.0"));
+  CHECK_FALSE(WantsMasterLabel("1.24.0"));
+  CHECK_FALSE(WantsMasterLabel("v1.36.5"));
+  CHECK(WantsMasterLabel(""));  // unknown: as before
+  auto patch = nlohmann::json::parse(ControlPlaneLabelPatch(false));
+  CHECK(patch["metadata"]["labels"]["node-role.kubernetes.io/control-plane"] == "");
+  CHECK(patch["metadata"]["labels"]["node-role.kubernetes.io/master"].is_null());  // a merge patch's null removes it
+  NodeView node{"node-1"};
+  node.labels["node-role.kubernetes.io/control-plane"] = "";
+  CHECK_FALSE(NeedsControlPlaneLabel(node, false));
+  node.labels["node-role.kubernetes.io/master"] = "";
+  CHECK(NeedsControlPlaneLabel(node, false));  // the old label goes
+}
+
 TEST_CASE("kube: ServiceRoute is networking.services when it is a network, else nothing", "[kube]") {
   CHECK(ServiceRoute(PodNetworks{"10.244.0.0/16", "198.18.0.0/24", "10.96.0.0/12"}) == "10.96.0.0/12");
   CHECK(ServiceRoute(PodNetworks{"fd00:10:244::/56", "", "fd00:10:96::/112"}) == "fd00:10:96::/112");

@@ -12,6 +12,10 @@
 
 passed=0 failed=0
 ok() { echo "ok: $*"; passed=$((passed + 1)); }
+# cpu_seconds PID: the CPU time (user + system, seconds) process PID has used so far.
+cpu_seconds() {
+  awk -v tck="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.1f\n", ($12 + $13) / tck }' "/proc/$1/stat"
+}
 bad() { echo "FAIL: $*"; failed=$((failed + 1)); }
 
 tests_require() {
