@@ -15,6 +15,7 @@
 #include "kube/api.h"
 #include "kube/bootstrap.h"
 #include "kube/certs.h"
+#include "kube/coredns.h"
 #include "kube/node_list.h"
 #include "staticpod/kubelet.h"
 #include "util/fs.h"
@@ -89,6 +90,7 @@ class Agent {
       if (patched->status != 200) return "labelling the node answered HTTP " + std::to_string(patched->status);
       log_(LOG_INFO, "node " + o_.node_name + " labelled node-role.kubernetes.io/control-plane");
     }
+    if (admin) SpreadCoreDns(*config, *nodes);
     if (self->pod_cidr.empty()) return "node " + o_.node_name + " has no pod subnet yet";
     if (auto s = WriteCni(self->pod_cidr); !s.empty()) return s;
     if (auto s = StartKubeProxy(); !s.empty()) return s;
@@ -100,12 +102,13 @@ class Agent {
  private:
   const NodeAgentOptions& o_;
   const AgentLog& log_;
-  std::set<std::string> routed_;     // "CIDR via IP" installed before (for the log's wording)
-  std::set<std::string> refused_;    // skipped routes and Service-route problems already logged
-  bool bootstrap_done_ = false;      // bindings made, the base token's Secret gone
-  bool coredns_done_ = false;        // the CoreDNS objects exist
-  std::string dns_problem_;          // the last CoreDNS problem logged
-  std::int64_t secrets_window_ = 0;  // the window whose worker-token Secrets exist
+  std::set<std::string> routed_;                         // "CIDR via IP" installed before (for the log's wording)
+  std::set<std::string> refused_;                        // skipped routes and Service-route problems already logged
+  bool bootstrap_done_ = false;                          // bindings made, the base token's Secret gone
+  bool coredns_done_ = false;                            // the CoreDNS objects exist
+  std::string dns_problem_;                              // the last CoreDNS problem logged
+  std::chrono::steady_clock::time_point last_spread_{};  // the last CoreDNS pod moved
+  std::int64_t secrets_window_ = 0;                      // the window whose worker-token Secrets exist
   bool kubelet_started_ = false;
   std::string written_token_;  // the token bootstrap-kubelet.conf was written with
   bool proxy_started_ = false;
@@ -258,6 +261,34 @@ class Agent {
                       (got ? "HTTP " + std::to_string(got->status) : got.error()) + ")";
     }
     return "";
+  }
+
+  // SpreadCoreDns moves a CoreDNS pod off a node that runs both, once another node may
+  // take one (kube::CoreDnsPodToMove), at most once a minute. A failure is logged and
+  // tried again then; it holds up nothing.
+  void SpreadCoreDns(const kube::Kubeconfig& admin, const std::vector<kube::NodeView>& nodes) {
+    if (o_.coredns.empty() || !coredns_done_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_spread_ < std::chrono::seconds(60)) return;
+    auto got = kube::ApiRequest(admin, "GET", "/api/v1/namespaces/kube-system/pods?labelSelector=k8s-app%3Dkube-dns");
+    if (!got || got->status != 200) return;
+    auto pods = kube::ParseDnsPods(got->body);
+    if (!pods) return;
+    const std::string move = kube::CoreDnsPodToMove(*pods, nodes);
+    if (move.empty()) return;
+    last_spread_ = now;
+    std::string from;
+    for (const auto& p : *pods) {
+      if (p.name == move) from = p.node;
+    }
+    auto r = kube::ApiRequest(admin, "DELETE", "/api/v1/namespaces/kube-system/pods/" + move);
+    if (!r || (r->status != 200 && r->status != 404)) {
+      log_(LOG_WARNING, "cluster DNS: deleting the CoreDNS pod " + move +
+                            " to spread the replicas failed: " + (r ? "HTTP " + std::to_string(r->status) : r.error()));
+      return;
+    }
+    log_(LOG_INFO, "cluster DNS: " + from + " ran every CoreDNS replica; deleted " + move +
+                       " so that its replacement goes to a node that runs none");
   }
 
   std::vector<std::string> StaticPods() const {

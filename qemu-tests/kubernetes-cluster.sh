@@ -250,6 +250,11 @@ if kube -n kube-system get service kube-dns >/dev/null 2>&1; then
   coredns_available() { [ "$(kube -n kube-system get deployment coredns -o jsonpath='{.status.availableReplicas}')" = 2 ]; }
   wait_until 300 "CoreDNS's two replicas available" coredns_available
   check "CoreDNS: the Deployment kube-system/coredns has its two replicas available (seconds more)" "${WAITED:-timeout}" '^[0-9]+$'
+  # The scheduler placed both on the first Ready node; the node agent moves one.
+  coredns_nodes() { kube -n kube-system get pods -l k8s-app=kube-dns -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sort -u | wc -l; }
+  coredns_spread() { [ "$(coredns_nodes)" = 2 ] && coredns_available; }
+  wait_until 180 "CoreDNS's two replicas on two nodes" coredns_spread
+  check "CoreDNS's two replicas run on two nodes, both available (seconds more)" "${WAITED:-timeout}" '^[0-9]+$'
   check "kube-dns is on the Shoot's 10th service address, CoreDNS's two pods ready behind it" \
     "$(kube -n kube-system get service kube-dns -o jsonpath='{.spec.clusterIP}') $(kube -n kube-system get endpointslices -l kubernetes.io/service-name=kube-dns -o jsonpath='{range .items[*].endpoints[*]}{.conditions.ready} {end}')" \
     '^10\.96\.0\.10 true true $'

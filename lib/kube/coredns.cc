@@ -1,5 +1,7 @@
 #include "kube/coredns.h"
 
+#include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "dns/zone.h"
@@ -68,7 +70,7 @@ ojson Deployment(const CoreDnsInput& in) {
         {{"labelSelector",
           {{"matchExpressions", {{{"key", "k8s-app"}, {"operator", "In"}, {"values", {"kube-dns"}}}}}}},
          {"topologyKey", "kubernetes.io/hostname"}}}}};
-  pod["containers"] = {container};
+  pod["containers"] = ojson::array({container});  // not {container}: clang reads that as a copy (CWG 2137)
   pod["volumes"] = {
       {{"name", "config-volume"},
        {"configMap", {{"name", "coredns"}, {"items", {{{"key", "Corefile"}, {"path", "Corefile"}}}}}}},
@@ -179,6 +181,49 @@ Result<std::vector<ApiObject>> CoreDnsObjects(const CoreDnsInput& in) {
                           Port("metrics", 9153, "TCP", "port")};
   out.push_back(Object("/api/v1/namespaces/kube-system/services", svc));
   return out;
+}
+
+Result<std::vector<DnsPod>> ParseDnsPods(const std::string& json) {
+  auto j = nlohmann::json::parse(json, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("items") || !j["items"].is_array()) {
+    return Fail("the CoreDNS pod list is not a v1 PodList");
+  }
+  std::vector<DnsPod> out;
+  for (const auto& item : j["items"]) {
+    DnsPod p;
+    const auto meta = item.value("metadata", nlohmann::json::object());
+    p.name = meta.value("name", "");
+    p.terminating = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
+    p.node = item.value("spec", nlohmann::json::object()).value("nodeName", "");
+    const auto status = item.value("status", nlohmann::json::object());
+    for (const auto& c : status.value("conditions", nlohmann::json::array())) {
+      if (c.value("type", "") == "Ready") p.ready = c.value("status", "") == "True";
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+std::string CoreDnsPodToMove(const std::vector<DnsPod>& pods, const std::vector<NodeView>& nodes) {
+  std::map<std::string, std::vector<std::string>> on;  // node -> its CoreDNS pods, in name order
+  for (const auto& p : pods) {
+    if (p.node.empty() || !p.ready || p.terminating) return "";
+    on[p.node].push_back(p.name);
+  }
+  bool free_node = false;
+  for (const auto& n : nodes) {
+    const bool tolerated = std::all_of(n.taint_keys.begin(), n.taint_keys.end(), [](const std::string& k) {
+      return k == "node-role.kubernetes.io/control-plane" || k == "CriticalAddonsOnly";
+    });
+    if (n.ready && tolerated && on.count(n.name) == 0) free_node = true;
+  }
+  if (!free_node) return "";
+  for (auto& [node, names] : on) {
+    if (names.size() < 2) continue;
+    std::sort(names.begin(), names.end());
+    return names.back();
+  }
+  return "";
 }
 
 Result<std::string> CoreDnsList(const CoreDnsInput& in) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kube/bootstrap.h"
+#include "kube/node_list.h"
 #include "util/result.h"
 
 namespace sprout::kube {
@@ -57,5 +58,27 @@ Result<std::vector<ApiObject>> CoreDnsObjects(const CoreDnsInput& in);
 // CoreDnsList is the same objects as one v1 List, for `kubectl apply -f -`
 // (`sprout-firstboot dns --print-coredns`).
 Result<std::string> CoreDnsList(const CoreDnsInput& in);
+
+// DnsPod is what the spreading below needs of a CoreDNS pod (GET
+// /api/v1/namespaces/kube-system/pods?labelSelector=k8s-app%3Dkube-dns).
+struct DnsPod {
+  std::string name;
+  std::string node;          // spec.nodeName ("" not scheduled yet)
+  bool ready = false;        // status.conditions Ready is "True"
+  bool terminating = false;  // metadata.deletionTimestamp is set
+};
+
+// ParseDnsPods reads a v1 PodList.
+Result<std::vector<DnsPod>> ParseDnsPods(const std::string& json);
+
+// CoreDnsPodToMove is the CoreDNS pod to delete so that the Deployment's ReplicaSet makes
+// it again and the scheduler, with the preferred anti-affinity, puts it on a node that
+// has none: the scheduler placed both at once when the first control-plane node alone
+// was Ready, and it never moves a running pod. A pod is named only when every pod is
+// scheduled, Ready and not terminating (so one move at a time, and never while a
+// replica is missing), some node runs two or more of them, and a Ready node whose every
+// taint the Deployment tolerates runs none. The name is the last, in order, of the
+// crowded node's pods, so agents that decide at once delete the same pod. "" otherwise.
+std::string CoreDnsPodToMove(const std::vector<DnsPod>& pods, const std::vector<NodeView>& nodes);
 
 }  // namespace sprout::kube

@@ -103,5 +103,52 @@ TEST_CASE("The input comes from the cluster record's images and the services net
   CHECK_FALSE(CoreDnsInputFor({{"coredns", kImage}}, "10.96.0.0/29", "10.244.0.0/16").ok());
 }
 
+TEST_CASE("CoreDNS pods are spread: one of two on a node moves once another node may take it") {
+  const auto node = [](const std::string& name, bool ready, std::vector<std::string> taints) {
+    NodeView n{name};
+    n.ready = ready;
+    n.taint_keys = std::move(taints);
+    return n;
+  };
+  const std::string cp = "node-role.kubernetes.io/control-plane";
+  std::vector<DnsPod> both_on_1 = {{"coredns-b", "node-1", true, false}, {"coredns-a", "node-1", true, false}};
+  // Only node-1 Ready: nowhere to go.
+  CHECK(CoreDnsPodToMove(both_on_1, {node("node-1", true, {cp}), node("node-2", false, {cp})}).empty());
+  // node-2 Ready and tolerated: the last by name moves, whoever decides.
+  CHECK(CoreDnsPodToMove(both_on_1, {node("node-1", true, {cp}), node("node-2", true, {cp})}) == "coredns-b");
+  // A worker with no taint takes one too; a cordoned node does not.
+  CHECK(CoreDnsPodToMove(both_on_1, {node("node-1", true, {cp}), node("node-4", true, {})}) == "coredns-b");
+  CHECK(CoreDnsPodToMove(both_on_1,
+                         {node("node-1", true, {cp}), node("node-2", true, {"node.kubernetes.io/unschedulable"})})
+            .empty());
+  // Already spread, or a replica not Ready, terminating or unscheduled: nothing moves.
+  const std::vector<NodeView> three = {node("node-1", true, {cp}), node("node-2", true, {cp}),
+                                       node("node-3", true, {cp})};
+  CHECK(CoreDnsPodToMove({{"a", "node-1", true, false}, {"b", "node-2", true, false}}, three).empty());
+  CHECK(CoreDnsPodToMove({{"a", "node-1", true, false}, {"b", "node-1", false, false}}, three).empty());
+  CHECK(CoreDnsPodToMove({{"a", "node-1", true, false}, {"b", "node-1", true, true}}, three).empty());
+  CHECK(CoreDnsPodToMove({{"a", "node-1", true, false}, {"b", "", false, false}}, three).empty());
+  CHECK(CoreDnsPodToMove({}, three).empty());
+}
+
+TEST_CASE("The CoreDNS pod list is read from a PodList") {
+  auto pods = ParseDnsPods(R"({"kind": "PodList", "items": [
+    {"metadata": {"name": "coredns-x"}, "spec": {"nodeName": "node-1"},
+     "status": {"conditions": [{"type": "Ready", "status": "True"}]}},
+    {"metadata": {"name": "coredns-y", "deletionTimestamp": "2026-12-02T10:00:00Z"}, "spec": {},
+     "status": {"conditions": [{"type": "Ready", "status": "False"}]}}]})");
+  REQUIRE(pods.ok());
+  REQUIRE(pods->size() == 2);
+  CHECK((*pods)[0].name == "coredns-x");
+  CHECK((*pods)[0].node == "node-1");
+  CHECK((*pods)[0].ready);
+  CHECK_FALSE((*pods)[0].terminating);
+  CHECK((*pods)[1].node.empty());
+  CHECK_FALSE((*pods)[1].ready);
+  CHECK((*pods)[1].terminating);
+  CHECK_FALSE(ParseDnsPods("{}").ok());
+  CHECK_FALSE(ParseDnsPods("not json").ok());
+}
+
 }  // namespace
 }  // namespace sprout::kube
