@@ -255,8 +255,12 @@ if kube -n kube-system get service kube-dns >/dev/null 2>&1; then
   coredns_spread() { [ "$(coredns_nodes)" = 2 ] && coredns_available; }
   wait_until 180 "CoreDNS's two replicas on two nodes" coredns_spread
   check "CoreDNS's two replicas run on two nodes, both available (seconds more)" "${WAITED:-timeout}" '^[0-9]+$'
+  # The EndpointSlice follows the pods a moment later (the move above replaced one).
+  kube_dns_endpoints() { kube -n kube-system get endpointslices -l kubernetes.io/service-name=kube-dns -o jsonpath='{range .items[*].endpoints[*]}{.conditions.ready} {end}'; }
+  both_behind() { [ "$(kube_dns_endpoints)" = "true true " ]; }
+  wait_until 60 "both CoreDNS pods ready in kube-dns's EndpointSlice" both_behind
   check "kube-dns is on the Shoot's 10th service address, CoreDNS's two pods ready behind it" \
-    "$(kube -n kube-system get service kube-dns -o jsonpath='{.spec.clusterIP}') $(kube -n kube-system get endpointslices -l kubernetes.io/service-name=kube-dns -o jsonpath='{range .items[*].endpoints[*]}{.conditions.ready} {end}')" \
+    "$(kube -n kube-system get service kube-dns -o jsonpath='{.spec.clusterIP}') $(kube_dns_endpoints)" \
     '^10\.96\.0\.10 true true $'
   check "kubectl -n kube-system logs reads CoreDNS's log" \
     "$(kube -n kube-system logs deployment/coredns 2>&1 | grep -m 1 -o 'CoreDNS-[0-9.]*')" '^CoreDNS-1\.[0-9]+\.[0-9]+$'
