@@ -108,7 +108,8 @@ class Agent {
   bool coredns_done_ = false;                            // the CoreDNS objects exist
   std::string dns_problem_;                              // the last CoreDNS problem logged
   std::chrono::steady_clock::time_point last_spread_{};  // the last CoreDNS pod moved
-  std::int64_t secrets_window_ = 0;                      // the window whose worker-token Secrets exist
+  std::chrono::steady_clock::time_point last_spread_check_{};  // the last list of the CoreDNS pods
+  std::int64_t secrets_window_ = 0;                            // the window whose worker-token Secrets exist
   bool kubelet_started_ = false;
   std::string written_token_;  // the token bootstrap-kubelet.conf was written with
   bool proxy_started_ = false;
@@ -264,12 +265,14 @@ class Agent {
   }
 
   // SpreadCoreDns moves a CoreDNS pod off a node that runs both, once another node may
-  // take one (kube::CoreDnsPodToMove), at most once a minute. A failure is logged and
-  // tried again then; it holds up nothing.
+  // take one (kube::CoreDnsPodToMove), at most once a minute; it lists the pods at most
+  // every 20 s, not every round. A failure is logged and tried again then; it holds up
+  // nothing.
   void SpreadCoreDns(const kube::Kubeconfig& admin, const std::vector<kube::NodeView>& nodes) {
     if (o_.coredns.empty() || !coredns_done_) return;
     const auto now = std::chrono::steady_clock::now();
-    if (now - last_spread_ < std::chrono::seconds(60)) return;
+    if (now - last_spread_ < std::chrono::seconds(60) || now - last_spread_check_ < std::chrono::seconds(20)) return;
+    last_spread_check_ = now;
     auto got = kube::ApiRequest(admin, "GET", "/api/v1/namespaces/kube-system/pods?labelSelector=k8s-app%3Dkube-dns");
     if (!got || got->status != 200) return;
     auto pods = kube::ParseDnsPods(got->body);
