@@ -256,12 +256,28 @@ if kube -n kube-system get service kube-dns >/dev/null 2>&1; then
   wait_until 180 "CoreDNS's two replicas on two nodes" coredns_spread
   check "CoreDNS's two replicas run on two nodes, both available (seconds more)" "${WAITED:-timeout}" '^[0-9]+$'
   # The EndpointSlice follows the pods a moment later (the move above replaced one).
-  kube_dns_endpoints() { kube -n kube-system get endpointslices -l kubernetes.io/service-name=kube-dns -o jsonpath='{range .items[*].endpoints[*]}{.conditions.ready} {end}'; }
-  both_behind() { [ "$(kube_dns_endpoints)" = "true true " ]; }
-  wait_until 60 "both CoreDNS pods ready in kube-dns's EndpointSlice" both_behind
-  check "kube-dns is on the Shoot's 10th service address, CoreDNS's two pods ready behind it" \
-    "$(kube -n kube-system get service kube-dns -o jsonpath='{.spec.clusterIP}') $(kube_dns_endpoints)" \
-    '^10\.96\.0\.10 true true $'
+  # Each control-plane node's apiserver is asked on its own: every one must serve the
+  # slice with both pods ready (a stale watch cache on one would show here).
+  kube_dns_endpoints_on() {  # kube_dns_endpoints_on N: node-N's apiserver's view
+    KUBE_SERVER="https://$(node_ip "$1"):6443" cluster_kubectl -n kube-system get endpointslices \
+      -l kubernetes.io/service-name=kube-dns -o jsonpath='{range .items[*].endpoints[*]}{.conditions.ready} {end}'
+  }
+  kube_dns_views() { local i; for i in 1 2 3; do echo "node-$i: $(kube_dns_endpoints_on "$i" 2>&1 | head -c 200)|"; done | tr '\n' ' '; }
+  all_behind() { [ "$(kube_dns_views)" = "node-1: true true | node-2: true true | node-3: true true | " ]; }
+  if ! wait_until 120 "both CoreDNS pods ready in kube-dns's EndpointSlice, as each apiserver serves it" all_behind; then
+    # What each apiserver serves, and what the EndpointSlice controllers said, for the
+    # reader of the log (CI once saw no endpoint behind kube-dns for 60 s).
+    for i in 1 2 3; do
+      echo "   node-$i's apiserver serves:"
+      KUBE_SERVER="https://$(node_ip "$i"):6443" cluster_kubectl -n kube-system get endpointslices,pods -o wide 2>&1 | sed 's/^/     /'
+      echo "   node-$i's kube-controller-manager on EndpointSlices (its last 8 lines of them):"
+      kube -n kube-system logs "kube-controller-manager-node-$i" 2>&1 | grep -i 'endpointslice\|endpoint_slice\|leaderelection' | tail -n 8 | cut -c1-300 | sed 's/^/     /'
+    done
+    echo "   the controller-manager's lease: $(kube -n kube-system get lease kube-controller-manager -o jsonpath='{.spec.holderIdentity} {.spec.renewTime}')"
+  fi
+  check "kube-dns is on the Shoot's 10th service address, CoreDNS's two pods ready behind it, as each apiserver serves it" \
+    "$(kube -n kube-system get service kube-dns -o jsonpath='{.spec.clusterIP}') $(kube_dns_views)" \
+    '^10\.96\.0\.10 node-1: true true \| node-2: true true \| node-3: true true \| $'
   check "kubectl -n kube-system logs reads CoreDNS's log" \
     "$(kube -n kube-system logs deployment/coredns 2>&1 | grep -m 1 -o 'CoreDNS-[0-9.]*')" '^CoreDNS-1\.[0-9]+\.[0-9]+$'
   kube apply -f - >/dev/null <<EOF

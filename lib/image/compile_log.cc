@@ -1,5 +1,6 @@
 #include "image/compile_log.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "util/lines.h"
@@ -20,11 +21,17 @@ CompileLog ParseCompileLog(std::string_view log, std::string_view name) {
     while (line.ends_with('\r') || line.ends_with(' ')) line.remove_suffix(1);
     if (!line.starts_with(prefix)) return;
     line.remove_prefix(prefix.size());
+    // A recipe of several sets (images/stack) names the set next: "stack: etcd: ...".
+    if (const std::string_view first = Word(line); first.size() > 1 && first.ends_with(':') && first != "cached:") {
+      line.remove_prefix(std::min(line.size(), first.size() + 1));
+    }
     if (line.empty()) return;
     out.phase = std::string(line);
     if (line.starts_with("cached: ")) {
-      out.cached = true;
+      out.cached = out.compiled.empty();
       out.folder = std::string(line.substr(8));
+    } else if (line.starts_with("assembled ")) {  // the host folder made from the sets' folders
+      out.folder = std::string(line.substr(10));
     } else if (line.starts_with("compiled into ")) {
       out.folder = std::string(line.substr(14));
       out.building.clear();
@@ -41,6 +48,7 @@ CompileLog ParseCompileLog(std::string_view log, std::string_view name) {
         std::from_chars(rest.data(), rest.data() + rest.size(), seconds);
       }
       out.compiled.emplace_back(component, seconds);
+      out.cached = false;
       out.building.clear();
     }
   });

@@ -68,3 +68,26 @@ TEST_CASE("a warm cache is a cache hit with nothing compiled", "[compile]") {
   // Another recipe's name is not this one's.
   CHECK(ParseCompileLog("kubernetes: cached: /x\n", "etcd").phase.empty());
 }
+
+TEST_CASE("the stack recipe's lines name the set after the recipe", "[compile]") {
+  const std::string warm =
+      "stack: kubernetes: cached: /c/stack/bin/kubernetes/aa\n"
+      "stack: etcd: cached: /c/stack/bin/etcd/bb\n"
+      "stack: host: cached: /c/stack/host/cc\n";
+  CompileLog hit = ParseCompileLog(warm, "stack");
+  CHECK(hit.cached);
+  CHECK(hit.folder == "/c/stack/host/cc");
+  CHECK(CompileSummary(hit) == "cache hit: /c/stack/host/cc");
+
+  const std::string cold =
+      "stack: kubernetes: compiling kubelet (go1.26.8, amd64)\n"
+      "stack: kubernetes: compiled kubelet in 27 s\n"
+      "stack: kubernetes: compiled into /c/stack/bin/kubernetes/aa\n"
+      "stack: etcd: cached: /c/stack/bin/etcd/bb\n"
+      "stack: host: assembled /c/stack/host/dd\n";
+  CompileLog miss = ParseCompileLog(cold, "stack");
+  CHECK(!miss.cached);
+  CHECK(CompileSummary(miss) == "cache miss: 1 component compiled into /c/stack/host/dd");
+  CHECK(CompileTimes(miss) == "kubelet 27 s");
+  CHECK(CompilePhase(ParseCompileLog(cold.substr(0, cold.find('\n') + 1), "stack")) == "compiling kubelet: cache miss");
+}
