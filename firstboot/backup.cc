@@ -358,79 +358,86 @@ Result<formation::RestorePlan> PrepareRestore(const settings::NodeSettings& sett
   return plan;
 }
 
+namespace {
+
+// NodeScheduler is the scheduler's edge on a node: the system clock, the local etcd's
+// status, TakeBackup, and the journal and <state>/backup.json for what happened.
+class NodeScheduler : public backup::SchedulerEdge {
+ public:
+  NodeScheduler(const settings::NodeSettings& settings, const BackupFlags& b)
+      : settings_(settings), b_(b), tls_(formation::ClientTlsFor(settings.formation.pki_dir.string())) {}
+
+  std::int64_t Now() override { return NowSeconds(); }
+
+  backup::EtcdView AskEtcd() override {
+    auto status = backup::GetEtcdStatus(kLocalClient, tls_);
+    return {status.ok(), status && status->leads()};
+  }
+
+  Status Take(std::int64_t slot) override {
+    using formation::Journal;
+    auto o = Options(settings_, b_);
+    Result<backup::BackupResult> r = Fail(o ? std::string() : o.error());
+    if (o) {
+      o->kind = "scheduled";
+      o->time = slot;
+      r = backup::TakeBackup(*o);
+    }
+    const auto& state_dir = settings_.formation.state_dir;
+    if (!r) {
+      backup::NoteFailure(state_dir, r.error(), NowSeconds());
+      Journal(LOG_WARNING,
+              "backup: scheduled snapshot failed, retrying in " + std::to_string(backup::ScheduleInput{}.retry_after) +
+                  " s: " + r.error(),
+              {{"PHASE", "backup"}, {"BACKUP_ERROR", r.error()}});
+      return Fail(r.error());
+    }
+    if (r->existed) {
+      Journal(LOG_INFO,
+              "backup: " + r->file + " is in the sink already (another node " +
+                  (r->lost_race ? "linked the name first while this one wrote" : "wrote it") +
+                  "; it authenticates as this slot's); nothing written",
+              {{"PHASE", "backup"}});
+      return Ok{};
+    }
+    backup::NoteGood(state_dir, b_.sink, *r, NowSeconds());
+    if (!r->squatted.empty())
+      Journal(LOG_WARNING,
+              "backup: the slot's name held a file that does not count (" + r->squatted + "); wrote " + r->file +
+                  " instead",
+              {{"PHASE", "backup"}});
+    Journal(LOG_INFO, "backup: good: " + Describe(*r, b_.sink),
+            {{"PHASE", "backup"}, {"BACKUP_FILE", r->file}, {"BACKUP_SHA256", r->sha256}});
+    for (const auto& p : r->pruned) Journal(LOG_INFO, "backup: retention removed " + p, {{"PHASE", "backup"}});
+    if (!r->held.empty()) Journal(LOG_WARNING, "backup: retention held: " + r->held, {{"PHASE", "backup"}});
+    ReportCopies(settings_, CopyToPeers(settings_, *o, *r), nullptr);
+    return Ok{};
+  }
+
+  void RoundFailed(const std::string& why) override {
+    formation::Journal(LOG_ERR, "backup: the scheduler's round failed, going on at the next slot: " + why,
+                       {{"PHASE", "backup"}, {"BACKUP_ERROR", why}});
+    backup::NoteFailure(settings_.formation.state_dir, why, NowSeconds());
+  }
+
+ private:
+  const settings::NodeSettings& settings_;
+  const BackupFlags& b_;
+  formation::EtcdClientTls tls_;
+};
+
+}  // namespace
+
 std::thread StartBackupScheduler(const settings::NodeSettings& settings, const BackupFlags& b,
                                  const volatile std::sig_atomic_t* stop) {
   if (b.sink.empty() || b.interval <= 0 || settings.role != "control-plane") return {};
   return std::thread([settings, b, stop] {
-    using formation::Journal;
-    const auto& f = settings.formation;
-    auto tls = formation::ClientTlsFor(f.pki_dir.string());
-    backup::ScheduleInput in;
-    in.interval = b.interval;
-    std::int64_t done_slot = -1;  // the last slot whose bundle is known to be there, or given up after a throw
+    // Nothing of one round may end the thread (and with it the node): Scheduler::Round
+    // gives anything thrown to RoundFailed and goes on at the next slot.
+    NodeScheduler edge(settings, b);
+    backup::Scheduler scheduler(edge, b.interval);
     while (*stop == 0) {
-      // Nothing of one round may end the thread (and with it the node): anything thrown
-      // is logged and the scheduler goes on at the next slot.
-      std::int64_t slot = backup::SlotOf(NowSeconds(), in.interval);
-      auto round = backup::Guarded([&]() -> Status {
-        in.now = NowSeconds();
-        slot = backup::SlotOf(in.now, in.interval);
-        auto status = backup::GetEtcdStatus(kLocalClient, tls);
-        in.etcd_answered = status.ok();
-        in.leader = status && status->leads();
-        // The sink is asked only by the leader, once per slot (TakeBackup looks for the
-        // slot's bundle before it takes a snapshot): on an NFS share each question is a
-        // connection.
-        in.slot_written = slot == done_slot;
-        auto d = backup::Decide(in);
-        if (!d.take) return Ok{};
-        auto o = Options(settings, b);
-        Result<backup::BackupResult> r = Fail(o ? std::string() : o.error());
-        if (o) {
-          o->kind = "scheduled";
-          o->time = d.slot;
-          r = backup::TakeBackup(*o);
-        }
-        if (!r) {
-          in.failed_slot = d.slot;
-          in.failed_at = NowSeconds();
-          backup::NoteFailure(f.state_dir, r.error(), in.failed_at);
-          Journal(
-              LOG_WARNING,
-              "backup: scheduled snapshot failed, retrying in " + std::to_string(in.retry_after) + " s: " + r.error(),
-              {{"PHASE", "backup"}, {"BACKUP_ERROR", r.error()}});
-        } else if (r->existed) {
-          done_slot = d.slot;
-          Journal(LOG_INFO,
-                  "backup: " + r->file + " is in the sink already (another node " +
-                      (r->lost_race ? "linked the name first while this one wrote" : "wrote it") +
-                      "; it authenticates as this slot's); nothing written",
-                  {{"PHASE", "backup"}});
-        } else {
-          done_slot = d.slot;
-          backup::NoteGood(f.state_dir, b.sink, *r, NowSeconds());
-          if (!r->squatted.empty())
-            Journal(LOG_WARNING,
-                    "backup: the slot's name held a file that does not count (" + r->squatted + "); wrote " + r->file +
-                        " instead",
-                    {{"PHASE", "backup"}});
-          Journal(LOG_INFO, "backup: good: " + Describe(*r, b.sink),
-                  {{"PHASE", "backup"}, {"BACKUP_FILE", r->file}, {"BACKUP_SHA256", r->sha256}});
-          for (const auto& p : r->pruned) Journal(LOG_INFO, "backup: retention removed " + p, {{"PHASE", "backup"}});
-          if (!r->held.empty()) Journal(LOG_WARNING, "backup: retention held: " + r->held, {{"PHASE", "backup"}});
-          ReportCopies(settings, CopyToPeers(settings, *o, *r), nullptr);
-        }
-        return Ok{};
-      });
-      if (!round) {
-        done_slot = slot;
-        Journal(LOG_ERR, "backup: the scheduler's round failed, going on at the next slot: " + round.error(),
-                {{"PHASE", "backup"}, {"BACKUP_ERROR", round.error()}});
-        backup::Guarded([&]() -> Status {
-          backup::NoteFailure(f.state_dir, round.error(), NowSeconds());
-          return Ok{};
-        }).ok();
-      }
+      scheduler.Round();
       for (int i = 0; i < 20 && *stop == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   });

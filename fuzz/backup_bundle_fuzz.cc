@@ -2,11 +2,13 @@
 // start (ReadHeaderPrefix, as a sink listing does), the whole-file check (ReadHeader)
 // OpenBundle with a fixed secret, and the streaming BundleVerifier, fed in pieces whose
 // sizes the input's first byte picks, which must agree with OpenBundle: it accepts
-// exactly what OpenBundle opens, with the same header. Bundles come from sinks that other machines can
-// write to (an NFS share, a peer's copy), so none of these may crash, throw, leak or
-// read out of bounds, and the header read from a prefix must agree with the one read
-// from the whole file. Seeds: fuzz/corpus/backup_bundle_fuzz/ (a real bundle sealed
-// under the secret "fuzz" for cluster "edge", and its clear header alone).
+// exactly what OpenBundle opens, with the same header. Bundles come from sinks that
+// other machines can write to (an NFS share, a peer's copy), so none of these may
+// crash, throw, leak or read out of bounds, and the header read from a prefix must
+// agree with the one read from the whole file; and the bundle name a temporary file's
+// name carries (TempBundleName), by which retention judges whose it is. Seeds:
+// fuzz/corpus/backup_bundle_fuzz/ (a real bundle sealed under the secret "fuzz" for
+// cluster "edge", and its clear header alone).
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -36,6 +38,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (streamed.ok() != opened.ok()) __builtin_trap();
     if (streamed && !(*streamed == opened->header)) __builtin_trap();
     (void)sprout::backup::ParseName(bytes);
+    // A temporary name's carried bundle name decides whose a stale temporary file is
+    // (Prune looks only at its own cluster's): it is read from the name itself.
+    if (auto carried = sprout::backup::TempBundleName(bytes)) {
+      if (!sprout::backup::IsTempName(bytes) || !bytes.substr(1).starts_with(carried->cluster + "-")) __builtin_trap();
+    }
   } catch (...) {
     __builtin_trap();  // the parsers report errors as values; a throw would end a thread
   }

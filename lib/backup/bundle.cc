@@ -233,7 +233,7 @@ Result<std::string> SealBundle(BundleHeader header, const BundleContents& conten
   std::string payload = EncodePayload(contents);
   if (payload.size() > kMaxPayloadSize)
     return Fail("the bundle would carry " + std::to_string(payload.size()) + " bytes, over the " +
-                std::to_string(kMaxPayloadSize) + " a bundle may hold (etcd's largest quota and the PKI)");
+                std::to_string(kMaxPayloadSize) + " a bundle may hold (etcd's quota and the PKI)");
   header.snapshot_sha256 = Sha256Hex(contents.snapshot);
   header.snapshot_size = contents.snapshot.size();
   header.payload_size = payload.size();
@@ -305,7 +305,7 @@ Result<Parsed> Parse(std::string_view head, std::uint64_t file_size, bool size_k
     return Fail("the bundle's header claims a payload of " + std::to_string(p.header.payload_size) +
                 " bytes, over the " + std::to_string(kMaxPayloadSize) + " a bundle may hold");
   p.header_end = kPrefix + hlen;
-  // Each term is bounded (64 KiB, 12, 8 GiB and a bit, 16): the sum cannot wrap.
+  // Each term is bounded (64 KiB, 12, 2 GiB and a bit, 16): the sum cannot wrap.
   const std::uint64_t want = p.header_end + sizeof(Nonce) + p.header.payload_size + kTagSize;
   p.total = want;
   if (size_known && file_size != want)

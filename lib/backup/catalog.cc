@@ -60,6 +60,12 @@ bool IsTempName(std::string_view file) {
   return file.size() > 1 && file[0] == '.' && file.find(std::string(kBundleSuffix) + ".tmp-") != std::string_view::npos;
 }
 
+std::optional<BundleName> TempBundleName(std::string_view file) {
+  if (!IsTempName(file)) return std::nullopt;
+  file.remove_prefix(1);
+  return ParseName(file.substr(0, file.find(std::string(kBundleSuffix) + ".tmp-") + kBundleSuffix.size()));
+}
+
 std::vector<Listed> ListBundles(const std::vector<SinkFile>& files, std::string_view cluster) {
   std::vector<Listed> out;
   for (const auto& f : files) {
@@ -94,6 +100,7 @@ OpenPlan OpenOrder(const std::vector<SinkFile>& files, std::string_view cluster,
   std::vector<Candidate> c;
   for (std::size_t i = 0; i < files.size(); ++i) {
     auto n = ParseName(files[i].file);
+    if (!n) n = TempBundleName(files[i].file);
     if (n && n->cluster == cluster && files[i].header_ok) c.push_back({i, files[i].size, n->time});
   }
   std::sort(c.begin(), c.end(), [&files](const Candidate& a, const Candidate& b) {
@@ -138,10 +145,7 @@ std::int64_t TempFileTime(const SinkFile& f, std::int64_t now) {
   if (f.mtime <= now + kStaleTempSeconds) return f.mtime;
   // A time far ahead is no time at all (libnfs 4.0 leaves an exclusive create's
   // verifier in the file's times): the bundle's own name says when it was begun.
-  std::string_view name = f.file;
-  name.remove_prefix(1);
-  name = name.substr(0, name.find(std::string(kBundleSuffix) + ".tmp-") + kBundleSuffix.size());
-  auto parsed = ParseName(name);
+  auto parsed = TempBundleName(f.file);
   return parsed ? parsed->time : f.mtime;
 }
 
@@ -149,7 +153,16 @@ Retention Prune(const std::vector<SinkFile>& files, std::string_view cluster, in
                 std::string_view protect) {
   Retention r;
   for (const auto& f : files) {
-    if (IsTempName(f.file) && now - TempFileTime(f, now) > kStaleTempSeconds) r.remove.push_back(f.file);
+    if (!IsTempName(f.file) || now - TempFileTime(f, now) <= kStaleTempSeconds) continue;
+    auto carried = TempBundleName(f.file);
+    if (!carried || carried->cluster != cluster) continue;  // not this cluster's name: not ours to judge
+    if (f.opened == Authenticity::kAuthentic) {
+      r.remove.push_back(f.file);
+    } else {
+      r.not_counted.push_back(f.file + ": a temporary file over an hour old that does not open as a bundle of " +
+                              std::string(cluster) + " (" + (f.problem.empty() ? "not checked" : f.problem) +
+                              "); not removed");
+    }
   }
   std::vector<SinkFile> good;
   for (auto& l : ListBundles(files, cluster)) {

@@ -43,6 +43,9 @@ std::optional<BundleName> ParseName(std::string_view file);
 std::string TempNameFor(std::string_view name, std::string_view node, long pid);
 // IsTempName says whether file is a name TempNameFor made.
 bool IsTempName(std::string_view file);
+// TempBundleName is what the bundle name a temporary file carries says (nothing when
+// file is no temporary name, or the name in it does not parse).
+std::optional<BundleName> TempBundleName(std::string_view file);
 
 // Authenticity is what opening a bundle with the cluster's secret showed.
 enum class Authenticity {
@@ -95,7 +98,9 @@ struct OpenPlan {
   std::vector<std::size_t> skipped;    // past the budget
 };
 
-// OpenOrder plans which of the cluster's bundles whose clear header reads a prune opens:
+// OpenOrder plans which of the cluster's bundles whose clear header reads a prune opens
+// (and temporary files carrying one of its names, which a prune removes only once they
+// opened):
 // the smallest first (ties: the newer name, then the name), none over max_file bytes,
 // while their sizes sum to at most budget. Sizes are claims too, but a claim costs its
 // own bytes to check: junk claiming 8 GiB is checked after every real bundle (a few MB),
@@ -149,8 +154,10 @@ std::int64_t TempFileTime(const SinkFile& f, std::int64_t now);
 // files of older sealings are removed, except `protect` (the bundle just written),
 // which is never removed. A bundle that did not open, or was not checked, is neither
 // counted nor removed (not_counted says why); with no bundle that opens, nothing is
-// removed (held says why). Temporary files older than kStaleTempSeconds (by
-// TempFileTime) are removed; another cluster's files never are.
+// removed (held says why). A temporary file older than kStaleTempSeconds (by
+// TempFileTime) is removed only when it opened as a bundle of cluster (a write that died
+// after it was whole); one that does not open is left and named in not_counted, since
+// nothing shows it is ours. Another cluster's files never are removed.
 Retention Prune(const std::vector<SinkFile>& files, std::string_view cluster, int keep, std::int64_t now,
                 std::string_view protect = {});
 

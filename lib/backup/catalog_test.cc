@@ -11,7 +11,7 @@ namespace {
 // Good is a bundle that opened, sealed at the time its name says (or `created`), one
 // sealing per file unless `sealing` says otherwise.
 SinkFile Good(const std::string& file, std::int64_t mtime = 0, std::optional<std::int64_t> created = std::nullopt,
-              std::string sealing = "") {
+              const std::string& sealing = "") {
   auto n = ParseName(file);
   SinkFile f{file, 100, mtime, true, "", 1};
   f.opened = Authenticity::kAuthentic;
@@ -148,12 +148,13 @@ TEST_CASE("a slot's file counts only when it authenticates as this slot's schedu
   }
 }
 
-TEST_CASE("a prune opens the smallest bundles first, so junk claiming 8 GiB cannot crowd out real ones", "[backup]") {
+TEST_CASE("a prune opens the smallest bundles first, so junk claiming the largest bundle cannot crowd out real ones",
+          "[backup]") {
   std::vector<SinkFile> files;
   for (int i = 0; i < 64; ++i) {
     SinkFile junk = Forged(Scheduled("c", 4'000'000'000 + i));
     junk.opened = Authenticity::kUnchecked;
-    junk.size = std::uint64_t{8} << 30;
+    junk.size = kMaxBundleSize;  // the largest a header may claim (etcd's quota and the PKI)
     files.push_back(junk);
   }
   for (int i = 0; i < 3; ++i) {
@@ -165,18 +166,26 @@ TEST_CASE("a prune opens the smallest bundles first, so junk claiming 8 GiB cann
   files.push_back(Bad(Scheduled("c", 5000)));                  // its header does not read: never opened
   files.push_back(Good(Scheduled("other", 5000)));             // another cluster's: never opened
   auto plan = OpenOrder(files, "c", kMaxBytesOpenedPerPrune);  // two of the largest bundles
-  REQUIRE(plan.open.size() == 5);
+  REQUIRE(plan.open.size() == 4);
   CHECK(files[plan.open[0]].file == Scheduled("c", 1002));  // equal sizes: the newer name first
   CHECK(files[plan.open[1]].file == Scheduled("c", 1001));
   CHECK(files[plan.open[2]].file == Scheduled("c", 1000));
-  CHECK(files[plan.open[3]].size == std::uint64_t{8} << 30);  // two junk files fit the rest of the budget
-  CHECK(files[plan.open[4]].size == std::uint64_t{8} << 30);
-  CHECK(plan.skipped.size() == 62);
+  CHECK(files[plan.open[3]].size == kMaxBundleSize);  // one junk file fits the rest of the budget
+  CHECK(plan.skipped.size() == 63);
+
+  // Claiming 8 GiB is over any bundle etcd's quota allows: never opened, bound or not.
+  auto eight = files;
+  for (auto& f : eight) {
+    if (f.size == kMaxBundleSize) f.size = std::uint64_t{8} << 30;
+  }
+  auto over = OpenOrder(eight, "c", kMaxBytesOpenedPerPrune);
+  CHECK(over.open.size() == 3);
+  CHECK(over.too_large.size() == 64);
 
   // With the bundle just written known (3 MB), nothing over four times it is read at all.
   CHECK(BundleSizeBound(3'000'000) == std::uint64_t{64} << 20);
-  CHECK(BundleSizeBound(std::uint64_t{1} << 30) == std::uint64_t{4} << 30);
-  CHECK(BundleSizeBound(std::uint64_t{4} << 30) == kMaxBundleSize);
+  CHECK(BundleSizeBound(std::uint64_t{256} << 20) == std::uint64_t{1} << 30);
+  CHECK(BundleSizeBound(std::uint64_t{1} << 30) == kMaxBundleSize);
   auto bounded = OpenOrder(files, "c", kMaxBytesOpenedPerPrune, BundleSizeBound(3'000'000));
   CHECK(bounded.open.size() == 3);
   CHECK(bounded.too_large.size() == 64);
@@ -184,7 +193,7 @@ TEST_CASE("a prune opens the smallest bundles first, so junk claiming 8 GiB cann
 
   // Junk of a real bundle's size is all opened (64 of them are 192 MB): nothing is skipped.
   for (auto& f : files) {
-    if (f.size == std::uint64_t{8} << 30) f.size = 3'000'000;
+    if (f.size == kMaxBundleSize) f.size = 3'000'000;
   }
   auto small = OpenOrder(files, "c", kMaxBytesOpenedPerPrune);
   CHECK(small.open.size() == 67);
@@ -270,6 +279,28 @@ TEST_CASE("retention removes temporary files only once they are an hour old", "[
   std::vector<SinkFile> files = {Good(fresh, 10000 - 60), Good(stale, 10000 - kStaleTempSeconds - 1)};
   auto r = Prune(files, "c", 3, 10000);
   CHECK(r.remove == std::vector<std::string>{stale});
+}
+
+TEST_CASE("retention removes a stale temporary file only once it opened as this cluster's bundle", "[backup]") {
+  // Anyone who can write to the share can make a name of that shape; a prune removes
+  // nothing it did not authenticate as this cluster's.
+  const std::int64_t old_time = 10000 - kStaleTempSeconds - 1;
+  const std::string whole = TempNameFor(Scheduled("c", 120), "n2", 2);
+  const std::string torn = TempNameFor(Scheduled("c", 180), "n1", 3);
+  const std::string junk = TempNameFor(Scheduled("c", 240), "n1", 4);
+  const std::string other = TempNameFor(Scheduled("d", 120), "n9", 5);
+  SinkFile torn_file = Bad(torn);
+  torn_file.mtime = old_time;
+  SinkFile junk_file = Forged(junk);
+  junk_file.mtime = old_time;
+  SinkFile other_file = Good(other, old_time);
+  std::vector<SinkFile> files = {Good(whole, old_time), torn_file, junk_file, other_file, Good(Scheduled("c", 9000))};
+  auto r = Prune(files, "c", 3, 10000);
+  CHECK(r.remove == std::vector<std::string>{whole});
+  REQUIRE(r.not_counted.size() == 2);
+  CHECK_THAT(r.not_counted[0], Catch::StartsWith(torn) && Catch::Contains("not removed"));
+  CHECK_THAT(r.not_counted[1], Catch::StartsWith(junk) && Catch::Contains("does not open"));
+  CHECK(r.held.empty());
 }
 
 TEST_CASE("a temporary file with a time far ahead is aged by the time in its name", "[backup]") {

@@ -43,4 +43,36 @@ Status Guarded(const std::function<Status()>& attempt) {
   }
 }
 
+Scheduler::Scheduler(SchedulerEdge& edge, std::int64_t interval) : edge_(edge) { in_.interval = interval; }
+
+void Scheduler::Round() {
+  std::int64_t slot = -1;
+  auto round = Guarded([&]() -> Status {
+    in_.now = edge_.Now();
+    slot = SlotOf(in_.now, in_.interval);
+    const EtcdView etcd = edge_.AskEtcd();
+    in_.etcd_answered = etcd.answered;
+    in_.leader = etcd.leader;
+    // The sink is asked only by the leader, once per slot (Take looks for the slot's
+    // bundle before it takes a snapshot): on an NFS share each question is a connection.
+    in_.slot_written = slot == done_slot_;
+    const auto d = Decide(in_);
+    if (!d.take) return Ok{};
+    if (auto taken = edge_.Take(d.slot); !taken) {
+      in_.failed_slot = d.slot;
+      in_.failed_at = edge_.Now();
+      return Ok{};  // an error the edge logged: retried after retry_after
+    }
+    done_slot_ = d.slot;
+    return Ok{};
+  });
+  if (round) return;
+  // A throw before the clock was read gives up nothing: the next round reads it again.
+  if (slot >= 0) done_slot_ = slot;
+  Guarded([&]() -> Status {
+    edge_.RoundFailed(round.error());
+    return Ok{};
+  }).ok();
+}
+
 }  // namespace sprout::backup

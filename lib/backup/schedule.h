@@ -44,4 +44,46 @@ ScheduleDecision Decide(const ScheduleInput& in);
 // scheduler logs the error instead and goes on at the next slot.
 Status Guarded(const std::function<Status()>& attempt);
 
+// EtcdView is what one question to this node's etcd showed.
+struct EtcdView {
+  bool answered = false;  // it answered its status request
+  bool leader = false;    // and said this node's member leads
+};
+
+// SchedulerEdge is what the scheduler's rounds reach outside pure code: the clock, this
+// node's etcd and the backup itself (firstboot/backup.cc; fakes in tests).
+class SchedulerEdge {
+ public:
+  virtual ~SchedulerEdge() = default;
+  // Now is Unix seconds.
+  virtual std::int64_t Now() = 0;
+  // AskEtcd asks this node's etcd whether it leads.
+  virtual EtcdView AskEtcd() = 0;
+  // Take takes the scheduled backup of slot: Ok once its bundle is in the sink (written,
+  // or another node's that authenticates as the slot's), an error to retry. It logs and
+  // records its own outcome.
+  virtual Status Take(std::int64_t slot) = 0;
+  // RoundFailed logs and records a round that threw (Guarded's message).
+  virtual void RoundFailed(const std::string& why) = 0;
+};
+
+// Scheduler is the scheduler thread's state between rounds: which slot is done, and
+// the last failed attempt (Decide's inputs).
+class Scheduler {
+ public:
+  Scheduler(SchedulerEdge& edge, std::int64_t interval);
+  // Round asks etcd, decides (Decide) and, if it is this node's turn, takes the slot's
+  // backup. It never throws: a round that throws (anything, in the edge or here) is
+  // given to RoundFailed, and its slot is given up, so the next round waits for the next
+  // slot rather than throwing at the same place every two seconds.
+  void Round();
+  // Done is the last slot whose bundle is known to be in the sink, or that was given up.
+  std::int64_t Done() const { return done_slot_; }
+
+ private:
+  SchedulerEdge& edge_;
+  ScheduleInput in_;
+  std::int64_t done_slot_ = -1;
+};
+
 }  // namespace sprout::backup

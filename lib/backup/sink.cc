@@ -300,7 +300,7 @@ Result<std::vector<SinkFile>> ScanBundles(Sink& sink) {
     f.file = e.name;
     f.size = e.size;
     f.mtime = e.mtime;
-    if (ParseName(f.file)) {
+    if (ParseName(f.file) || TempBundleName(f.file)) {
       if (e.size > kMaxBundleSize) {
         f.problem = "it is " + std::to_string(e.size) + " bytes, over the " + std::to_string(kMaxBundleSize) +
                     " a bundle may have";

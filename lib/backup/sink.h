@@ -103,8 +103,9 @@ enum class SinkWrite { kWritten, kExists };
 Result<SinkWrite> WriteBundle(Sink& sink, const std::string& name, std::string_view bytes, const std::string& node,
                               long pid);
 
-// ScanBundles lists the sink's files and reads the header of each bundle name: at most
-// kMaxHeadSize bytes a file (ReadHeaderPrefix), and nothing of a file over kMaxBundleSize.
+// ScanBundles lists the sink's files and reads the header of each bundle name (and of
+// each temporary name carrying one, for Prune): at most kMaxHeadSize bytes a file
+// (ReadHeaderPrefix), and nothing of a file over kMaxBundleSize.
 Result<std::vector<SinkFile>> ScanBundles(Sink& sink);
 
 // Checked is what reading one bundle file through once showed.

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <map>
 
+#include "backup/take.h"
 #include "util/sha256.h"
 
 using namespace sprout;
@@ -290,10 +292,12 @@ TEST_CASE("retention in a sink counts only bundles that open, by the time inside
   // Three real bundles an hour apart, then forged ones with clear headers that read,
   // named and dated far in the future (the attack: every new bundle would be the
   // oldest by name and pruned as soon as it was written).
-  for (int i = 0; i < 3; ++i) sink.files[At(now - 3600 * (3 - i))] = Sealed(now - 3600 * (3 - i), std::uint8_t(i + 1));
+  for (int i = 0; i < 3; ++i)
+    sink.files[At(now - std::int64_t{3600} * (3 - i))] =
+        Sealed(now - std::int64_t{3600} * (3 - i), std::uint8_t(i + 1));
   for (int i = 0; i < 3; ++i) sink.files[At(4'000'000'000 + i)] = Forged(4'000'000'000 + i);
   // A copy of the oldest real bundle under a future name counts as that bundle.
-  sink.files[At(4'100'000'000)] = sink.files.at(At(now - 3 * 3600));
+  sink.files[At(4'100'000'000)] = sink.files.at(At(now - std::int64_t{3} * 3600));
   // The bundle just written.
   std::string written = At(now);
   sink.files[written] = Sealed(now, 9);
@@ -304,7 +308,7 @@ TEST_CASE("retention in a sink counts only bundles that open, by the time inside
   CHECK(Has(sink.files, written));
   CHECK(Has(sink.files, At(now - 3600)));
   CHECK_FALSE(Has(sink.files, At(now - 7200)));
-  CHECK_FALSE(Has(sink.files, At(now - 3 * 3600)));
+  CHECK_FALSE(Has(sink.files, At(now - std::int64_t{3} * 3600)));
   CHECK_FALSE(Has(sink.files, At(4'100'000'000)));
   for (int i = 0; i < 3; ++i) CHECK(Has(sink.files, At(4'000'000'000 + i)));
   CHECK(r.remove.size() == 3);
@@ -389,7 +393,9 @@ TEST_CASE("64 junk names newer than every bundle and claiming 8 GiB do not stop 
   // named in the future left every real bundle unchecked, and retention held forever.
   const std::int64_t now = 1'800'000'000;
   MemorySink plain;
-  for (int i = 0; i < 4; ++i) plain.files[At(now - 3600 * (4 - i))] = Sealed(now - 3600 * (4 - i), std::uint8_t(i + 1));
+  for (int i = 0; i < 4; ++i)
+    plain.files[At(now - std::int64_t{3600} * (4 - i))] =
+        Sealed(now - std::int64_t{3600} * (4 - i), std::uint8_t(i + 1));
   for (int i = 0; i < 64; ++i) plain.files[At(4'000'000'000 + i)] = Forged(4'000'000'000 + i);
   std::string written = At(now);
   plain.files[written] = Sealed(now, 9);
@@ -399,4 +405,194 @@ TEST_CASE("64 junk names newer than every bundle and claiming 8 GiB do not stop 
   CHECK(Has(plain.files, written));
   CHECK(Has(plain.files, At(now - 3600)));
   CHECK(r.not_counted.size() == 64);
+}
+
+namespace {
+
+// SparseSink holds one file that is only a claim: a clear header of cluster "c" giving
+// `payload` bytes, then zeros up to the size it claims (as a sparse file on a share is:
+// listed at its size, all holes). The zeros are made a piece at a time, so the test
+// itself holds none of them.
+class SparseSink : public MemorySink {
+ public:
+  std::string name;
+  std::string head;        // magic, version, length, header JSON
+  std::uint64_t size = 0;  // what the file claims to be
+
+  SparseSink(std::string file, std::uint64_t payload) : name(std::move(file)) {
+    const std::string json = R"({"cluster":"c","created":4102444790,"kind":"scheduled","node":"n1","revision":1,)"
+                             R"("keys":1,"snapshot_sha256":")" +
+                             std::string(64, '0') + R"(","snapshot_size":1,"payload_size":)" + std::to_string(payload) +
+                             R"(,"salt":")" + std::string(32, '0') + R"("})";
+    head = "SPRB\x01";
+    for (int i = 0; i < 4; ++i) head += static_cast<char>((json.size() >> (8 * i)) & 0xff);
+    head += json;
+    size = head.size() + 12 + payload + 16;
+  }
+  // ReadPrefix of the sparse file is what reading it whole is (Sink::Read): counted, and
+  // refused, so no test holds it.
+  Result<std::string> ReadPrefix(const std::string& file, std::uint64_t limit) override {
+    if (file != name) return MemorySink::ReadPrefix(file, limit);
+    most_read = std::max(most_read, limit);
+    return Fail("this test reads the sparse file only in pieces");
+  }
+  Status ReadChunks(const std::string& file, std::uint64_t limit,
+                    const std::function<bool(std::string_view)>& each) override {
+    if (file != name) return MemorySink::ReadChunks(file, limit, each);
+    std::string piece(kChunkSize, '\0');
+    for (std::uint64_t at = 0; at < std::min(limit, size);) {
+      const auto n = static_cast<std::size_t>(std::min<std::uint64_t>({kChunkSize, size - at, limit - at}));
+      std::fill(piece.begin(), piece.end(), '\0');
+      if (at < head.size()) head.copy(piece.data(), std::min<std::size_t>(n, head.size() - at), at);
+      largest_piece = std::max<std::uint64_t>(largest_piece, n);
+      streamed += n;
+      at += n;
+      if (!each(std::string_view(piece.data(), n))) break;
+    }
+    return Ok{};
+  }
+  Result<std::vector<SinkEntry>> List() override {
+    auto out = MemorySink::List();
+    if (out) out->push_back(SinkEntry{name, size, 0});
+    return out;
+  }
+};
+
+// PeakRssKiB is this process's peak resident set (VmHWM); ResetPeakRss starts it again
+// from the current resident set (Linux: clear_refs 5), so a test measures its own peak.
+long PeakRssKiB() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return -1;
+  long kib = -1;
+  char line[256];
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::sscanf(line, "VmHWM: %ld kB", &kib) == 1) break;
+  }
+  std::fclose(f);
+  return kib;
+}
+bool ResetPeakRss() {
+  std::FILE* f = std::fopen("/proc/self/clear_refs", "w");
+  if (f == nullptr) return false;
+  const bool ok = std::fputs("5", f) >= 0;
+  return std::fclose(f) == 0 && ok;
+}
+
+}  // namespace
+
+TEST_CASE("a sparse file claiming 8 GiB is refused from its header, and one within etcd's quota with 64 KiB pieces",
+          "[backup]") {
+  std::printf("bundle bound: etcd's quota %llu bytes, a payload at most %llu, a bundle at most %llu\n",
+              static_cast<unsigned long long>(kEtcdQuotaBytes), static_cast<unsigned long long>(kMaxPayloadSize),
+              static_cast<unsigned long long>(kMaxBundleSize));
+  // Claiming 8 GiB: over etcd's quota, so the header alone refuses it; ScanBundles
+  // does not read a byte of it (listed over kMaxBundleSize), CheckBundle stops after the
+  // header (before, a listing, a prune and a restore read it whole, then decrypted it
+  // into a second buffer: 16 GiB).
+  const std::string name = At(4'102'444'790);
+  SparseSink big(name, std::uint64_t{8} << 30);
+  auto checked = CheckBundle(big, name, "c", "s3cret");
+  REQUIRE(checked);
+  CHECK(checked->opened == Authenticity::kRefused);
+  CHECK_THAT(checked->problem, Catch::Contains("claims a payload of 8589934592 bytes, over the"));
+  CHECK(big.streamed <= Sink::kChunkSize);
+  CHECK(big.most_read == 0);  // nothing was read whole (Sink::Read)
+  auto scanned = ScanBundles(big);
+  REQUIRE(scanned);
+  REQUIRE(scanned->size() == 1);
+  CHECK_FALSE((*scanned)[0].header_ok);
+  std::printf("sparse 8 GiB claim: %llu bytes listed, %llu read before it was refused\n",
+              static_cast<unsigned long long>(big.size), static_cast<unsigned long long>(big.streamed));
+
+  // Claiming 256 MiB, within the quota: the header reads, so the file is read through
+  // (a forgery shows only at the tag), in 64 KiB pieces, and memory does not grow with it.
+  SparseSink mid(name, std::uint64_t{256} << 20);
+  const bool reset = ResetPeakRss();
+  const long before = PeakRssKiB();
+  auto forged = CheckBundle(mid, name, "c", "s3cret");
+  const long peak = PeakRssKiB();
+  REQUIRE(forged);
+  CHECK(forged->opened == Authenticity::kRefused);
+  CHECK_THAT(forged->problem, Catch::Contains("does not open with this cluster's secret"));
+  CHECK(mid.streamed == mid.size);
+  CHECK(mid.largest_piece <= Sink::kChunkSize);
+  CHECK(mid.most_read == 0);
+  std::printf(
+      "sparse 256 MiB claim: %llu bytes read in pieces of at most %llu, refused at the tag; peak RSS %ld kB "
+      "before, %ld kB after (%s)\n",
+      static_cast<unsigned long long>(mid.streamed), static_cast<unsigned long long>(mid.largest_piece), before, peak,
+      reset ? "peak reset first" : "peak not resettable here");
+  if (reset && before > 0) CHECK(peak - before < 16L * 1024);  // 256 MiB read whole would be 262,144 kB
+}
+
+TEST_CASE("pre-created slot names do not stop a scheduled backup: it lands under a name of its own and lists first",
+          "[backup]") {
+  // The attack: anyone who can write to the share makes the coming slots' names ahead.
+  // Before, a slot whose name existed was taken as written and given up.
+  const std::int64_t slot = 1'800'000'000;
+  const std::string old_bundle = Sealed(slot - 86400, 3);  // a real bundle of yesterday
+  struct Case {
+    const char* what;
+    std::string bytes;
+  };
+  const Case cases[] = {
+      {"junk", "not a bundle"},
+      {"an older real bundle renamed", old_bundle},
+      {"a forged bundle", Forged(slot + 5)},
+  };
+  int tags = 0;
+  for (const auto& c : cases) {
+    INFO(c.what);
+    MemorySink sink;
+    sink.files[At(slot - 86400)] = old_bundle;
+    sink.files[At(slot)] = c.bytes;
+    SlotWriter w{"c", "s3cret", "n1", 7, slot, [&tags]() -> Result<std::string> {
+                   ++tags;
+                   return std::string("00000000000000") + static_cast<char>('0' + tags / 10) +
+                          static_cast<char>('0' + tags % 10);
+                 }};
+    auto before = LookAtSlot(sink, w);
+    REQUIRE(before);
+    CHECK_FALSE(before->existed);
+    CHECK_FALSE(before->squatted.empty());
+    const std::string sealed = Sealed(slot + 3, 9);
+    auto placed = PlaceSlotBundle(sink, w, *before, sealed);
+    REQUIRE(placed);
+    CHECK_FALSE(placed->existed);
+    CHECK(placed->file != At(slot));
+    CHECK(ParseName(placed->file));
+    CHECK(sink.files.at(placed->file) == sealed);
+    CHECK(sink.files.at(At(slot)) == c.bytes);  // the squatter's file is left alone
+    // Listed: the slot's bundle is the first good line, at its sealed time.
+    auto files = ScanBundles(sink);
+    REQUIRE(files);
+    AuthenticateBundles(sink, *files, "c", "s3cret", placed->file);
+    auto listed = ListBundles(*files, "c");
+    REQUIRE_FALSE(listed.empty());
+    CHECK(listed[0].file.file == placed->file);
+    CHECK(listed[0].file.opened == Authenticity::kAuthentic);
+    CHECK(listed[0].file.created == slot + 3);
+    std::printf("slot name held %s: %s; wrote %s\n", c.what, before->squatted.c_str(), placed->file.c_str());
+  }
+
+  // The slot's own bundle, already there (another leader's), counts: nothing written.
+  MemorySink done;
+  done.files[At(slot)] = Sealed(slot + 2, 4);
+  SlotWriter w{"c", "s3cret", "n1", 7, slot, []() -> Result<std::string> { return std::string(16, 'a'); }};
+  auto before = LookAtSlot(done, w);
+  REQUIRE(before);
+  CHECK(before->existed);
+
+  // The name made while this node wrote (after LookAtSlot found it free): judged the
+  // same way, and the bundle goes under a tagged name.
+  MemorySink race;
+  auto free_slot = LookAtSlot(race, w);
+  REQUIRE(free_slot);
+  CHECK_FALSE(free_slot->existed);
+  race.files[At(slot)] = "made while the node wrote";
+  auto placed = PlaceSlotBundle(race, w, *free_slot, Sealed(slot + 3, 9));
+  REQUIRE(placed);
+  CHECK(placed->file == NameFor({"c", slot, "scheduled", "", std::string(16, 'a')}));
+  CHECK_THAT(placed->squatted, Catch::Contains("does not open"));
+  CHECK(race.files.count(placed->file) == 1);
 }

@@ -35,30 +35,32 @@ Status Random(std::array<std::uint8_t, N>& out) {
   return Ok{};
 }
 
-// SlotCounts opens the file under a scheduled slot's name, in pieces, and judges it
-// (JudgeSlot): only an authenticated scheduled bundle of this slot counts.
-// It reads at most max_bytes of it: before the snapshot kSlotCheckBytes, after it
-// BundleSizeBound of the bundle sealed, so a sparse file claiming 8 GiB costs little.
-Result<SlotVerdict> SlotCounts(Sink& sink, const std::string& file, const BackupOptions& o, std::uint64_t max_bytes,
-                               bool* over_limit) {
-  auto checked = CheckBundle(sink, file, o.cluster, o.secret, max_bytes);
+// SlotCounts opens the file under the slot's name, in pieces, and judges it (JudgeSlot):
+// only an authenticated scheduled bundle of this slot counts. It reads at most
+// max_bytes of it, so a sparse file claiming gigabytes costs little.
+SlotVerdict SlotCounts(Sink& sink, const std::string& file, const SlotWriter& w, std::uint64_t max_bytes,
+                       bool* over_limit) {
+  auto checked = CheckBundle(sink, file, w.cluster, w.secret, max_bytes);
   // A name that cannot be read (a folder made under it, a file this node may not open)
   // does not count either: it must not hold the slot.
   if (!checked) return SlotVerdict{false, "cannot read it: " + checked.error()};
   SlotFile f{checked->opened, checked->header.kind, checked->header.created, checked->problem, checked->over_limit};
   if (over_limit != nullptr) *over_limit = checked->over_limit;
-  return JudgeSlot(f, o.time);
+  return JudgeSlot(f, w.slot);
 }
 
-// kSlotCheckBytes is how much of a slot's file is read before the snapshot; a larger
-// one is judged after it, against the size of the bundle this node sealed.
-constexpr std::uint64_t kSlotCheckBytes = std::uint64_t{64} << 20;
+// TaggedSlotName is a name of the slot no one can have made ahead.
+Result<std::string> TaggedSlotName(const SlotWriter& w) {
+  auto tag = w.tag();
+  if (!tag) return Fail(tag.error());
+  return NameFor(BundleName{w.cluster, w.slot, "scheduled", "", *tag});
+}
 
-// TaggedSlotName is a name of the slot no one can have made ahead: 16 random hex digits.
-Result<std::string> TaggedSlotName(const BackupOptions& o) {
+// RandomTag is 16 random hex digits.
+Result<std::string> RandomTag() {
   std::array<std::uint8_t, 8> tag{};
   if (auto s = Random(tag); !s) return Fail(s.error());
-  return NameFor(BundleName{o.cluster, o.time, "scheduled", "", Hex(tag.data(), tag.size())});
+  return Hex(tag.data(), tag.size());
 }
 
 }  // namespace
@@ -82,6 +84,59 @@ Result<std::map<std::string, std::string>> ReadPkiFiles(const std::filesystem::p
   return files;
 }
 
+Result<SlotPlace> LookAtSlot(Sink& sink, const SlotWriter& w) {
+  SlotPlace p;
+  p.file = NameFor(BundleName{w.cluster, w.slot, "scheduled", ""});
+  auto exists = sink.Exists(p.file);
+  if (!exists) return Fail(exists.error());
+  if (!*exists) return p;
+  // A file under the slot's name counts only once it authenticates as this slot's
+  // bundle: anyone who can write to the share can make the name.
+  bool over = false;
+  auto counts = SlotCounts(sink, p.file, w, kSlotCheckBytes, &over);
+  if (counts.counts) {
+    p.existed = true;
+  } else if (!over) {
+    p.squatted = p.file + ": " + counts.why;  // a larger one is judged after the snapshot
+  }
+  return p;
+}
+
+Result<SlotPlace> PlaceSlotBundle(Sink& sink, const SlotWriter& w, const SlotPlace& before, std::string_view sealed) {
+  SlotPlace p;
+  p.file = NameFor(BundleName{w.cluster, w.slot, "scheduled", ""});
+  p.squatted = before.squatted;
+  // A slot whose name holds a file that does not count gets a name of its own, with a
+  // random tag, rather than replacing that file: removing what does not open is never
+  // this node's call (it may be another secret's), and a writer who re-creates the name
+  // cannot race a name it cannot guess.
+  if (!p.squatted.empty()) {
+    auto tagged = TaggedSlotName(w);
+    if (!tagged) return Fail(tagged.error());
+    p.file = *tagged;
+  }
+  auto wrote = WriteBundle(sink, p.file, sealed, w.node, w.pid);
+  if (!wrote) return Fail(wrote.error());
+  if (*wrote == SinkWrite::kWritten) return p;
+  if (!p.squatted.empty()) return Fail("a bundle named " + p.file + " exists in " + sink.Location() + " already");
+  // The slot's name was taken while this node wrote: it counts only if it authenticates.
+  auto counts = SlotCounts(sink, p.file, w, BundleSizeBound(sealed.size()), nullptr);
+  if (counts.counts) {
+    p.existed = true;
+    p.lost_race = true;
+    return p;
+  }
+  p.squatted = p.file + ": " + counts.why;
+  auto tagged = TaggedSlotName(w);
+  if (!tagged) return Fail(tagged.error());
+  p.file = *tagged;
+  wrote = WriteBundle(sink, p.file, sealed, w.node, w.pid);
+  if (!wrote) return Fail(wrote.error());
+  if (*wrote == SinkWrite::kExists)
+    return Fail("a bundle named " + p.file + " exists in " + sink.Location() + " already");
+  return p;
+}
+
 Result<BackupResult> TakeBackup(const BackupOptions& o) {
   auto started = std::chrono::steady_clock::now();
   BackupResult r;
@@ -89,22 +144,17 @@ Result<BackupResult> TakeBackup(const BackupOptions& o) {
   std::error_code ec;
   // A scheduled slot's bundle may be there already; an unreachable share fails the
   // attempt here, before etcd is asked for anything (bounded: kNfsTimeoutMs per call).
+  const SlotWriter writer{o.cluster, o.secret, o.node, static_cast<long>(::getpid()), o.time, RandomTag};
+  SlotPlace before;
   if (o.kind == "scheduled") {
     auto sink = OpenSink(o.sink);
     if (!sink) return Fail("cannot write to the sink: " + sink.error());
-    auto exists = (*sink)->Exists(r.file);
-    if (!exists) return Fail("cannot write to the sink: " + exists.error());
-    // A file under the slot's name counts only once it authenticates as this slot's
-    // bundle: anyone who can write to the share can make the name.
-    if (*exists) {
-      bool over = false;
-      auto counts = SlotCounts(**sink, r.file, o, kSlotCheckBytes, &over);
-      if (!counts) return Fail("cannot read " + JoinLocation(o.sink, r.file) + ": " + counts.error());
-      if (counts->counts) {
-        r.existed = true;
-        return r;
-      }
-      if (!over) r.squatted = r.file + ": " + counts->why;  // a larger one is judged after the snapshot
+    auto looked = LookAtSlot(**sink, writer);
+    if (!looked) return Fail("cannot write to the sink: " + looked.error());
+    before = *looked;
+    if (before.existed) {
+      r.existed = true;
+      return r;
     }
   }
   // The node's scratch folder (0700: it holds all of etcd's data), one backup at a time:
@@ -148,52 +198,34 @@ Result<BackupResult> TakeBackup(const BackupOptions& o) {
   // NFS session idle through a long snapshot could outlive its lease.
   auto sink = OpenSink(o.sink);
   if (!sink) return Fail("cannot write to the sink: " + sink.error());
-  // A manual bundle is named for when it is written, not when it was asked for: one that
-  // waited for the lock is newer than the one it waited for. Two written in one second
-  // on this node would share a name; the second then waits for the clock's next second
-  // and takes that name (a few tries: each name is this node's alone).
-  std::int64_t named = o.time;
-  if (o.kind == "manual") {
-    named = o.now();
-    r.file = NameFor(BundleName{o.cluster, named, o.kind, o.node});
-  }
-  // A slot whose name holds a file that does not count gets a name of its own, with a
-  // random tag, rather than replacing that file: removing what does not open is never
-  // this node's call (it may be another secret's), and a writer who re-creates the name
-  // cannot race a name it cannot guess.
-  if (!r.squatted.empty()) {
-    auto tagged = TaggedSlotName(o);
-    if (!tagged) return Fail(tagged.error());
-    r.file = *tagged;
-  }
-  auto wrote = WriteBundle(**sink, r.file, *sealed, o.node, static_cast<long>(::getpid()));
-  // Lost the slot's name while this node wrote: it counts only if it authenticates.
-  if (o.kind == "scheduled" && r.squatted.empty() && wrote && *wrote == SinkWrite::kExists) {
-    auto counts = SlotCounts(**sink, r.file, o, BundleSizeBound(sealed->size()), nullptr);
-    if (!counts) return Fail("cannot read " + JoinLocation(o.sink, r.file) + ": " + counts.error());
-    if (counts->counts) {
+  if (o.kind == "scheduled") {
+    auto placed = PlaceSlotBundle(**sink, writer, before, *sealed);
+    if (!placed) return Fail(placed.error());
+    r.file = placed->file;
+    r.squatted = placed->squatted;
+    if (placed->existed) {
       r.existed = true;
-      r.lost_race = true;
+      r.lost_race = placed->lost_race;
       return r;
     }
-    r.squatted = r.file + ": " + counts->why;
-    auto tagged = TaggedSlotName(o);
-    if (!tagged) return Fail(tagged.error());
-    r.file = *tagged;
-    wrote = WriteBundle(**sink, r.file, *sealed, o.node, static_cast<long>(::getpid()));
-  }
-  for (int tries = 1; o.kind == "manual" && wrote && *wrote == SinkWrite::kExists && tries < kManualNameTries;
-       ++tries) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-    while (o.now() <= named && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    named = std::max(named + 1, o.now());
+  } else {
+    // A manual bundle is named for when it is written, not when it was asked for: one
+    // that waited for the lock is newer than the one it waited for. Two written in one
+    // second on this node would share a name; the second then waits for the clock's next
+    // second and takes that name (a few tries: each name is this node's alone).
+    std::int64_t named = o.now();
     r.file = NameFor(BundleName{o.cluster, named, o.kind, o.node});
-    wrote = WriteBundle(**sink, r.file, *sealed, o.node, static_cast<long>(::getpid()));
-  }
-  if (!wrote) return Fail(wrote.error());
-  if (*wrote == SinkWrite::kExists) {
-    return Fail("a bundle named " + r.file + " exists in " + o.sink + " already");
+    auto wrote = WriteBundle(**sink, r.file, *sealed, o.node, static_cast<long>(::getpid()));
+    for (int tries = 1; wrote && *wrote == SinkWrite::kExists && tries < kManualNameTries; ++tries) {
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+      while (o.now() <= named && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      named = std::max(named + 1, o.now());
+      r.file = NameFor(BundleName{o.cluster, named, o.kind, o.node});
+      wrote = WriteBundle(**sink, r.file, *sealed, o.node, static_cast<long>(::getpid()));
+    }
+    if (!wrote) return Fail(wrote.error());
+    if (*wrote == SinkWrite::kExists) return Fail("a bundle named " + r.file + " exists in " + o.sink + " already");
   }
   auto h = ReadHeader(*sealed);
   if (h) r.header = *h;

@@ -59,6 +59,45 @@ struct BackupResult {
   std::string bundle;                    // the bundle's bytes, as written (for the copies on the peers)
 };
 
+class Sink;
+
+// SlotWriter is who writes a scheduled slot's bundle, and where in time.
+struct SlotWriter {
+  std::string cluster;    // cluster name
+  std::string secret;     // the cluster secret: a file counts only once it opens with it
+  std::string node;       // this node, for the temporary name
+  long pid = 0;           // this process, likewise
+  std::int64_t slot = 0;  // the slot's start
+  // tag draws 16 hex digits no one can guess ahead (getrandom; fixed in tests).
+  std::function<Result<std::string>()> tag;
+};
+
+// SlotPlace is where a slot's bundle is, as this node found or put it.
+struct SlotPlace {
+  std::string file;        // the slot's name, or the tagged name the bundle went under
+  bool existed = false;    // a bundle under the slot's name authenticates as the slot's: nothing written
+  bool lost_race = false;  // and it appeared while this node wrote (the link was refused)
+  std::string squatted;    // why the file under the slot's name did not count ("" if none or not judged yet)
+};
+
+// kSlotCheckBytes is how much of a slot's file LookAtSlot reads before the snapshot; a
+// larger file is judged after it (PlaceSlotBundle), against the bundle sealed.
+inline constexpr std::uint64_t kSlotCheckBytes = std::uint64_t{64} << 20;
+
+// LookAtSlot judges the file under the slot's name before the snapshot (JudgeSlot, at
+// most kSlotCheckBytes of it): existed when it authenticates as this slot's scheduled
+// bundle; else squatted says why not (a file over kSlotCheckBytes is left for
+// PlaceSlotBundle). An error only when the sink cannot be asked.
+Result<SlotPlace> LookAtSlot(Sink& sink, const SlotWriter& w);
+
+// PlaceSlotBundle writes the slot's sealed bundle (WriteBundle): under the slot's name,
+// or, when `before` found it squatted, under a tagged name nobody can have made
+// (`<cluster>-<slot>-scheduled-<tag>`). A name taken while this node wrote counts only
+// when it authenticates as the slot's bundle (read up to BundleSizeBound of the sealed
+// size); else the bundle goes under a tagged name too. So a pre-created name never stops
+// a slot's backup, and never leaves it unfindable: listing orders by the sealed time.
+Result<SlotPlace> PlaceSlotBundle(Sink& sink, const SlotWriter& w, const SlotPlace& before, std::string_view sealed);
+
 // TakeBackup takes one backup. Nothing is written to the sink before the snapshot
 // passed etcd's hash check and the test restore.
 Result<BackupResult> TakeBackup(const BackupOptions& o);
