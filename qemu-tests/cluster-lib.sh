@@ -74,6 +74,7 @@ cluster_init() {
   [ -f "$CLUSTER_DIR/cluster.secret" ] || (umask 077 && head -c 32 /dev/urandom > "$CLUSTER_DIR/cluster.secret")
   chmod 0600 "$CLUSTER_DIR/cluster.secret" || return 1
   [ -f "$CLUSTER_DIR/id" ] || ssh-keygen -q -t ed25519 -N '' -C sprout-cluster -f "$CLUSTER_DIR/id" || return 1
+  cluster_forget_discovery
   ip netns add "$CLUSTER_NS" || return 1
   ip -n "$CLUSTER_NS" link set lo up
   ip -n "$CLUSTER_NS" link add br0 type bridge
@@ -82,6 +83,21 @@ cluster_init() {
   trap cluster_watchdog_fired USR1
   # Containers have no QEMU to watch: the harness's own loop notices one that ends.
   [ "$CLUSTER_RUNTIME" = container ] || cluster_watchdog start
+}
+
+# cluster_forget_discovery removes what kubectl remembers of an earlier cluster at this
+# one's addresses. kubectl keeps each server's API discovery in ~/.kube/cache/discovery,
+# by HOST_PORT, for up to 6 hours, and believes it: after a 1.20 cluster at 198.18.0.12,
+# a 1.36 kubectl asking a 1.36 cluster there for endpointslices looked for them in
+# discovery.k8s.io/v1beta1 (gone since 1.25) and got NotFound (CI's 1.36 lane runs right
+# after the 1.20 one, on the same addresses). The harness made these addresses, so it
+# forgets what is kept for them, and cluster_api_forward does the same for its port on
+# the host's loopback once chosen: e2e.test's kubectl and a user's kubectl read that
+# folder. The harness's own kubectl (cluster_kubectl) keeps its cache in the cluster's
+# folder besides.
+cluster_forget_discovery() {
+  local cache=${HOME:-/root}/.kube/cache
+  rm -rf "$cache/discovery/${CLUSTER_NET}."*_6443
 }
 
 # cluster_watchdog start|stop: while running, reads every running node's QEMU every 2 s:
@@ -443,7 +459,7 @@ cluster_kubectl() {
     node_ssh 1 cat /etc/kubernetes/admin.conf > "$conf.tmp" && mv "$conf.tmp" "$conf" || return 1
   fi
   ip netns exec "$CLUSTER_NS" "$CLUSTER_KUBECTL" --kubeconfig "$conf" --request-timeout=20s \
-    ${KUBE_SERVER:+--server "$KUBE_SERVER"} "$@"
+    --cache-dir "$CLUSTER_DIR/kubectl-cache" ${KUBE_SERVER:+--server "$KUBE_SERVER"} "$@"
 }
 
 # cluster_find_kubectl sets CLUSTER_KUBECTL to kubectl 1.20, compiled by the kubernetes

@@ -51,7 +51,12 @@ cluster_api_forward() {
   fi
   for _ in $(seq 50); do
     CLUSTER_API_PORT=$(cat "$CLUSTER_DIR/$name.port" 2>/dev/null)
-    [ -n "$CLUSTER_API_PORT" ] && return 0
+    if [ -n "$CLUSTER_API_PORT" ]; then
+      # What kubectl kept of an earlier server at this port is not this cluster's
+      # (cluster_forget_discovery, cluster-lib.sh).
+      rm -rf "${HOME:-/root}/.kube/cache/discovery/127.0.0.1_$CLUSTER_API_PORT"
+      return 0
+    fi
     sleep 0.1
   done
   echo "the API forwarder did not start; see $CLUSTER_DIR/$name-forward.log" >&2

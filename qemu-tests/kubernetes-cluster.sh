@@ -271,7 +271,7 @@ if kube -n kube-system get service kube-dns >/dev/null 2>&1; then
       echo "   node-$i's apiserver serves:"
       KUBE_SERVER="https://$(node_ip "$i"):6443" cluster_kubectl -n kube-system get endpointslices,pods -o wide 2>&1 | sed 's/^/     /'
       echo "   node-$i's kube-controller-manager on EndpointSlices (its last 8 lines of them):"
-      kube -n kube-system logs "kube-controller-manager-node-$i" 2>&1 | grep -i 'endpointslice\|endpoint_slice\|leaderelection' | tail -n 8 | cut -c1-300 | sed 's/^/     /'
+      kube -n kube-system logs "kube-controller-manager-node-$i" 2>&1 | grep -i 'endpointslice\|endpoint_slice\|leaderelection\|not found\|skipping pod' | tail -n 8 | cut -c1-300 | sed 's/^/     /'
     done
     echo "   the controller-manager's lease: $(kube -n kube-system get lease kube-controller-manager -o jsonpath='{.spec.holderIdentity} {.spec.renewTime}')"
   fi
