@@ -92,23 +92,6 @@ std::vector<std::string> VersionErrors(const Profile& p) {
   return errors;
 }
 
-// SampleInput stands in for a node at build time, so every template is rendered and
-// checked before an image exists.
-StaticPodInput SampleInput(const Profile& p) {
-  StaticPodInput in;
-  in.node_name = "sample-node";
-  in.node_ip = "198.18.0.10";
-  in.cluster_name = p.shoot ? p.shoot->name : "sprout";
-  in.kubernetes_version = p.shoot ? p.shoot->kubernetes_version : "1.31.1";
-  in.pods_cidr = p.shoot ? p.shoot->pods_cidr : "10.244.0.0/16";
-  in.services_cidr = p.shoot ? p.shoot->services_cidr : "10.96.0.0/12";
-  in.etcd_members = {{"sample-node", "198.18.0.10"}};
-  in.etcd_cluster_token = in.cluster_name + "-sample";
-  for (const auto& c : ControlPlaneComponents())
-    in.images[c] = "localhost/sample/" + c + "@sha256:" + std::string(64, '0');
-  return in;
-}
-
 // AddDns bakes the node's cluster DNS: knotd's configuration for the Shoot's networks,
 // the controller's settings and both units (docs/dns.md).
 Status AddDns(const Shoot& shoot, std::vector<RootEntry>& add) {
@@ -163,6 +146,21 @@ Status HostRootEntries(const KubeletSettings& k, std::vector<RootEntry>& add) {
 }
 
 }  // namespace
+
+StaticPodInput SampleInput(const Profile& p) {
+  StaticPodInput in;
+  in.node_name = "sample-node";
+  in.node_ip = "198.18.0.10";
+  in.cluster_name = p.shoot ? p.shoot->name : "sprout";
+  in.kubernetes_version = p.shoot ? p.shoot->kubernetes_version : "1.31.1";
+  in.pods_cidr = p.shoot ? p.shoot->pods_cidr : "10.244.0.0/16";
+  in.services_cidr = p.shoot ? p.shoot->services_cidr : "10.96.0.0/12";
+  in.etcd_members = {{"sample-node", "198.18.0.10"}};
+  in.etcd_cluster_token = in.cluster_name + "-sample";
+  for (const auto& c : ControlPlaneComponents())
+    in.images[c] = "localhost/sample/" + c + "@sha256:" + std::string(64, '0');
+  return in;
+}
 
 Result<Stack> StackOf(const KubeletSettings& k) {
   std::error_code ec;
@@ -245,7 +243,8 @@ Result<CompileLog> CompileKubelet(KubeletSettings& k, Arch arch, const fs::path&
   return said;
 }
 
-Status AddClusterFiles(const Profile& p, const fs::path& data_dir, std::vector<RootEntry>& add) {
+std::map<std::string, fs::path> StaticPodTemplates(const Profile& p, const fs::path& data_dir,
+                                                   std::vector<std::string>& errors) {
   // Templates by file name: sprout's own, replaced or extended by the profile's folders.
   std::map<std::string, fs::path> templates;
   for (const auto& c : ControlPlaneComponents()) templates[c + ".yaml"] = data_dir / "staticpods" / (c + ".yaml");
@@ -254,9 +253,8 @@ Status AddClusterFiles(const Profile& p, const fs::path& data_dir, std::vector<R
     for (const auto& e : fs::directory_iterator(dir, ec)) {
       if (e.is_regular_file() && e.path().extension() == ".yaml") templates[e.path().filename().string()] = e.path();
     }
-    if (ec) return Fail("cannot list the staticPods folder " + dir.string() + ": " + ec.message());
+    if (ec) errors.push_back("cannot list the staticPods folder " + dir.string() + ": " + ec.message());
   }
-  std::vector<std::string> errors = VersionErrors(p);
   for (const auto& left_out : p.without_static_pods) {
     if (templates.erase(left_out + ".yaml") == 0) {
       errors.push_back("withoutStaticPods names '" + left_out +
@@ -268,6 +266,13 @@ Status AddClusterFiles(const Profile& p, const fs::path& data_dir, std::vector<R
                        }());
     }
   }
+  return templates;
+}
+
+Status AddClusterFiles(const Profile& p, const fs::path& data_dir, std::vector<RootEntry>& add,
+                       const std::optional<Stack>& stack_given) {
+  std::vector<std::string> errors = VersionErrors(p);
+  const auto templates = StaticPodTemplates(p, data_dir, errors);
   const StaticPodInput sample = SampleInput(p);
   for (const auto& [name, path] : templates) {
     auto text = ReadFile(path);
@@ -304,7 +309,7 @@ Status AddClusterFiles(const Profile& p, const fs::path& data_dir, std::vector<R
       if (auto s = AddDns(*p.shoot, add); !s) return s;
       cluster_dns = dns::kNodeLocalAddress;
     }
-    auto stack = StackOf(p.kubelet);
+    auto stack = stack_given ? Result<Stack>(*stack_given) : StackOf(p.kubelet);
     if (!stack) return Fail(stack.error());
     auto config = KubeletConfigYaml(p.kubelet.config_yaml, cluster_dns, *stack);
     if (!config) return Fail(Where(p.kubelet.binary.where) + ": " + config.error());

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "oci/pull.h"
 #include "profile/profile.h"
 #include "staticpod/kubelet.h"
+#include "staticpod/staticpod.h"
 #include "util/result.h"
 
 namespace sprout {
@@ -38,11 +40,23 @@ Result<CompileLog> CompileKubelet(KubeletSettings& k, Arch arch, const std::file
 // and containerd's configuration are written for. No folder or no file: Stack{} (1.20).
 Result<Stack> StackOf(const KubeletSettings& k);
 
+// SampleInput stands in for a node at build time, so every template is rendered and
+// checked before an image exists (and `sprout cis` judges what it renders).
+StaticPodInput SampleInput(const Profile& p);
+
+// StaticPodTemplates are the static-pod templates an image gets, by file name: sprout's
+// own in data_dir/staticpods, replaced or extended by the profile's staticPods folders,
+// less its withoutStaticPods. Each problem is added to errors.
+std::map<std::string, std::filesystem::path> StaticPodTemplates(const Profile& p, const std::filesystem::path& data_dir,
+                                                                std::vector<std::string>& errors);
+
 // AddClusterFiles adds the static-pod templates (sprout's, then the profile's overrides
 // and additions, each checked by rendering it with sample values), the Shoot's
 // cluster.json, the /etc/kubernetes link into the state partition and, for the kubelet
-// pod host, the kubelet binary, configuration and unit.
-Status AddClusterFiles(const Profile& p, const std::filesystem::path& data_dir, std::vector<RootEntry>& add);
+// pod host, the kubelet binary, configuration and unit. The kubelet's files are written
+// for stack, or when it is not given for StackOf(p.kubelet) (the compiled recipe's).
+Status AddClusterFiles(const Profile& p, const std::filesystem::path& data_dir, std::vector<RootEntry>& add,
+                       const std::optional<Stack>& stack = std::nullopt);
 
 // ComponentImages maps each preloaded image to the component of the same name (the last
 // path element of its repository: localhost/sprout/etcd:3.4 -> etcd), as

@@ -29,6 +29,11 @@ struct BuildOptions {
 // Validate checks a profile and prints every problem; --print shows the resolved profile.
 int Validate(const std::filesystem::path& profile, bool print);
 
+// Cis prints the CIS Benchmark report (Markdown, docs/cis.md) of the files the profile's
+// image and a control-plane node of it would have, as the build renders them; a profile
+// with errors gets them all, and 1.
+int Cis(const std::filesystem::path& profile);
+
 // Build makes the profile's images in out_dir.
 int Build(const BuildOptions& options);
 

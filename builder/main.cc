@@ -205,6 +205,15 @@ int Validate(int argc, char** argv) {
       });
 }
 
+int Cis(int argc, char** argv) {
+  cxxopts::Options o("sprout cis",
+                     "Print the CIS Kubernetes Benchmark report of the files a profile's image and its control-plane "
+                     "node would have, rendered as the build renders them (docs/cis.md).");
+  return Run(o, Positional{"profile", "profile file", "PROFILE", "cis needs a PROFILE, such as profiles/default.yaml"},
+             argc, argv,
+             [](const cxxopts::ParseResult& a) { return sprout::cli::Cis(a["profile"].as<std::string>()); });
+}
+
 int Build(int argc, char** argv) {
   cxxopts::Options o("sprout build", "Build a profile's images. Runs without root once the base is cached.");
   o.add_options()("o,output", "output directory", cxxopts::value<std::string>())("cache-dir", kCacheHelp,
@@ -396,6 +405,8 @@ struct Command {
 
 const Command kCommands[] = {
     {"validate", "validate PROFILE [--print]", "check a profile; every problem is reported at once", Validate},
+    {"cis", "cis PROFILE", "print the CIS Benchmark report of the profile's rendered\ncontrol plane and kubelet files",
+     Cis},
     {"build", "build PROFILE -o DIR [options]", "build the profile's images into DIR", Build},
     {"base", "base PROFILE|RECIPE [--force]", "build the base OS once and cache it (needs root)", Base},
     {"pull", "pull PROFILE [--offline]", "fetch the profile's container images into the cache", Pull},
