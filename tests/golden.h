@@ -1,5 +1,5 @@
 // Golden files for the unit tests: text the code renders, kept under tests/golden/ so a
-// change to it shows in review, and read by scripts/cis-report (docs/cis.md).
+// change to it shows in review. (`sprout cis` renders its own: docs/cis.md.)
 #pragma once
 
 #include <catch2/catch.hpp>

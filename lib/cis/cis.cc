@@ -306,6 +306,7 @@ Outcome EncryptionProviders(const YAML::Node& enc) {
       if (auto bytes = Base64Decode(k["secret"].Scalar())) sizes.insert(bytes->size());
     }
     std::vector<std::string> size_text;
+    size_text.reserve(sizes.size());
     for (auto n : sizes) size_text.push_back(std::to_string(n));
     const std::string key =
         sizes.empty()

@@ -86,7 +86,7 @@ TEST_CASE("kube: the control-plane files include both configurations, rewritten 
 }
 
 TEST_CASE("Golden: the apiserver's encryption configuration (a sample key) and audit policy", "[kube]") {
-  // scripts/cis-report reads these files (docs/cis.md); SPROUT_UPDATE_GOLDEN=1 rewrites them.
+  // SPROUT_UPDATE_GOLDEN=1 rewrites these files; `sprout cis` judges what the code writes (docs/cis.md).
   const std::pair<std::string, std::string> files[] = {
       {"encryption-config.yaml", EncryptionConfigYaml("c2FtcGxlIGtleSwgbm90IGEgY2x1c3RlcidzIGtleSE=")},
       {"audit-policy.yaml", AuditPolicyYaml()}};

@@ -80,8 +80,8 @@ TEST_CASE("kube: the control-plane step writes certificates, kubeconfigs and thr
   CHECK(apiserver->find("--audit-log-path=" + (paths.audit_log_dir / "audit.log").string()) != std::string::npos);
   CHECK(std::filesystem::exists(dir.path() / "audit-policy.yaml"));
   CHECK(Mode(paths.audit_log_dir) == 0700);
-  // Every file the step wrote, with its mode (scripts/cis-report reads this for the CIS
-  // file-permission checks, docs/cis.md). Files only: WriteFileAtomic sets a file's mode
+  // Every file the step wrote, with its mode (`sprout cis` judges the modes the step
+  // writes for the CIS file-permission checks, docs/cis.md). Files only: WriteFileAtomic sets a file's mode
   // whatever the umask, while a folder's depends on it.
   std::string modes;
   std::vector<std::string> lines;
