@@ -110,6 +110,13 @@ Result<cis::Inputs> Render(const Profile& p, const fs::path& profile_path) {
   std::vector<std::string> errors;
   const auto templates = StaticPodTemplates(p, data, errors);
   if (!errors.empty()) return Fail(Join(errors, "\n"));
+  for (const auto& c : ControlPlaneComponents()) {
+    if (templates.count(c + ".yaml") == 0) {
+      return Fail("the profile leaves " + c +
+                  " out (withoutStaticPods), so the report has no control plane to judge; run it on a profile "
+                  "that keeps etcd, kube-apiserver, kube-controller-manager and kube-scheduler");
+    }
+  }
 
   std::error_code ec;
   TempDir work(fs::temp_directory_path(ec), "sprout-cis");
