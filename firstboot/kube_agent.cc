@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "formation/join.h"
+#include "formationd/etcd.h"
 #include "kube/api.h"
 #include "kube/bootstrap.h"
 #include "kube/certs.h"
@@ -32,7 +33,7 @@ namespace {
 // Round is one pass; it returns what went wrong, or "" when all is in shape.
 class Agent {
  public:
-  Agent(const NodeAgentOptions& o, const AgentLog& log) : o_(o), log_(log) {}
+  Agent(const NodeAgentOptions& o, const AgentLog& log) : o_(o), log_(log) { LoadRouteMemory(); }
 
   // Report is what `sprout-firstboot status` shows of the Kubernetes side, as of the last
   // round (kubernetes.json in the state folder, written only when it changes).
@@ -95,8 +96,11 @@ class Agent {
     if (auto s = WriteCni(self->pod_cidr); !s.empty()) return s;
     if (auto s = StartKubeProxy(); !s.empty()) return s;
     RouteServices();  // a failure is reported (serviceRoute in kubernetes.json) and retried; it holds up nothing
-    if (o_.routes) return Routes(kube::PeerRoutes(o_.node_name, *nodes, o_.networks));
-    return "";
+    if (!o_.routes) return "";
+    if (auto s = ReadFormationRecord(); !s.empty()) return s;
+    auto plan = kube::PeerRoutes(o_.node_name, *nodes, o_.networks, known_, memory_);
+    KeepRouteMemory(plan.memory);
+    return Routes(plan);
   }
 
  private:
@@ -114,6 +118,78 @@ class Agent {
   std::string written_token_;  // the token bootstrap-kubelet.conf was written with
   bool proxy_started_ = false;
   bool services_routed_ = false;
+  kube::KnownAddresses known_;                        // formation's record: etcd members' names and addresses
+  bool known_read_ = false;                           // known_ was read from etcd in this run
+  std::chrono::steady_clock::time_point known_at_{};  // when it was last read
+  kube::RouteMemory memory_;                          // each Node's first address (pod-routes.json)
+  std::string memory_written_;                        // pod-routes.json as last written or read
+
+  // RouteMemoryFile keeps memory_ across restarts.
+  fs::path RouteMemoryFile() const { return o_.state_dir / "pod-routes.json"; }
+
+  // LoadRouteMemory reads pod-routes.json once, at start. A file that cannot be read is
+  // logged and replaced by the next write; the Nodes are then seen afresh (formation's
+  // record still binds the control-plane nodes).
+  void LoadRouteMemory() {
+    std::error_code ec;
+    if (!o_.routes || !fs::exists(RouteMemoryFile(), ec)) return;
+    auto text = ReadFile(RouteMemoryFile());
+    auto memory = text ? kube::ParseRouteMemory(*text) : Result<kube::RouteMemory>(Fail(text.error()));
+    if (!memory) {
+      log_(LOG_WARNING, "pod network: " + RouteMemoryFile().string() + " is not used (" + memory.error() +
+                            "); every Node's address is taken as first seen now");
+      return;
+    }
+    memory_ = *memory;
+    memory_written_ = *text;
+  }
+
+  // KeepRouteMemory logs what the plan remembered or changed and writes pod-routes.json
+  // when it changed. A failed write is logged; the memory of this run still holds.
+  void KeepRouteMemory(const kube::RouteMemory& next) {
+    for (const auto& [name, ip] : next.first_seen) {
+      auto old = memory_.first_seen.find(name);
+      if (old == memory_.first_seen.end()) {
+        log_(LOG_INFO, "pod network: node " + name + " first seen at " + ip);
+      } else if (old->second != ip) {
+        log_(LOG_WARNING, "pod network: node " + name + " moved from " + old->second + " to " + ip +
+                              ", which formation's record (the etcd member list) names");
+      }
+    }
+    memory_ = next;
+    const std::string text = kube::RenderRouteMemory(memory_);
+    if (text == memory_written_) return;
+    if (auto w = WriteFileAtomic(RouteMemoryFile(), text, fs::perms(0600)); !w) {
+      if (refused_.insert(w.error()).second) log_(LOG_WARNING, "pod network: " + w.error());
+      return;
+    }
+    memory_written_ = text;
+  }
+
+  // ReadFormationRecord reads, on a control-plane node, the etcd member list from the
+  // local member every 30 s: the names and addresses the pod routes hold the Nodes to
+  // (kube::KnownAddresses). Until it was read once no route is planned (the apiserver
+  // answering means etcd does); a later failure keeps the list read before. A worker
+  // has no such record and cannot read etcd.
+  std::string ReadFormationRecord() {
+    if (!o_.control_plane) return "";
+    const auto now = std::chrono::steady_clock::now();
+    if (known_read_ && now - known_at_ < std::chrono::seconds(30)) return "";
+    formation::EtcdApi etcd(formation::ClientUrlFor(formation::PeerUrl(o_.node_ip)),
+                            formation::ClientTlsFor(o_.pki_dir.string()));
+    auto members = etcd.ListMembers();
+    if (!members) {
+      if (!known_read_) {
+        return "pod routes wait for etcd's member list (formation's record of the nodes): " + members.error();
+      }
+      known_at_ = now;  // try again in 30 s; the list read before still holds
+      return "";
+    }
+    known_ = formation::MemberAddresses(*members);
+    known_read_ = true;
+    known_at_ = now;
+    return "";
+  }
 
   // RouteServices puts networking.services on the link that holds this node's address,
   // once, so that the node's own processes (the apiserver calling a webhook) reach

@@ -12,8 +12,11 @@
 //     configuration for it, kube-proxy started, networking.services routed on the
 //     link of the node's address (kube::ServiceRoute), and routes to the other nodes' pod
 //     subnets, only those kube::PeerRoutes finds safe (inside networking.pods, clear
-//     of the node and service networks and of each other); the rest are logged once
-//     as warnings and listed in kubernetes.json, never installed.
+//     of the node and service networks and of each other, via an InternalIP inside
+//     networking.nodes that is the address the etcd member list gives that node name
+//     (read on control-plane nodes), else the address the Node was first seen with
+//     (pod-routes.json keeps them across restarts)); the rest are logged once as
+//     warnings and listed in kubernetes.json, never installed.
 #pragma once
 
 #include <csignal>
@@ -33,7 +36,8 @@ struct NodeAgentOptions {
   std::string cluster_name;
   bool control_plane = false;
   std::filesystem::path kubernetes_dir = "/etc/kubernetes";     // admin.conf, kubelet.conf, pki/
-  std::filesystem::path state_dir = "/var/lib/sprout";          // bootstrap-token, worker/
+  std::filesystem::path pki_dir = "/etc/kubernetes/pki";        // a control-plane node's etcd client certificate
+  std::filesystem::path state_dir = "/var/lib/sprout";          // bootstrap-token, worker/, pod-routes.json
   std::filesystem::path cni_dir = "/etc/kubernetes/cni/net.d";  // containerd's conf_dir
   bool routes = true;                                           // program routes with `ip route`
   kube::PodNetworks networks;                                   // the Shoot's networks that bound the routes

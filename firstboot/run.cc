@@ -314,6 +314,7 @@ std::thread NodeAgent(const settings::NodeSettings& settings, const ClusterRecor
   o.cluster_name = settings.formation.cluster_name;
   o.control_plane = settings.formation.control_plane;
   o.kubernetes_dir = settings.formation.pki_dir.parent_path();
+  o.pki_dir = settings.formation.pki_dir;
   o.state_dir = settings.formation.state_dir;
   o.networks = kube::PodNetworks{record.pods_cidr, record.nodes_cidr, record.services_cidr};
   o.master_label = kube::WantsMasterLabel(record.kubernetes_version);

@@ -133,6 +133,23 @@ TEST_CASE("Workers are told the API endpoints of the voting members, not of lear
   CHECK(f::ApiEndpointsOf({}).empty());
 }
 
+TEST_CASE("Formation's record of node addresses is the started members' names and peer hosts", "[formation][etcd]") {
+  auto members = f::ParseMembers(R"({"members":[
+    {"ID":"3","name":"node-3","peerURLs":["https://198.18.0.13:2380"]},
+    {"ID":"1","name":"node-1","peerURLs":["https://198.18.0.11:2380","https://198.18.1.11:2380"]},
+    {"ID":"5","name":"node-5","peerURLs":["https://198.18.0.15:2380"],"isLearner":true},
+    {"ID":"6","peerURLs":["https://[fd00::6]:2380"]},
+    {"ID":"7","name":"twice","peerURLs":["https://198.18.0.17:2380"]},
+    {"ID":"8","name":"twice","peerURLs":["https://198.18.0.18:2380"]}]})");
+  REQUIRE(members);
+  // A started learner is a node formation admitted; an unstarted member has no name yet;
+  // a name two members carry with different addresses is no record of either.
+  CHECK(f::MemberAddresses(*members) == std::map<std::string, std::string>{{"node-1", "198.18.0.11"},
+                                                                           {"node-3", "198.18.0.13"},
+                                                                           {"node-5", "198.18.0.15"}});
+  CHECK(f::MemberAddresses({}).empty());
+}
+
 TEST_CASE("node keys: a worker derives only worker keys; a control-plane node both", "[formation]") {
   const std::string secret = "cluster secret 0123456789";
   f::DaemonOptions cp;

@@ -12,6 +12,7 @@
 #include <csignal>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 namespace sprout::formation {
@@ -113,6 +114,18 @@ std::vector<std::string> ApiEndpointsOf(const std::vector<EtcdMember>& members) 
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::map<std::string, std::string> MemberAddresses(const std::vector<EtcdMember>& members) {
+  std::map<std::string, std::string> out;
+  std::set<std::string> ambiguous;
+  for (const auto& m : members) {
+    if (m.name.empty() || m.peer_urls.empty()) continue;
+    const std::string host = HostOf(m.peer_urls.front());
+    if (auto [it, added] = out.emplace(m.name, host); !added && it->second != host) ambiguous.insert(m.name);
+  }
+  for (const auto& name : ambiguous) out.erase(name);
   return out;
 }
 

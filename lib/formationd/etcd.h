@@ -2,6 +2,7 @@
 // function (tested without processes); EtcdLauncher is the thin edge that runs etcd.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -94,6 +95,13 @@ struct EtcdMember {
 // ApiEndpointsOf lists the Kubernetes API URLs of the voting members of a member list,
 // sorted: what workers are told. Learners are left out: they run no API server yet.
 std::vector<std::string> ApiEndpointsOf(const std::vector<EtcdMember>& members);
+
+// MemberAddresses is formation's record of the control-plane nodes' addresses: each
+// started member's name (the node name) and the host of its first peer URL. A member
+// not yet started has no name and is left out; a name two members carry with different
+// addresses is left out too, since the list does not say which is the node. The pod
+// routes check a Node's InternalIP against it (kube::PeerRoutes).
+std::map<std::string, std::string> MemberAddresses(const std::vector<EtcdMember>& members);
 
 // ParseMembers reads the "members" array of a member list/add response.
 Result<std::vector<EtcdMember>> ParseMembers(const std::string& json);

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
+#include <tuple>
 
 #include "shoot/shoot.h"
 
@@ -64,6 +65,9 @@ struct NodeParser {
     if (name->empty()) return Fail("the NodeList's " + where + " has no metadata.name");
     n.name = *name;
     where += " (" + n.name + ")";
+    auto created = String(meta, "creationTimestamp", "metadata.creationTimestamp");
+    if (!created) return Fail(created.error());
+    n.created = *created;
     if (const json* labels = Member(meta, "labels")) {
       if (!labels->is_object()) return Wrong("metadata.labels", "an object");
       for (const auto& [key, value] : labels->items()) {
@@ -154,10 +158,118 @@ bool Inside(const Cidr& inner, const Cidr& outer) {
   return inner.v6 == outer.v6 && inner.prefix >= outer.prefix && CidrsOverlap(inner, outer);
 }
 
+// Host is an address as a /32 (or /128) network, or nothing when it is not an address.
+std::optional<Cidr> Host(const std::string& address) {
+  if (address.empty() || address.find('/') != std::string::npos) return std::nullopt;
+  return ParseCidr(address + (address.find(':') == std::string::npos ? "/32" : "/128"));
+}
+
+// HostText is an address's canonical spelling (inet_ntop's).
+std::string HostText(const Cidr& host) {
+  std::string text = FormatCidr(host);
+  return text.substr(0, text.find('/'));
+}
+
+// Timestamp is creationTimestamp when it has the one form the API server writes
+// (RFC 3339 in UTC to the second, "2026-12-01T23:55:51Z"), which then sorts as text;
+// anything else is "".
+std::string Timestamp(const std::string& t) {
+  static constexpr const char* kForm = "dddd-dd-ddTdd:dd:ddZ";
+  if (t.size() != 20) return "";
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    const bool digit = t[i] >= '0' && t[i] <= '9';
+    if (kForm[i] == 'd' ? !digit : t[i] != kForm[i]) return "";
+  }
+  return t;
+}
+
+// NextHop checks n's InternalIP as a next hop and, when it passes and memory has no
+// entry for n yet, remembers it. The result is "" (fine) or why not; known_out says
+// whether formation's record names it.
+std::string NextHop(const NodeView& n, const std::optional<Cidr>& node_net, const PodNetworks& networks,
+                    const KnownAddresses& known, RouteMemory& memory, bool& known_out) {
+  known_out = false;
+  const std::string& ip = n.internal_ip;
+  auto host = Host(ip);
+  if (!node_net) {
+    return "the cluster record gives no valid networking.nodes ('" + networks.nodes + "') to check its next hop " + ip +
+           " against";
+  }
+  if (!host) return "its next hop (InternalIP) " + ip + " is not an address";
+  if (HostText(*host) != ip) {
+    return "its next hop " + ip + " is not written in its canonical form " + HostText(*host) +
+           "; only that spelling is routed";
+  }
+  if (!Inside(*host, *node_net)) return "its next hop " + ip + " is not inside networking.nodes " + networks.nodes;
+  auto& seen = memory.first_seen;
+  if (auto rec = known.find(n.name); rec != known.end()) {
+    auto want = Host(rec->second);
+    if (!want || HostText(*want) != ip) {
+      return "formation's record gives node " + n.name + " the address " + rec->second + ", not its InternalIP " + ip;
+    }
+    // The record proves the address: memory follows it (a control-plane node replaced
+    // at a new address, its stale etcd member removed and the new one added).
+    if (seen.count(n.name) != 0 || seen.size() < kMaxRememberedNodes) seen[n.name] = ip;
+    known_out = true;
+    return "";
+  }
+  if (auto it = seen.find(n.name); it != seen.end()) {
+    if (it->second == ip) return "";
+    return "its InternalIP changed from " + it->second + ", the address it was first seen with, to " + ip +
+           "; a changed next hop is routed only when formation's record names it, and formation has no record "
+           "of " +
+           n.name;
+  }
+  if (seen.size() >= kMaxRememberedNodes) {
+    return "this node remembers " + std::to_string(seen.size()) +
+           " Nodes' first addresses already, the most it keeps, and routes no Node it has not seen before";
+  }
+  seen.emplace(n.name, ip);
+  return "";
+}
+
 }  // namespace
 
-PodRoutePlan PeerRoutes(const std::string& self, const std::vector<NodeView>& nodes, const PodNetworks& networks) {
+Result<RouteMemory> ParseRouteMemory(const std::string& text) {
+  auto j = json::parse(text, nullptr, false);
+  if (j.is_discarded()) return Fail("pod-routes.json is not valid JSON");
+  if (!j.is_object()) return Fail("pod-routes.json is not a JSON object");
+  const json* version = Member(&j, "version");
+  if (version == nullptr || !version->is_number_integer() || *version != 1) {
+    return Fail("pod-routes.json has no \"version\": 1 (a version this sprout-firstboot does not know)");
+  }
+  RouteMemory m;
+  const json* seen = Member(&j, "firstSeen");
+  if (seen == nullptr) return m;
+  if (!seen->is_object()) return Fail("pod-routes.json: firstSeen is not an object");
+  if (seen->size() > kMaxRememberedNodes) {
+    return Fail("pod-routes.json: firstSeen has " + std::to_string(seen->size()) + " entries, more than the " +
+                std::to_string(kMaxRememberedNodes) + " kept");
+  }
+  for (const auto& [name, address] : seen->items()) {
+    if (name.empty()) return Fail("pod-routes.json: firstSeen has an entry with an empty node name");
+    if (!address.is_string()) return Fail("pod-routes.json: firstSeen." + name + " is not a string");
+    const std::string ip = address.get<std::string>();
+    auto host = Host(ip);
+    if (!host || HostText(*host) != ip) {
+      return Fail("pod-routes.json: firstSeen." + name + " '" + ip + "' is not an address in its canonical form");
+    }
+    m.first_seen.emplace(name, ip);
+  }
+  return m;
+}
+
+std::string RenderRouteMemory(const RouteMemory& memory) {
+  json seen = json::object();
+  for (const auto& [name, ip] : memory.first_seen) seen[name] = ip;
+  json j = {{"version", 1}, {"firstSeen", seen}};
+  return j.dump(2) + "\n";
+}
+
+PodRoutePlan PeerRoutes(const std::string& self, const std::vector<NodeView>& nodes, const PodNetworks& networks,
+                        const KnownAddresses& known, const RouteMemory& memory) {
   PodRoutePlan plan;
+  plan.memory = memory;
   auto pods = ParseCidr(networks.pods);
   auto node_net = ParseCidr(networks.nodes);
   auto services = ParseCidr(networks.services);
@@ -165,7 +277,10 @@ PodRoutePlan PeerRoutes(const std::string& self, const std::vector<NodeView>& no
   struct Candidate {
     const NodeView* node;
     Cidr cidr;
-    bool ok = true;
+    bool known = false;   // formation's record names its address
+    std::string created;  // Timestamp(creationTimestamp), "" when it gives none
+    bool tied = false;    // refused: an overlap with a Node nothing tells apart from it
+    bool beaten = false;  // refused: an overlap with a Node kept
   };
   std::vector<Candidate> candidates;
   std::optional<Cidr> own;
@@ -173,7 +288,10 @@ PodRoutePlan PeerRoutes(const std::string& self, const std::vector<NodeView>& no
     if (n.name == self) own = ParseCidr(n.pod_cidr);
   }
   for (const auto& n : nodes) {
-    if (n.name == self || n.pod_cidr.empty() || n.internal_ip.empty()) continue;
+    if (n.name == self || n.internal_ip.empty()) continue;
+    bool is_known = false;
+    const std::string hop = NextHop(n, node_net, networks, known, plan.memory, is_known);
+    if (n.pod_cidr.empty()) continue;
     auto skip = [&](const std::string& why) { plan.skipped.push_back({n.name, n.pod_cidr, why}); };
     auto cidr = ParseCidr(n.pod_cidr);
     if (!pods) {
@@ -191,24 +309,59 @@ PodRoutePlan PeerRoutes(const std::string& self, const std::vector<NodeView>& no
       skip("it overlaps networking.services " + networks.services);
     } else if (own && CidrsOverlap(*cidr, *own)) {
       skip("it overlaps this node's own pod subnet");
+    } else if (!hop.empty()) {
+      skip(hop);
     } else {
-      candidates.push_back({&n, *cidr});
+      candidates.push_back({&n, *cidr, is_known, Timestamp(n.created)});
     }
   }
-  for (std::size_t i = 0; i < candidates.size(); ++i) {
-    for (std::size_t j = 0; j < candidates.size(); ++j) {
-      if (i != j && CidrsOverlap(candidates[i].cidr, candidates[j].cidr)) {
-        candidates[i].ok = false;
-        plan.skipped.push_back({candidates[i].node->name, candidates[i].node->pod_cidr,
-                                "it overlaps the pod subnet " + candidates[j].node->pod_cidr + " of node " +
-                                    candidates[j].node->name + "; neither is routed"});
+  // Overlaps, in tiers of equal precedence (formation's record first, then the older
+  // Node; one with no timestamp counts as the newest): a candidate that overlaps one
+  // kept from a tier before is beaten; of the rest, two of one tier that overlap are
+  // tied and neither is kept.
+  auto rank = [](const Candidate& c) { return std::tuple(c.known ? 0 : 1, c.created.empty() ? 1 : 0, c.created); };
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [&](const Candidate& a, const Candidate& b) { return rank(a) < rank(b); });
+  std::vector<const Candidate*> kept;
+  for (std::size_t tier = 0; tier < candidates.size();) {
+    std::size_t end = tier;
+    while (end < candidates.size() && rank(candidates[end]) == rank(candidates[tier])) ++end;
+    for (std::size_t i = tier; i < end; ++i) {
+      Candidate& c = candidates[i];
+      for (const Candidate* k : kept) {
+        if (!CidrsOverlap(c.cidr, k->cidr)) continue;
+        c.beaten = true;
+        const std::string other = "it overlaps the pod subnet " + k->node->pod_cidr + " of node " + k->node->name;
+        plan.skipped.push_back({c.node->name, c.node->pod_cidr,
+                                k->known && !c.known
+                                    ? other + ", whose address formation's record names (this one's it does not); " +
+                                          k->node->name + "'s is routed"
+                                    : other + ", an older Node (created " + k->created + ", this one " +
+                                          (c.created.empty() ? "gives no creationTimestamp" : "created " + c.created) +
+                                          "); " + k->node->name + "'s is routed"});
         break;
       }
     }
+    for (std::size_t i = tier; i < end; ++i) {
+      Candidate& c = candidates[i];
+      if (c.beaten) continue;
+      for (std::size_t j = tier; j < end; ++j) {
+        const Candidate& d = candidates[j];
+        if (i == j || d.beaten || !CidrsOverlap(c.cidr, d.cidr)) continue;
+        c.tied = true;
+        plan.skipped.push_back({c.node->name, c.node->pod_cidr,
+                                "it overlaps the pod subnet " + d.node->pod_cidr + " of node " + d.node->name +
+                                    ", and neither formation's record nor the Nodes' age tells the genuine one; "
+                                    "neither is routed"});
+        break;
+      }
+    }
+    for (std::size_t i = tier; i < end; ++i) {
+      if (!candidates[i].beaten && !candidates[i].tied) kept.push_back(&candidates[i]);
+    }
+    tier = end;
   }
-  for (const auto& c : candidates) {
-    if (c.ok) plan.routes.push_back({c.node->pod_cidr, c.node->internal_ip});
-  }
+  for (const Candidate* k : kept) plan.routes.push_back({k->node->pod_cidr, k->node->internal_ip});
   std::sort(plan.routes.begin(), plan.routes.end(),
             [](const PodRoute& a, const PodRoute& b) { return a.cidr != b.cidr ? a.cidr < b.cidr : a.via < b.via; });
   return plan;

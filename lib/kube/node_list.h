@@ -4,6 +4,7 @@
 // is kube/api.h.
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <optional>
 #include <string>
@@ -21,6 +22,7 @@ struct NodeView {
   std::map<std::string, std::string> labels;  // metadata.labels
   std::vector<std::string> taint_keys;        // spec.taints[].key
   bool ready = false;                         // status.conditions Ready is "True"
+  std::string created;                        // metadata.creationTimestamp, set by the API server ("" if absent)
 };
 
 // ParseNodeList reads a v1 NodeList (GET /api/v1/nodes) in the order of its items.
@@ -53,23 +55,71 @@ struct SkippedRoute {
   bool operator==(const SkippedRoute&) const = default;
 };
 
-// PodRoutePlan is what PeerRoutes decided: the routes to install and the Nodes refused.
+// KnownAddresses are the node addresses formation vouches for, by node name: on a
+// control-plane node, each started etcd member's name and the host of its first peer
+// URL (formation::MemberAddresses; etcd's member name is the node name). Formation
+// keeps no record of the workers it handed credentials to (a worker's join request
+// names it only for the log, and proves no more than the worker secret), and a worker
+// cannot read etcd, so a worker's agent has none: empty.
+using KnownAddresses = std::map<std::string, std::string>;
+
+// kMaxRememberedNodes bounds RouteMemory, which any holder of the worker secret could
+// otherwise grow by creating Nodes: past it, a Node not yet remembered is not routed.
+inline constexpr std::size_t kMaxRememberedNodes = 4096;
+
+// RouteMemory is what the node agent keeps of other Nodes between rounds and across
+// restarts (pod-routes.json in the state folder): the address each Node name was first
+// seen with as a next hop that passed the checks. It is never forgotten, not even when
+// the Node is deleted: deleting and creating its own Node again is within the power of
+// whoever holds that node's kubelet certificate.
+struct RouteMemory {
+  std::map<std::string, std::string> first_seen;  // node name -> InternalIP
+  bool operator==(const RouteMemory&) const = default;
+};
+
+// ParseRouteMemory reads pod-routes.json ({"version": 1, "firstSeen": {NAME: IP}}). It
+// refuses anything else with a reason: a version it does not know, more than
+// kMaxRememberedNodes entries, an empty name or an address that is not one (a fuzzing
+// entry point).
+Result<RouteMemory> ParseRouteMemory(const std::string& json);
+
+// RenderRouteMemory is memory as pod-routes.json; ParseRouteMemory reads it back.
+std::string RenderRouteMemory(const RouteMemory& memory);
+
+// PodRoutePlan is what PeerRoutes decided: the routes to install, the Nodes refused, and
+// the memory to keep for the next round.
 struct PodRoutePlan {
   std::vector<PodRoute> routes;       // sorted by cidr
-  std::vector<SkippedRoute> skipped;  // each refused Node once: first the subnets bad on their own, then overlaps
+  std::vector<SkippedRoute> skipped;  // each refused Node once: first those bad on their own, then overlaps
+  RouteMemory memory;                 // the memory passed in, plus each Node first seen now
 };
 
 // PeerRoutes are the routes to every node but self that has a pod subnet and an
-// InternalIP, sorted by cidr, keeping only subnets that are safe to route. Any holder of
-// the bootstrap token can create a Node with any spec.podCIDR, so a subnet is routed
-// only when it is a network inside networking.pods (same family, prefix at least as
-// long), touches neither networking.nodes nor networking.services, does not overlap
-// self's own pod subnet, and overlaps no other Node's. Two Nodes that overlap are both
-// skipped: nothing in a NodeList tells the genuine one from the forger, and routing
-// either could hand the other's pod traffic to a rogue node; the controller-manager's
-// allocator never gives out overlapping subnets, so an overlap is always someone's
-// doing. Without a valid networking.pods nothing is routed.
-PodRoutePlan PeerRoutes(const std::string& self, const std::vector<NodeView>& nodes, const PodNetworks& networks);
+// InternalIP, sorted by cidr, keeping only those that are safe to route. Any holder of
+// the bootstrap token can create a Node with any spec.podCIDR and any InternalIP, and
+// any holder of the worker secret can get a kubelet certificate for an existing node's
+// name and rewrite that Node's InternalIP. So a Node is routed only when:
+//   its pod subnet is a network inside networking.pods (same family, prefix at least
+//   as long), written in its canonical form, touching neither networking.nodes nor
+//   networking.services nor self's own pod subnet;
+//   its InternalIP (the next hop) is an address in its canonical form inside
+//   networking.nodes;
+//   where known names the Node, the InternalIP is that address; where known does not,
+//   it is the address memory first saw for that name (a name not seen before is
+//   remembered with its InternalIP now: trust on first use). A changed InternalIP is
+//   thus refused unless formation's record names the new address, and then memory
+//   follows the record;
+//   its pod subnet overlaps no other routable Node's, or it wins the overlap: a Node
+//   whose address formation's record names beats one whose address it does not, then
+//   the older Node (metadata.creationTimestamp, which the API server sets) beats the
+//   newer. Where neither tells them apart, neither is routed. The controller-manager's
+//   allocator never gives out overlapping subnets, so an overlap is always someone's
+//   doing.
+// Without a valid networking.pods or networking.nodes nothing is routed. A Node without
+// a pod subnet is not routed but its address is remembered all the same, so the
+// first-use window closes when the kubelet registers, not when the subnet is given.
+PodRoutePlan PeerRoutes(const std::string& self, const std::vector<NodeView>& nodes, const PodNetworks& networks,
+                        const KnownAddresses& known = {}, const RouteMemory& memory = {});
 
 // KernelRoutes reads what `ip route show` (or `ip -6 route show`) printed: each route
 // that has a next hop, as destination -> gateway. A host route the kernel prints
@@ -78,7 +128,9 @@ std::map<std::string, std::string> KernelRoutes(const std::string& ip_route_outp
 
 // MissingRoutes are the planned routes the kernel's table lacks, or holds with another
 // next hop: the node agent installs these every round, so a route flushed by hand or
-// lost with a link comes back, and a changed next hop is followed.
+// lost with a link comes back, and a next hop the plan changed (a control-plane node
+// that formation's record now gives another address; PeerRoutes refuses other changes)
+// is followed.
 std::vector<PodRoute> MissingRoutes(const std::vector<PodRoute>& planned,
                                     const std::map<std::string, std::string>& kernel);
 

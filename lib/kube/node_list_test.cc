@@ -23,6 +23,7 @@ const char* kNodeList = R"({
       "metadata": {
         "name": "node-1",
         "uid": "7c2b1c9e-0000-4000-8000-000000000001",
+        "creationTimestamp": "2026-12-01T23:55:51Z",
         "labels": {
           "kubernetes.io/hostname": "node-1",
           "kubernetes.io/os": "linux",
@@ -82,6 +83,7 @@ TEST_CASE("kube: ParseNodeList reads names, subnets, addresses, labels, taints a
   CHECK(cp.labels.at("kubernetes.io/os") == "linux");
   CHECK(cp.taint_keys == std::vector<std::string>{"node-role.kubernetes.io/master"});
   CHECK(cp.ready);
+  CHECK(cp.created == "2026-12-01T23:55:51Z");
   CHECK_FALSE(NeedsControlPlaneLabel(cp));
 
   const NodeView& worker = (*nodes)[1];
@@ -127,6 +129,8 @@ TEST_CASE("kube: ParseNodeList says what is wrong with a bad NodeList", "[kube]"
               R"({"type":"InternalIP","address":false}]}}]})") ==
         "the NodeList's items[0] (a): status.addresses[1].address is not a string");
   CHECK(error(R"({"items":[3]})") == "the NodeList's items[0] is not an object");
+  CHECK(error(R"({"items":[{"metadata":{"name":"a","creationTimestamp":5}}]})") ==
+        "the NodeList's items[0] (a): metadata.creationTimestamp is not a string");
 }
 
 namespace {
@@ -157,12 +161,12 @@ TEST_CASE("kube: PeerRoutes reach every other node with a pod subnet, sorted", "
         std::vector<PodRoute>{{"10.244.0.0/24", "198.18.0.11"}, {"10.244.1.0/24", "198.18.0.12"}});
   CHECK(PeerRoutes("node-3", *nodes, kNets).skipped.empty());
 
-  std::vector<NodeView> more = {{"c", "10.244.9.0/24", "10.0.0.3"},
-                                {"a", "10.244.10.0/24", "10.0.0.1"},
-                                {"self", "10.244.2.0/24", "10.0.0.9"},
+  std::vector<NodeView> more = {{"c", "10.244.9.0/24", "198.18.0.3"},
+                                {"a", "10.244.10.0/24", "198.18.0.1"},
+                                {"self", "10.244.2.0/24", "198.18.0.9"},
                                 {"no-ip", "10.244.3.0/24", ""}};
   CHECK(PeerRoutes("self", more, kNets).routes ==
-        std::vector<PodRoute>{{"10.244.10.0/24", "10.0.0.1"}, {"10.244.9.0/24", "10.0.0.3"}});
+        std::vector<PodRoute>{{"10.244.10.0/24", "198.18.0.1"}, {"10.244.9.0/24", "198.18.0.3"}});
   CHECK(PeerRoutes("self", {}, kNets).routes.empty());
 }
 
@@ -310,9 +314,17 @@ TEST_CASE("kube: PeerRoutes routes nothing without a pod network to check agains
     REQUIRE(plan.skipped.size() == 1);
     CHECK_THAT(plan.skipped[0].why, Catch::Contains("no valid networking.pods"));
   }
-  // The other networks are optional: without them only networking.pods bounds.
-  CHECK(Routed(PeerRoutes("node-1", nodes, PodNetworks{"10.244.0.0/16", "", ""})) ==
+  // networking.services is optional: without it networking.pods and networking.nodes
+  // bound. networking.nodes is not: without it no next hop can be checked.
+  CHECK(Routed(PeerRoutes("node-1", nodes, PodNetworks{"10.244.0.0/16", "198.18.0.0/24", ""})) ==
         std::vector<std::string>{"10.244.1.0/24 via 198.18.0.12"});
+  for (const char* node_net : {"", "198.18.0.12", "banana/24"}) {
+    INFO(node_net);
+    auto plan = PeerRoutes("node-1", nodes, PodNetworks{"10.244.0.0/16", node_net, ""});
+    CHECK(plan.routes.empty());
+    REQUIRE(plan.skipped.size() == 1);
+    CHECK_THAT(plan.skipped[0].why, Catch::Contains("no valid networking.nodes"));
+  }
 }
 
 TEST_CASE("kube: CniConfList is a bridge on the node's pod subnet plus portmap", "[kube]") {
@@ -400,4 +412,245 @@ TEST_CASE("kube: MissingRoutes installs what the kernel lacks or holds with anot
   CHECK(MissingRoutes(planned, KernelRoutes(repaired)).empty());
   auto v6 = KernelRoutes("fd00:10::3:0:0/80 via fd00:1::14 dev eth0 metric 1024 pref medium\n");
   CHECK(v6.at("fd00:10::3:0:0/80") == "fd00:1::14");
+}
+
+namespace {
+
+// A Node as the tests below write it: name, pod subnet, InternalIP, creationTimestamp.
+NodeView N(const char* name, const char* cidr, const char* ip, const char* created = "") {
+  NodeView n{name, cidr, ip};
+  n.created = created;
+  return n;
+}
+
+// Formation's record of the three control-plane nodes (the etcd member list).
+const KnownAddresses kMembers{{"node-1", "198.18.0.11"}, {"node-2", "198.18.0.12"}, {"node-3", "198.18.0.13"}};
+
+}  // namespace
+
+TEST_CASE("kube: PeerRoutes never routes via a next hop outside the node network", "[kube]") {
+  // node-2's kubelet certificate is within reach of any worker-secret holder, and with it
+  // node-2's status: each row is node-2's InternalIP rewritten. Before the check, every
+  // one was installed as the next hop for node-2's pods.
+  const NodeView self = N("node-1", "10.244.0.0/24", "198.18.0.11");
+  struct Row {
+    const char* ip;
+    const char* why;
+  };
+  for (const auto& row : std::vector<Row>{{"10.0.0.66", "is not inside networking.nodes 198.18.0.0/24"},
+                                          {"198.18.1.12", "is not inside networking.nodes"},
+                                          {"fd00::12", "is not inside networking.nodes"},
+                                          {"198.18.0.012", "is not an address"},
+                                          {"198.18.0.12 dev eth0", "is not an address"},
+                                          {"198.18.0.0/24", "is not an address"},
+                                          {"::ffff:198.18.0.12", "is not inside networking.nodes"}}) {
+    INFO(row.ip);
+    for (const KnownAddresses& known : {KnownAddresses{}, kMembers}) {
+      RouteMemory memory;
+      auto plan = PeerRoutes("node-1", {self, N("node-2", "10.244.1.0/24", row.ip)}, kNets, known, memory);
+      CHECK(plan.routes.empty());
+      REQUIRE(plan.skipped.size() == 1);
+      CHECK(plan.skipped[0].node == "node-2");
+      CHECK_THAT(plan.skipped[0].why, Catch::Contains(row.why));
+      CHECK(plan.memory.first_seen.empty());  // a refused next hop is not remembered either
+    }
+  }
+  // IPv6: the next hop is checked against an IPv6 node network the same way.
+  const PodNetworks v6{"fd00:10::/64", "fd00:1::/64", "fd00:96::/108"};
+  auto plan =
+      PeerRoutes("node-1",
+                 {N("node-1", "fd00:10::/80", "fd00:1::11"), N("node-2", "fd00:10:0:0:1::/80", "fd00:2::12"),
+                  N("node-3", "fd00:10:0:0:2::/80", "FD00:1::13"), N("node-4", "fd00:10:0:0:3::/80", "fd00:1::14")},
+                 v6);
+  CHECK(Routed(plan) == std::vector<std::string>{"fd00:10:0:0:3::/80 via fd00:1::14"});
+  REQUIRE(plan.skipped.size() == 2);
+  CHECK(plan.skipped[0].why == "its next hop fd00:2::12 is not inside networking.nodes fd00:1::/64");
+  CHECK_THAT(plan.skipped[1].why, Catch::Contains("not written in its canonical form fd00:1::13"));
+}
+
+TEST_CASE("kube: PeerRoutes routes a control-plane node only via the address formation's record names", "[kube]") {
+  const NodeView self = N("node-1", "10.244.0.0/24", "198.18.0.11");
+  const NodeView node3 = N("node-3", "10.244.2.0/24", "198.18.0.13");
+  // node-2's InternalIP rewritten to an attacker's address inside the node network: the
+  // node-network check passes, the record does not.
+  auto plan = PeerRoutes("node-1", {self, N("node-2", "10.244.1.0/24", "198.18.0.66"), node3}, kNets, kMembers);
+  CHECK(Routed(plan) == std::vector<std::string>{"10.244.2.0/24 via 198.18.0.13"});
+  REQUIRE(plan.skipped.size() == 1);
+  CHECK(plan.skipped[0] ==
+        SkippedRoute{"node-2", "10.244.1.0/24",
+                     "formation's record gives node node-2 the address 198.18.0.12, not its InternalIP 198.18.0.66"});
+  CHECK(plan.memory.first_seen == std::map<std::string, std::string>{{"node-3", "198.18.0.13"}});
+  // Memory does not outvote the record: an agent that first saw node-2 at the attacker's
+  // address (before it could read etcd) still refuses it once the record says otherwise.
+  RouteMemory poisoned{{{"node-2", "198.18.0.66"}}};
+  plan = PeerRoutes("node-1", {self, N("node-2", "10.244.1.0/24", "198.18.0.66"), node3}, kNets, kMembers, poisoned);
+  CHECK(Routed(plan) == std::vector<std::string>{"10.244.2.0/24 via 198.18.0.13"});
+  CHECK(SkippedNodes(plan) == std::vector<std::string>{"node-2"});
+  // and the genuine address is routed, and remembered in place of the poisoned one.
+  plan = PeerRoutes("node-1", {self, N("node-2", "10.244.1.0/24", "198.18.0.12"), node3}, kNets, kMembers, poisoned);
+  CHECK(Routed(plan) == std::vector<std::string>{"10.244.1.0/24 via 198.18.0.12", "10.244.2.0/24 via 198.18.0.13"});
+  CHECK(plan.memory.first_seen.at("node-2") == "198.18.0.12");
+}
+
+TEST_CASE("kube: PeerRoutes refuses a Node whose address changed after it was routed", "[kube]") {
+  const NodeView self = N("node-1", "10.244.0.0/24", "198.18.0.11");
+  // Round 1: worker-4, of which formation has no record, is seen first at .14 and routed.
+  auto first = PeerRoutes("node-1", {self, N("worker-4", "10.244.4.0/24", "198.18.0.14")}, kNets, kMembers);
+  CHECK(Routed(first) == std::vector<std::string>{"10.244.4.0/24 via 198.18.0.14"});
+  CHECK(first.memory.first_seen == std::map<std::string, std::string>{{"worker-4", "198.18.0.14"}});
+  // The agent restarts: the memory comes back from pod-routes.json.
+  auto kept = ParseRouteMemory(RenderRouteMemory(first.memory));
+  REQUIRE(kept);
+  CHECK(*kept == first.memory);
+  // Round 2: worker-4's InternalIP rewritten to another address inside the node network.
+  auto moved = PeerRoutes("node-1", {self, N("worker-4", "10.244.4.0/24", "198.18.0.66")}, kNets, kMembers, *kept);
+  CHECK(moved.routes.empty());
+  REQUIRE(moved.skipped.size() == 1);
+  CHECK(moved.skipped[0].why ==
+        "its InternalIP changed from 198.18.0.14, the address it was first seen with, to 198.18.0.66; a changed next "
+        "hop is routed only when formation's record names it, and formation has no record of worker-4");
+  CHECK(moved.memory == *kept);  // the first address stays
+  // Deleting the Node and creating it again (which its kubelet certificate allows) does not
+  // reset the memory.
+  auto gone = PeerRoutes("node-1", {self}, kNets, kMembers, moved.memory);
+  auto back = PeerRoutes("node-1", {self, N("worker-4", "10.244.4.0/24", "198.18.0.66")}, kNets, kMembers, gone.memory);
+  CHECK(back.routes.empty());
+  // Round 3: the address back as first seen is routed again.
+  auto again = PeerRoutes("node-1", {self, N("worker-4", "10.244.4.0/24", "198.18.0.14")}, kNets, kMembers, *kept);
+  CHECK(Routed(again) == std::vector<std::string>{"10.244.4.0/24 via 198.18.0.14"});
+  // A control-plane node replaced at a new address: its etcd member now names that
+  // address, so the change is followed and remembered.
+  RouteMemory cp{{{"node-2", "198.18.0.12"}}};
+  KnownAddresses replaced = kMembers;
+  replaced["node-2"] = "198.18.0.22";
+  auto followed = PeerRoutes("node-1", {self, N("node-2", "10.244.1.0/24", "198.18.0.22")}, kNets, replaced, cp);
+  CHECK(Routed(followed) == std::vector<std::string>{"10.244.1.0/24 via 198.18.0.22"});
+  CHECK(followed.memory.first_seen.at("node-2") == "198.18.0.22");
+  // A Node's address is remembered even before it has a pod subnet.
+  auto early = PeerRoutes("node-1", {self, N("worker-5", "", "198.18.0.15")}, kNets);
+  CHECK(early.memory.first_seen.at("worker-5") == "198.18.0.15");
+  CHECK(early.skipped.empty());
+}
+
+TEST_CASE("kube: PeerRoutes remembers at most kMaxRememberedNodes Nodes", "[kube]") {
+  RouteMemory full;
+  for (std::size_t i = 0; i < kMaxRememberedNodes; ++i) full.first_seen["n" + std::to_string(i)] = "198.18.0.200";
+  auto plan = PeerRoutes("node-1",
+                         {N("node-1", "10.244.0.0/24", "198.18.0.11"), N("new", "10.244.1.0/24", "198.18.0.14"),
+                          N("n7", "10.244.2.0/24", "198.18.0.200")},
+                         kNets, {}, full);
+  CHECK(Routed(plan) == std::vector<std::string>{"10.244.2.0/24 via 198.18.0.200"});
+  REQUIRE(plan.skipped.size() == 1);
+  CHECK_THAT(plan.skipped[0].why, Catch::Contains("the most it keeps"));
+  CHECK(plan.memory == full);
+}
+
+TEST_CASE("kube: of two overlapping pod subnets the known, else the older Node's is routed", "[kube]") {
+  const NodeView self = N("node-1", "10.244.0.0/24", "198.18.0.11", "2026-01-01T00:00:00Z");
+  // A forger's Node made before node-2's, with node-2's subnet: formation's record names
+  // node-2's address, so node-2 wins although it is newer.
+  auto plan = PeerRoutes("node-1",
+                         {self, N("evil", "10.244.1.0/24", "198.18.0.66", "2026-01-01T00:00:01Z"),
+                          N("node-2", "10.244.1.0/24", "198.18.0.12", "2026-01-01T00:05:00Z")},
+                         kNets, kMembers);
+  CHECK(Routed(plan) == std::vector<std::string>{"10.244.1.0/24 via 198.18.0.12"});
+  REQUIRE(plan.skipped.size() == 1);
+  CHECK(plan.skipped[0] == SkippedRoute{"evil", "10.244.1.0/24",
+                                        "it overlaps the pod subnet 10.244.1.0/24 of node node-2, whose address "
+                                        "formation's record names (this one's it does not); node-2's is routed"});
+  // Two workers, neither in the record: the older Node keeps its subnet, in either order
+  // and for a subnet inside the other's.
+  const NodeView worker = N("worker-4", "10.244.4.0/24", "198.18.0.14", "2026-01-02T08:00:00Z");
+  for (const char* cidr : {"10.244.4.0/24", "10.244.4.128/25", "10.244.0.0/21"}) {
+    INFO(cidr);
+    const NodeView evil = N("evil", cidr, "198.18.0.66", "2026-03-04T10:00:00Z");
+    for (const auto& nodes : {std::vector<NodeView>{self, worker, evil}, std::vector<NodeView>{self, evil, worker}}) {
+      plan = PeerRoutes("node-1", nodes, kNets, kMembers);
+      if (std::string(cidr) == "10.244.0.0/21") {
+        // this one overlaps this node's own subnet too: refused on its own
+        CHECK(Routed(plan) == std::vector<std::string>{"10.244.4.0/24 via 198.18.0.14"});
+        continue;
+      }
+      CHECK(Routed(plan) == std::vector<std::string>{"10.244.4.0/24 via 198.18.0.14"});
+      REQUIRE(plan.skipped.size() == 1);
+      CHECK(plan.skipped[0].node == "evil");
+      CHECK_THAT(plan.skipped[0].why, Catch::Contains("an older Node (created 2026-01-02T08:00:00Z, this one created "
+                                                      "2026-03-04T10:00:00Z); worker-4's is routed"));
+    }
+  }
+  // A Node with no (or a malformed) creationTimestamp counts as the newest.
+  plan = PeerRoutes("node-1", {self, N("evil", "10.244.4.0/24", "198.18.0.66", "yesterday"), worker}, kNets);
+  CHECK(Routed(plan) == std::vector<std::string>{"10.244.4.0/24 via 198.18.0.14"});
+  CHECK_THAT(plan.skipped.at(0).why, Catch::Contains("this one gives no creationTimestamp"));
+  // Nothing tells two apart: neither.
+  plan = PeerRoutes("node-1",
+                    {self, N("a", "10.244.4.0/24", "198.18.0.14", "2026-01-02T08:00:00Z"),
+                     N("b", "10.244.4.0/25", "198.18.0.15", "2026-01-02T08:00:00Z")},
+                    kNets);
+  CHECK(plan.routes.empty());
+  CHECK(SkippedNodes(plan) == std::vector<std::string>{"a", "b"});
+  for (const auto& s : plan.skipped) CHECK_THAT(s.why, Catch::Contains("neither is routed"));
+  // One beaten Node does not take a third down with it: b (a /23) overlaps the older a
+  // and the younger c, which do not overlap each other; a and c are routed.
+  plan = PeerRoutes("node-1",
+                    {self, N("c", "10.244.5.0/24", "198.18.0.16", "2026-01-03T00:00:00Z"),
+                     N("b", "10.244.4.0/23", "198.18.0.15", "2026-01-02T12:00:00Z"),
+                     N("a", "10.244.4.0/24", "198.18.0.14", "2026-01-02T08:00:00Z")},
+                    kNets);
+  CHECK(Routed(plan) == std::vector<std::string>{"10.244.4.0/24 via 198.18.0.14", "10.244.5.0/24 via 198.18.0.16"});
+  CHECK(SkippedNodes(plan) == std::vector<std::string>{"b"});
+}
+
+TEST_CASE("kube: a normal cluster of three control-plane nodes and a worker routes every peer", "[kube]") {
+  const std::vector<NodeView> nodes = {N("node-1", "10.244.0.0/24", "198.18.0.11", "2026-12-01T10:00:00Z"),
+                                       N("node-2", "10.244.1.0/24", "198.18.0.12", "2026-12-01T10:01:00Z"),
+                                       N("node-3", "10.244.2.0/24", "198.18.0.13", "2026-12-01T10:01:02Z"),
+                                       N("worker-1", "10.244.3.0/24", "198.18.0.21", "2026-12-01T10:03:00Z")};
+  for (const auto& self : nodes) {
+    INFO(self.name);
+    // A control-plane node holds the etcd member list; a worker has no record.
+    const KnownAddresses known = self.name == "worker-1" ? KnownAddresses{} : kMembers;
+    RouteMemory memory;
+    for (int round = 0; round < 3; ++round) {
+      auto plan = PeerRoutes(self.name, nodes, kNets, known, memory);
+      CHECK(plan.skipped.empty());
+      REQUIRE(plan.routes.size() == 3);
+      for (const auto& n : nodes) {
+        if (n.name == self.name) continue;
+        CHECK(std::count(plan.routes.begin(), plan.routes.end(), PodRoute{n.pod_cidr, n.internal_ip}) == 1);
+        CHECK(plan.memory.first_seen.at(n.name) == n.internal_ip);
+      }
+      CHECK(plan.memory.first_seen.size() == 3);
+      memory = plan.memory;
+    }
+  }
+}
+
+TEST_CASE("kube: ParseRouteMemory reads what RenderRouteMemory writes and refuses the rest", "[kube]") {
+  RouteMemory m{{{"node-2", "198.18.0.12"}, {"node-v6", "fd00:1::12"}}};
+  const std::string text = RenderRouteMemory(m);
+  auto back = ParseRouteMemory(text);
+  REQUIRE(back);
+  CHECK(*back == m);
+  CHECK(ParseRouteMemory(R"({"version":1})")->first_seen.empty());
+  auto error = [](const std::string& json) {
+    auto r = ParseRouteMemory(json);
+    REQUIRE_FALSE(r);
+    return r.error();
+  };
+  CHECK(error("{") == "pod-routes.json is not valid JSON");
+  CHECK(error("[]") == "pod-routes.json is not a JSON object");
+  CHECK_THAT(error(R"({"firstSeen":{}})"), Catch::Contains("no \"version\": 1"));
+  CHECK_THAT(error(R"({"version":2,"firstSeen":{}})"), Catch::Contains("no \"version\": 1"));
+  CHECK_THAT(error(R"({"version":1.0})"), Catch::Contains("no \"version\": 1"));
+  CHECK(error(R"({"version":1,"firstSeen":[]})") == "pod-routes.json: firstSeen is not an object");
+  CHECK(error(R"({"version":1,"firstSeen":{"":"198.18.0.1"}})") ==
+        "pod-routes.json: firstSeen has an entry with an empty node name");
+  CHECK(error(R"({"version":1,"firstSeen":{"a":7}})") == "pod-routes.json: firstSeen.a is not a string");
+  CHECK(error(R"({"version":1,"firstSeen":{"a":"198.18.0.01"}})") ==
+        "pod-routes.json: firstSeen.a '198.18.0.01' is not an address in its canonical form");
+  CHECK_THAT(error(R"({"version":1,"firstSeen":{"a":"FD00::1"}})"), Catch::Contains("canonical form"));
+  nlohmann::json many = {{"version", 1}, {"firstSeen", nlohmann::json::object()}};
+  for (std::size_t i = 0; i <= kMaxRememberedNodes; ++i) many["firstSeen"]["n" + std::to_string(i)] = "198.18.0.1";
+  CHECK_THAT(error(many.dump()), Catch::Contains("more than the 4096 kept"));
 }
