@@ -43,7 +43,7 @@ struct PodRoute {
 // bound which pod subnets may be routed; "" is a network the Shoot does not give.
 struct PodNetworks {
   std::string pods;      // networking.pods: every routed subnet must lie inside it
-  std::string nodes;     // networking.nodes: no routed subnet may touch it
+  std::string nodes;     // networking.nodes: no routed subnet may touch it; every next hop lies in it
   std::string services;  // networking.services: nor this
 };
 
