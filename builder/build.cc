@@ -172,6 +172,7 @@ int Build(const BuildOptions& options) {
   auto profile = LoadAndReport(options.profile);
   if (!profile) return 1;
   if (options.arch) profile->arch = *options.arch;
+  if (options.serial) profile->update_serial = *options.serial;
   const bool tty = ::isatty(2) != 0;
   const bool compiles = CompilesKubelet(*profile);
   StepProgress steps(tty, BuildSteps(options.formats.empty() ? profile->formats : options.formats, compiles));

@@ -1,6 +1,7 @@
 // The sprout subcommands; main.cc parses arguments and dispatches here.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -23,7 +24,8 @@ struct BuildOptions {
   std::filesystem::path sign_key;   // Ed25519 private key (PEM) to sign manifest.json with
   // RSA key and certificate (PEM) to sign the boot files for Secure Boot (docs/secure-boot.md)
   std::filesystem::path secure_boot_key, secure_boot_cert;
-  std::optional<Arch> arch;  // --arch: overrides the profile's arch
+  std::optional<Arch> arch;            // --arch: overrides the profile's arch
+  std::optional<std::int64_t> serial;  // --serial: overrides the profile's update.serial
 };
 
 // Validate checks a profile and prints every problem; --print shows the resolved profile.

@@ -229,7 +229,11 @@ int Build(int argc, char** argv) {
       cxxopts::value<std::string>())("secure-boot-cert",
                                      "the certificate of --secure-boot-key, the one enrolled in the firmware's db",
                                      cxxopts::value<std::string>())(
-      "arch", "build for amd64 or arm64, overriding the profile's arch", cxxopts::value<std::string>());
+      "arch", "build for amd64 or arm64, overriding the profile's arch", cxxopts::value<std::string>())(
+      "serial",
+      "the build's serial, overriding the profile's update.serial (default: the build's epoch); nodes refuse an "
+      "update whose serial is not above the one they run",
+      cxxopts::value<std::string>());
   return Run(
       o,
       Positional{"profile", "profile file", "PROFILE -o DIR", "build needs a PROFILE, such as profiles/default.yaml"},
@@ -249,6 +253,20 @@ int Build(int argc, char** argv) {
         if (a.count("arch")) {
           b.arch = sprout::ParseArchName(a["arch"].as<std::string>());
           if (!b.arch) return Fail("--arch takes amd64 or arm64; " + sprout::ArchHint(a["arch"].as<std::string>()));
+        }
+        if (a.count("serial")) {
+          const std::string v = a["serial"].as<std::string>();
+          std::size_t used = 0;
+          long long serial = -1;
+          try {
+            serial = std::stoll(v, &used);
+          } catch (const std::exception&) {
+            used = 0;
+          }
+          if (used != v.size() || serial < 0) {
+            return Fail("--serial takes a non-negative whole number, such as 2026113001; got '" + v + "'");
+          }
+          b.serial = serial;
         }
         if (a.count("format")) {
           for (const auto& f : sprout::Split(a["format"].as<std::string>(), ',')) {

@@ -156,6 +156,9 @@ Result<BuildPlan> PlanBuild(BuildInputs in, BaseRef base) {
   Profile recorded = in.profile;
   recorded.source_date_epoch = plan.epoch;
   plan.profile_json = ProfileToJson(recorded);
+  // The serial is an input like the epoch it defaults to: update.serial (or --serial,
+  // which sets it) is in the recorded profile, so in the inputs and the seed.
+  plan.identity = IdentityOfBuild(in.profile, plan.epoch);
   auto inputs = InputsJson(in.profile, plan.epoch, base.id, ContentDigest);
   if (!inputs) return Fail(inputs.error());
   plan.inputs_json = std::move(*inputs);
@@ -289,7 +292,7 @@ Result<BootFiles> MakeInitrd(const BuildPlan& plan, const PackedRoot& root) {
 Result<Esp> MakeEsp(const BuildPlan& plan, const BootFiles& boot, const RootContents& contents) {
   const Profile& p = plan.in.profile;
   Esp esp{{plan.work / "esp.vfat", p.esp_size},
-          ImageMetadata(plan.profile_json, plan.disk.root_hash, boot.kernel_version, plan.seed,
+          ImageMetadata(plan.profile_json, plan.identity, plan.disk.root_hash, boot.kernel_version, plan.seed,
                         oci::ImagesJson(contents.images))};
   std::vector<EspFile> files;
   if (plan.in.secure_boot.on()) {
@@ -400,11 +403,17 @@ Result<Manifest> WriteManifest(const BuildPlan& plan, const BuildOptions& option
   std::string sbom = SpdxJson(packages, p.name, SbomNamespace(p.name, plan.seed), plan.epoch, go_modules);
   if (auto w = WriteFileAtomic(work / "sbom.spdx.json", sbom); !w) return Fail(w.error());
 
-  ManifestInputs m{plan.profile_json,   plan.base.id,
-                   boot.kernel_version, plan.seed,
-                   &plan.disk,          oci::ImagesJson(contents.images),
-                   "sbom.spdx.json",    packages.size() + go_modules.size(),
-                   Sha256Hex(sbom),     {},
+  ManifestInputs m{plan.profile_json,
+                   plan.identity,
+                   plan.base.id,
+                   boot.kernel_version,
+                   plan.seed,
+                   &plan.disk,
+                   oci::ImagesJson(contents.images),
+                   "sbom.spdx.json",
+                   packages.size() + go_modules.size(),
+                   Sha256Hex(sbom),
+                   {},
                    plan.inputs_json};
   std::vector<SumLine> sums;
   for (const auto& name : outputs) {

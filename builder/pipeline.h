@@ -15,6 +15,7 @@
 #include "image/base.h"
 #include "image/boot_files.h"
 #include "image/compile_log.h"
+#include "image/manifest.h"
 #include "image/plan.h"
 #include "image/rootfs.h"
 #include "image/step_list.h"
@@ -40,6 +41,7 @@ struct BuildPlan {
   BaseRef base;
   std::int64_t epoch = 0;      // SOURCE_DATE_EPOCH, else the profile's
   std::string profile_json;    // the resolved profile as recorded (with that epoch), paths relative to its folder
+  BuildIdentity identity;      // its serial, update profile, role and cluster (manifest.json's "update")
   std::string inputs_json;     // the inputs by content (image/inputs.h)
   std::string seed;            // digest of inputs_json; every identifier derives from it
   DiskPlan disk;               // completed with the root hash after the verity step

@@ -33,9 +33,13 @@ int UpdateMain(int argc, char** argv) {
       cxxopts::value<std::string>()->default_value(""))(
       "insecure-unsigned",
       "apply: on a node without a trust root, install a build without checking who made it (logged as a warning)")(
-      "allow-downgrade", "apply: install a build older than the running one (by its recorded build time)")(
-      "min-free", "apply: bytes the state partition must keep free for etcd while the build is copied there",
-      cxxopts::value<std::uint64_t>()->default_value(std::to_string(update::kEtcdFloor)))(
+      "allow-downgrade",
+      "apply: install a build whose serial is not above the running build's (an older build, or the same serial)")(
+      "allow-cross-profile",
+      "apply: install a build of another profile, role or cluster than the running build's (update.profile, role, "
+      "the Shoot's name)")("min-free",
+                           "apply: bytes the state partition must keep free for etcd while the build is copied there",
+                           cxxopts::value<std::uint64_t>()->default_value(std::to_string(update::kEtcdFloor)))(
       "ca-file", "apply: CA bundle (PEM) an https build server's certificate must chain to (default: the system's)",
       cxxopts::value<std::string>()->default_value(""))(
       "root", "apply: the running root file system, which holds the trust root etc/sprout/update.pub",
@@ -72,6 +76,7 @@ int UpdateMain(int argc, char** argv) {
   o.ca_file = args["ca-file"].as<std::string>();
   o.insecure_unsigned = args.count("insecure-unsigned") > 0;
   o.allow_downgrade = args.count("allow-downgrade") > 0;
+  o.allow_cross_profile = args.count("allow-cross-profile") > 0;
   o.min_free = args["min-free"].as<std::uint64_t>();
   o.tries = args["tries"].as<int>();
   o.timeout = args["timeout"].as<int>();

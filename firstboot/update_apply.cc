@@ -18,6 +18,7 @@
 #include "image/plan.h"
 #include "update/build.h"
 #include "update/checks.h"
+#include "update/identity.h"
 #include "util/process.h"
 #include "util/sha256.h"
 #include "util/sign.h"
@@ -103,10 +104,25 @@ struct VerifiedBuild {
   std::uint64_t room = 0;  // bytes free where it goes
 };
 
+// RunningBuild is the running build's identity, read from its image.json on the ESP
+// (mounted read-only for the moment), so that the serial and identity rules refuse a
+// build before its image is fetched. A damaged record counts as unknown, which the rules
+// refuse unless their flags are given.
+Result<RecordedIdentity> RunningBuild(const Options& o) {
+  auto node = OpenNode(o, false);
+  if (!node) return Fail(node.error());
+  auto id = RunningIdentity(node->esp, node->running_hash);
+  if (id) return *id;
+  Warn(id.error() + "; the running build's serial, profile and role count as unknown");
+  return RecordedIdentity{};
+}
+
 // Verify reads the build's small files once and checks them before anything large is
 // fetched: the manifest's line in sha256sums, the signature against this node's trust
-// root, the raw image's name and sizes, and the room for its copy above the etcd floor.
-Result<VerifiedBuild> Verify(const Options& o, const std::string& source, const fs::path& dir, Clock::time_point t0) {
+// root, the serial and the profile, role and cluster against the running build's, the
+// raw image's name and sizes, and the room for its copy above the etcd floor.
+Result<VerifiedBuild> Verify(const Options& o, const std::string& source, const RecordedIdentity& running,
+                             const fs::path& dir, Clock::time_point t0) {
   auto files = ReadBuildFiles(o, source, dir);
   if (!files) return Fail(files.error());
   auto build = ParseBuild(source, files->manifest, Sha256Hex(files->manifest), files->sums);
@@ -130,6 +146,10 @@ Result<VerifiedBuild> Verify(const Options& o, const std::string& source, const 
   } else {
     Warn(verdict->note);
   }
+  auto identity = CheckIdentityRules(running, build->identity, o.allow_downgrade, o.allow_cross_profile);
+  if (!identity) return Fail(identity.error());
+  Step(identity->nodes, t0);
+  Step(identity->serial, t0);
   const std::string& raw_name = build->raw_file;
   if (raw_name.empty() || raw_name.find('/') != std::string::npos || raw_name[0] == '.') {
     return Fail(source + "/manifest.json names the raw image '" + raw_name + "', which is not a plain file name");
@@ -264,8 +284,8 @@ Result<BuildImage> ReadBuildImage(const std::string& raw, const BuildInfo& build
 
 // Plan gathers the node's and the build's facts for the pure planner and says what it
 // will write.
-Result<UpdatePlan> Plan(const Options& o, const Node& node, const BuildInfo& build, const BuildImage& image,
-                        Clock::time_point t0) {
+Result<UpdatePlan> Plan(const Options& o, const Node& node, const RecordedIdentity& running, const BuildInfo& build,
+                        const BuildImage& image, Clock::time_point t0) {
   UpdateInputs in;
   in.cmdline = node.cmdline;
   in.disk = node.gpt;
@@ -273,8 +293,9 @@ Result<UpdatePlan> Plan(const Options& o, const Node& node, const BuildInfo& bui
   auto loader_conf = ReadFile(node.esp / "loader" / "loader.conf");
   in.loader_conf = loader_conf ? *loader_conf : std::string();
   in.running_etcd = RunningEtcd(node.esp, node.running_hash);
-  in.running_time = RunningTime(node.esp, node.running_hash);
+  in.running = running;  // as Verify checked it (RunningBuild)
   in.allow_downgrade = o.allow_downgrade;
+  in.allow_cross_profile = o.allow_cross_profile;
   in.build = build;
   in.build_disk = image.gpt;
   in.build_verity = image.verity;
@@ -283,7 +304,6 @@ Result<UpdatePlan> Plan(const Options& o, const Node& node, const BuildInfo& bui
   auto plan = PlanUpdate(in);
   if (!plan) return Fail(plan.error());
   const Slot& target = plan->slots.inactive;
-  Step(plan->downgrade_note, t0);
   Step("running slot " + std::string(1, plan->slots.running.letter) + " (root hash " +
            plan->running_hash.substr(0, 12) + "...), writing slot " + std::string(1, target.letter) + " (partitions " +
            std::to_string(target.root.entry + 1) + " and " + std::to_string(target.verity.entry + 1) + " of " +
@@ -389,7 +409,9 @@ int Apply(const Options& o, const std::string& source) {
   if (ec) return fail("cannot create " + fetched.dir.string() + ": " + ec.message());
   fs::permissions(fetched.dir, fs::perms::owner_all, ec);
 
-  auto verified = Verify(o, source, fetched.dir, t0);
+  auto running = RunningBuild(o);
+  if (!running) return fail(running.error());
+  auto verified = Verify(o, source, *running, fetched.dir, t0);
   if (!verified) return fail(verified.error());
   auto raw = Fetch(o, source, *verified, fetched.dir, t0);
   if (!raw) return fail(raw.error());
@@ -397,7 +419,7 @@ int Apply(const Options& o, const std::string& source) {
   if (!node) return fail(node.error());
   auto image = ReadBuildImage(*raw, verified->build);
   if (!image) return fail(image.error());
-  auto plan = Plan(o, *node, verified->build, *image, t0);
+  auto plan = Plan(o, *node, *running, verified->build, *image, t0);
   if (!plan) return fail(plan.error());
   if (auto s = WriteSlot(*node, *raw, *plan, t0); !s) return fail(s.error());
   if (auto s = WriteBootEntry(*node, *plan, *image, o.tries, t0); !s) return fail(s.error());

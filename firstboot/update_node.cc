@@ -145,9 +145,10 @@ std::string RunningEtcd(const fs::path& esp, const std::string& running_hash) {
   return j.is_object() && j.contains("images") ? EtcdVersionOfImages(j["images"].dump()) : "";
 }
 
-// RunningTime is the running build's time (its profile's sourceDateEpoch).
-std::optional<std::int64_t> RunningTime(const fs::path& esp, const std::string& running_hash) {
-  return BuildTimeOf(RunningMetadata(esp, running_hash));
+Result<RecordedIdentity> RunningIdentity(const fs::path& esp, const std::string& running_hash) {
+  const std::string text = RunningMetadata(esp, running_hash);
+  if (text.empty()) return RecordedIdentity{};
+  return ReadIdentity(text, "the running build's image.json on the ESP");
 }
 
 Status WriteGptChanges(const std::string& path, const std::vector<EntryChange>& changes) {

@@ -16,6 +16,7 @@
 #include "update/checks.h"
 #include "update/entries.h"
 #include "update/gpt_patch.h"
+#include "update/identity.h"
 #include "update/plan.h"
 #include "util/fs.h"
 #include "util/result.h"
@@ -35,7 +36,8 @@ struct Options {
   std::string root = "/";                       // the running root, which holds the trust root
   std::string ca_file;                          // CA bundle for an https build server; default: the system's
   bool insecure_unsigned = false;               // accept a build nobody signed, on a node without a trust root
-  bool allow_downgrade = false;                 // accept a build older than the running one
+  bool allow_downgrade = false;                 // accept a build whose serial is not above the running one's
+  bool allow_cross_profile = false;             // accept a build of another profile, role or cluster
   std::uint64_t min_free = update::kEtcdFloor;  // bytes the state partition keeps free during the update
   std::string state_dir = "/var/lib/sprout";    // where update.json records the slots
   int tries = 3;
@@ -92,8 +94,9 @@ std::vector<update::Entry> ReadEntries(const fs::path& esp);
 // RunningEtcd is the etcd version the running build preloads.
 std::string RunningEtcd(const fs::path& esp, const std::string& running_hash);
 
-// RunningTime is the running build's time (its profile's sourceDateEpoch).
-std::optional<std::int64_t> RunningTime(const fs::path& esp, const std::string& running_hash);
+// RunningIdentity is the running build's serial, profile, role and cluster, from its
+// image.json on the ESP: unknown when there is none, an error when it is damaged.
+Result<update::RecordedIdentity> RunningIdentity(const fs::path& esp, const std::string& running_hash);
 
 // WriteGptChanges patches both GPT copies of disk: the backup first, then the primary,
 // each synced, so a cut between them leaves two valid tables.

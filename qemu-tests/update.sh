@@ -7,7 +7,8 @@
 #    power while apply copies B's root into slot b (apply frozen 32 MiB after its private
 #    copy of B's image, QEMU killed): A boots
 #    again; the retried update boots B, which becomes healthy and is committed;
-# 3. update back to A (slot a); A is committed;
+# 3. update back to A (slot a), a downgrade (A's serial is below B's: --allow-downgrade); A is
+#    committed;
 # 4. update to "bad" (slot b): its three tries fail, and the node falls back to A by itself;
 # 5. update to C (update-c.yaml: sprout-firstboot masked, a 60 s health gate): it boots
 #    but never becomes healthy, the gate reboots it three times, and A boots again.
@@ -125,11 +126,11 @@ one_boot() {
   echo "BOOT $boot $name login=${BOOT_LOGIN_SECONDS:-never} total=${BOOT_TOTAL_SECONDS:-?} root=${root:-?}" >> "$work/figures"
 }
 
-# phase NAME WANT DIR MAX: boots until the node reports it reached WANT or fell back,
-# at most MAX boots. Sets PHASE_FIRST and PHASE_LAST (the boot numbers).
+# phase NAME WANT DIR MAX [FLAGS]: boots until the node reports it reached WANT or fell
+# back, at most MAX boots; its apply is given FLAGS. Sets PHASE_FIRST and PHASE_LAST (the boot numbers).
 phase() {
-  local name=$1 want=$2 dir=$3 max=$4 n
-  printf 'want=%s\ndir=%s\n' "$want" "$dir" > "$work/step"
+  local name=$1 want=$2 dir=$3 max=$4 flags=${5:-} n
+  printf 'want=%s\ndir=%s\nflags=%s\n' "$want" "$dir" "$flags" > "$work/step"
   echo "== $name"
   PHASE_FIRST=$((boot + 1))
   for ((n = 0; n < max; n++)); do
@@ -164,8 +165,12 @@ check "A->B: the health gate passed" "$(value "$last" 'SPROUT-UPDATE journal upd
 check "A->B: B committed" "$(value "$last" 'SPROUT-UPDATE journal update: committed slot b[^[:cntrl:]]*')" 'sprout-2-b\+2-1\.conf -> sprout-2-b\.conf'
 check "A->B: status shows slot b booted and committed" "$(value "$last" 'SPROUT-UPDATE status booted: [^[:cntrl:]]*')" 'entry sprout-2-b\.conf \(committed\)'
 
-phase "B -> A (slot a)" A a 4
+# A's serial is below B's: going back is a downgrade, which apply takes only when told.
+phase "B -> A (slot a)" A a 4 --allow-downgrade
 first=$PHASE_FIRST last=$PHASE_LAST
+check "B->A: apply took the lower serial with --allow-downgrade" \
+  "$(value "$first" 'SPROUT-UPDATE apply update: [^[:cntrl:]]*--allow-downgrade: [^[:cntrl:]]*')" \
+  "serial is 1700000000, this node's \\(the running build's\\) 1700000001"
 check "B->A: apply wrote slot a and removed A's old entry" \
   "$(value "$first" 'SPROUT-UPDATE apply update: [^[:cntrl:]]*removed the stale entry sprout-1-a.conf')" 'sprout-1-a.conf'
 check "B->A: boots A in two boots" "$((last - first + 1)) $(value "$last" 'SPROUT-UPDATE reached=[AB]')" '^2 SPROUT-UPDATE reached=A$'

@@ -30,7 +30,8 @@ fi
 
 # build NAME: one build with the reference settings; the caller's variables change one:
 # CWD, PROFILE (as passed), DATA (SPROUT_DATA_DIR), UMASK, LOCALE, ZONE, TMP, JOBS,
-# CACHE, EXTRA (more VAR=VALUE), WRAP (a command the build runs under) and SIGN (--sign KEY).
+# CACHE, EXTRA (more VAR=VALUE), WRAP (a command the build runs under), SIGN (--sign KEY)
+# and SERIAL (--serial N).
 build() {
   local name=$1 out="$work/out-$1"
   local cwd=${CWD:-$work/cwd-ref} tmp=${TMP:-$work/tmp-ref}
@@ -40,7 +41,7 @@ build() {
   (cd "$cwd" && umask "${UMASK:-022}" &&
     exec ${WRAP:-} env LC_ALL="${LOCALE:-C.UTF-8}" TZ="${ZONE:-UTC}" TMPDIR="$tmp" SPROUT_DATA_DIR="${DATA:-$src}" \
       ${EXTRA:-} "$SPROUT" build "${PROFILE:-$src/$profile}" -o "$out" --cache-dir "${CACHE:-$cache}" \
-      -j "${JOBS:-2}" ${SIGN:+--sign "$SIGN"}) >"$work/log-$name" 2>&1 ||
+      -j "${JOBS:-2}" ${SIGN:+--sign "$SIGN"} ${SERIAL:+--serial "$SERIAL"}) >"$work/log-$name" 2>&1 ||
     { fail "build '$name' failed:"; tail -15 "$work/log-$name"; }
 }
 sums() { (cd "$1" && find . -mindepth 1 -name '.*' -prune -o -type f -printf '%P\n' | LC_ALL=C sort | xargs sha256sum); }
@@ -125,6 +126,17 @@ compare "changed input: signed (--sign) instead of unsigned" signed differs
 
 EXTRA=SOURCE_DATE_EPOCH=1800000000 build epoch
 compare "changed input: SOURCE_DATE_EPOCH=1800000000" epoch differs
+
+# The build's serial (docs/updates.md) is an input: by default its epoch; --serial N is
+# recorded, and two builds with one serial are identical.
+SERIAL=1700000001 build serial
+SERIAL=1700000001 TMP=$work/tmp-serial2 build serial2
+compare "--serial twice with one serial" serial2 identical serial
+compare "changed input: --serial 1700000001" serial differs
+serials=$(python3 -c 'import json,sys; print(*(json.load(open(f))["update"]["serial"] for f in sys.argv[1:]))' \
+  "$work/out-ref/manifest.json" "$work/out-epoch/manifest.json" "$work/out-serial/manifest.json")
+echo "serials of ref, epoch and serial: $serials"
+[ "$serials" = "1700000000 1800000000 1700000001" ] || fail "serials: want the epoch by default, else --serial's"
 echo 'greeting=changed' >>"$clone/tests/repro/overlay/etc/sprout/repro.conf"
 DATA=$clone PROFILE=$clone/$profile build overlay
 compare "changed input: one overlay file" overlay differs

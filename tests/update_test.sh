@@ -10,7 +10,9 @@
 # sprout-2-b+3.conf boots B's kernel from /sprout/b with the node's own state and
 # config partitions; a retry works; bless commits the booted entry; a wrong key, an
 # unsigned and a wrongly signed build, a node without a trust root (unless
-# --insecure-unsigned), an older build (unless --allow-downgrade), a build that would
+# --insecure-unsigned), an older build or one of the same serial (unless
+# --allow-downgrade), a build of another profile, role or cluster (unless
+# --allow-cross-profile), a build that would
 # leave less than the floor free (before its download), a build that changes whether
 # the state is encrypted (before anything is written), a changed image, a redirect
 # to file: or from https to http, a running slot on trial are refused with the reason;
@@ -43,8 +45,13 @@ EOY
 "$SPROUT" build "$src/tests/repro/profile.yaml" -o "$work/a" --cache-dir "$cache" --format raw --sign "$work/key.key" \
   >"$work/build-a.log" 2>&1 ||
   { tail "$work/build-a.log"; exit 1; }
-"$SPROUT" build "$work/b.yaml" -o "$work/b" --cache-dir "$cache" --sign "$work/key.key" >"$work/build-b.log" 2>&1 ||
+# B is a later build of A's profile: its serial is above A's (A's is its epoch, the default).
+"$SPROUT" build "$work/b.yaml" -o "$work/b" --cache-dir "$cache" --sign "$work/key.key" --serial 1700000001 \
+  >"$work/build-b.log" 2>&1 ||
   { tail "$work/build-b.log"; exit 1; }
+check "A's manifest records its serial (its epoch), B's the one --serial gave" \
+  "$(python3 -c 'import json,sys; print(*(json.load(open(f))["update"]["serial"] for f in sys.argv[1:]))' \
+    "$work/a/manifest.json" "$work/b/manifest.json")" '^1700000000 1700000001$'
 hash_b=$(python3 -c "import json,sys;print(json.load(open(sys.argv[1]))['rootHash'])" "$work/b/manifest.json")
 
 # part IMAGE N FIELD: a field of partition N (1-based) from sfdisk.
@@ -68,16 +75,25 @@ check "A's root carries the signing key's public key as /etc/sprout/update.pub" 
 cp -a --sparse=always "$work/b" "$work/b-unsigned" && rm "$work/b-unsigned/manifest.json.sig"
 cp -a --sparse=always "$work/b" "$work/b-wrong"
 openssl pkeyutl -sign -rawin -inkey "$work/other.key" -in "$work/b/manifest.json" -out "$work/b-wrong/manifest.json.sig"
-# An older B: its manifest says it was built before A, signed with the right key.
-cp -a --sparse=always "$work/b" "$work/b-old"
-python3 - "$work/b-old/manifest.json" <<'PY2'
+# resigned NAME FIELD VALUE: a copy of B as b-NAME whose manifest's update.FIELD is
+# VALUE, its sums and signature made to match (signed with the right key, as a build of
+# its own would be).
+resigned() {
+  cp -a --sparse=always "$work/b" "$work/b-$1"
+  python3 - "$work/b-$1/manifest.json" "$2" "$3" <<'PY2'
 import json, sys
 m = json.load(open(sys.argv[1]))
-m["profile"]["reproducible"]["sourceDateEpoch"] -= 86400
+m["update"][sys.argv[2]] = int(sys.argv[3]) if sys.argv[2] == "serial" else sys.argv[3]
 open(sys.argv[1], "w").write(json.dumps(m, indent=2) + "\n")
 PY2
-sed -i "s/^[0-9a-f]*  manifest.json\$/$(sha256sum "$work/b-old/manifest.json" | cut -c1-64)  manifest.json/" "$work/b-old/sha256sums"
-openssl pkeyutl -sign -rawin -inkey "$work/key.key" -in "$work/b-old/manifest.json" -out "$work/b-old/manifest.json.sig"
+  sed -i "s/^[0-9a-f]*  manifest.json\$/$(sha256sum "$work/b-$1/manifest.json" | cut -c1-64)  manifest.json/" "$work/b-$1/sha256sums"
+  openssl pkeyutl -sign -rawin -inkey "$work/key.key" -in "$work/b-$1/manifest.json" -out "$work/b-$1/manifest.json.sig"
+}
+resigned old serial 1699913600   # made before A
+resigned same serial 1700000000  # A's serial
+resigned other profile other     # for the nodes of another profile
+resigned worker role worker      # for workers
+resigned elsewhere cluster other-cluster
 
 node=$work/node.raw esp=$work/esp
 cp --sparse=always "$work/a/repro.raw" "$node"
@@ -113,8 +129,21 @@ check "the space check refuses before the copy, naming the floor" "$out" \
   "not enough room in $work/state: the build needs [0-9.]+ [KMG]iB and 1024.0 TiB must stay free for etcd"
 check "... and copied nothing" "$(ls -A "$work/state" 2>/dev/null | tr '\n' ' ')" '^$'
 out=$(run apply "$work/b-old" 2>&1)
-check "an older build is refused, saying how to allow it" "$? $out" \
-  '^1 .*refusing a downgrade: the new build.s time is 1699913600, the running build.s 1700000000 .*--allow-downgrade'
+check "an older build is refused, naming both serials and how to allow it" "$? $out" \
+  '^1 .*refusing a downgrade: the new build.s serial is 1699913600, this node.s \(the running build.s\) 1700000000, so the new build is older; .*pass --allow-downgrade to install it anyway'
+check "... before anything is written" "$(ls "$esp/loader/entries" | tr '\n' ' ')" '^sprout-1-a.conf $'
+out=$(run apply "$work/b-same" 2>&1)
+check "a build of the running build's serial is refused" "$? $out" \
+  '^1 .*refusing the update: the new build.s serial is 1700000000, this node.s \(the running build.s\) 1700000000: the same serial.*--allow-downgrade'
+out=$(run apply "$work/b-other" 2>&1)
+check "a build of another profile is refused, naming it and the flag" "$? $out" \
+  "^1 .*refusing a build for other nodes: it differs from the running build in its profile 'other' \\(this node.s: 'repro'\\);.*--allow-cross-profile"
+out=$(run apply "$work/b-worker" 2>&1)
+check "a worker build on a control-plane node is refused" "$? $out" \
+  "^1 .*in its role 'worker' \\(this node.s: 'control-plane'\\);"
+out=$(run apply "$work/b-elsewhere" 2>&1)
+check "a build of another cluster is refused" "$? $out" \
+  "^1 .*in its cluster 'other-cluster' \\(this node.s: 'one-node'\\);"
 check "... before anything is written" "$(ls "$esp/loader/entries" | tr '\n' ' ')" '^sprout-1-a.conf $'
 # A node whose command line says its image encrypts the state (sprout.state.encryption=)
 # is not updated to B, which does not: the update cannot convert the state.
@@ -124,6 +153,14 @@ gpt_before=$(sfdisk --json "$node")
 out=$(run apply "$work/b" 2>&1)
 check "a build that changes the state's encryption is refused, naming both" "$? $out" \
   '^1 .*the new image does not encrypt the state partition \(no sprout\.state\.encryption= on its command line\) and this node.s image encrypts its state \(sprout\.state\.encryption=tpm2\); an update cannot convert a node.s state'
+# The flags let the serial and identity rules pass: what refuses these is the later
+# encryption rule, so nothing is written.
+out=$(run apply "$work/b-old" --allow-downgrade 2>&1)
+check "--allow-downgrade takes an older build (the next rule refuses it here)" "$? $out" \
+  '--allow-downgrade: the new build.s serial is 1699913600.*the new image does not encrypt the state partition'
+out=$(run apply "$work/b-other" --allow-cross-profile 2>&1)
+check "--allow-cross-profile takes another profile's build (the next rule refuses it here)" "$? $out" \
+  "--allow-cross-profile: the new build differs in its profile 'other'.*the new image does not encrypt the state partition"
 check "... before anything is written" \
   "$(ls "$esp/loader/entries" | tr '\n' ' ')$([ "$(sfdisk --json "$node")" = "$gpt_before" ] && echo same-gpt)" \
   '^sprout-1-a.conf same-gpt$'
@@ -205,7 +242,7 @@ check "the update can be run again before the reboot (the trial entry is replace
 # Boot B as systemd-boot would: the counter goes down before the kernel starts.
 mv "$esp/loader/entries/sprout-3-b+3.conf" "$esp/loader/entries/sprout-3-b+2-1.conf"
 sed -n 's/^options //p' "$esp/loader/entries/sprout-3-b+2-1.conf" > "$work/cmdline"
-out=$(run apply "$work/a" 2>&1)
+out=$(run apply "$work/a" --allow-downgrade 2>&1)
 check "no update while the running slot is on trial" "$? $out" '^1 .*still on trial'
 out=$(run status 2>&1)
 echo "$out" | sed 's/^/   /'
@@ -298,9 +335,13 @@ out=$(run apply "http://127.0.0.1:$sport/b-changed/" 2>&1)
 check "a changed raw image fetched in ranges is refused: the whole image's sha256 decides" "$? $out" \
   '^1 .*range requests.*repro.raw: sha256 [0-9a-f]+ differs from the manifest'
 out=$(run apply "http://127.0.0.1:$sport/a/" 2>&1)
+check "B -> A is a downgrade: refused over HTTP too" "$? $out" '^1 .*refusing a downgrade: the new build.s serial is 1700000000, this node.s \(the running build.s\) 1700000001'
+out=$(run apply "http://127.0.0.1:$sport/a/" --allow-downgrade 2>&1)
 rc=$?
 echo "$out" | sed 's/^/   /'
-check "apply B -> A over HTTP" "$rc" '^0$'
+check "apply B -> A over HTTP (--allow-downgrade)" "$rc" '^0$'
+check "apply logged the serials and the profile compared" "$out" \
+  "--allow-downgrade: the new build.s serial is 1700000000, this node.s \\(the running build.s\\) 1700000001.*"
 check "apply downloaded the raw image into the state partition" "$out" "downloading http://127\.0\.0\.1:$sport/a/repro\.raw into $work/state/update-download"
 extents=$(python3 -c 'import json,sys; print(len([o for o in json.load(open(sys.argv[1]))["outputs"] if o["file"] == "repro.raw"][0]["dataExtents"]))' "$work/a/manifest.json")
 check "the raw image came in one range request per extent of the manifest's map" \

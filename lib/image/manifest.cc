@@ -4,11 +4,25 @@
 
 namespace sprout {
 
-std::string ImageMetadata(const std::string& profile_json, const std::string& root_hash, const std::string& kernel,
-                          const std::string& seed, const std::string& images_json) {
+namespace {
+
+nlohmann::ordered_json IdentityJson(const BuildIdentity& id) {
+  return {{"serial", id.serial}, {"profile", id.profile}, {"role", id.role}, {"cluster", id.cluster}};
+}
+
+}  // namespace
+
+BuildIdentity IdentityOfBuild(const Profile& p, std::int64_t epoch) {
+  return {p.update_serial.value_or(epoch), p.update_profile.empty() ? p.name : p.update_profile, RoleName(p.role),
+          p.shoot ? p.shoot->name : kDefaultClusterName};
+}
+
+std::string ImageMetadata(const std::string& profile_json, const BuildIdentity& identity, const std::string& root_hash,
+                          const std::string& kernel, const std::string& seed, const std::string& images_json) {
   nlohmann::ordered_json j;
   j["sprout"] = SPROUT_VERSION;
   j["profile"] = nlohmann::json::parse(profile_json);
+  j["update"] = IdentityJson(identity);
   j["rootHash"] = root_hash;
   j["kernel"] = kernel;
   j["seed"] = seed;
@@ -24,6 +38,7 @@ std::string ManifestJson(const ManifestInputs& in) {
   nlohmann::ordered_json manifest;
   manifest["sprout"] = SPROUT_VERSION;
   manifest["profile"] = nlohmann::json::parse(in.profile_json);
+  manifest["update"] = IdentityJson(in.identity);
   manifest["base"] = in.base_id;
   manifest["kernel"] = in.kernel_version;
   manifest["seed"] = in.seed;

@@ -9,13 +9,34 @@
 
 #include "image/media.h"
 #include "image/plan.h"
+#include "profile/profile.h"
 #include "util/extent.h"
 
 namespace sprout {
 
-// ImageMetadata renders sprout/image.json: what `sprout inspect` reports about an image.
-std::string ImageMetadata(const std::string& profile_json, const std::string& root_hash, const std::string& kernel,
-                          const std::string& seed, const std::string& images_json);
+// BuildIdentity is what an updating node compares between the build it runs and the
+// one it is given (docs/updates.md; lib/update/identity.h reads it back): manifest.json
+// and image.json record it as "update".
+struct BuildIdentity {
+  std::int64_t serial = 0;  // grows with every release; an update must raise it
+  std::string profile;      // the profile whose nodes the build updates
+  std::string role;         // "control-plane" or "worker": the overlay and first-boot role baked in
+  std::string cluster;      // the cluster name its nodes form under: the Shoot's name, else "sprout"
+};
+
+// kDefaultClusterName is the cluster name of an image whose profile names no Shoot
+// (sprout-firstboot's default, lib/settings).
+inline constexpr const char* kDefaultClusterName = "sprout";
+
+// IdentityOfBuild is the identity of a build of p with the given epoch: update.serial,
+// else the epoch (so a build with a later epoch has a higher serial); update.profile,
+// else p's name; p's role; its Shoot's name, else kDefaultClusterName.
+BuildIdentity IdentityOfBuild(const Profile& p, std::int64_t epoch);
+
+// ImageMetadata renders sprout/image.json: what `sprout inspect` reports about an image,
+// and what an updating node reads of the build it runs.
+std::string ImageMetadata(const std::string& profile_json, const BuildIdentity& identity, const std::string& root_hash,
+                          const std::string& kernel, const std::string& seed, const std::string& images_json);
 
 // SbomNamespace is the SPDX document namespace of a build: unique per profile and seed.
 std::string SbomNamespace(const std::string& profile_name, const std::string& seed);
@@ -33,6 +54,7 @@ struct OutputFile {
 // ManifestInputs is everything manifest.json records.
 struct ManifestInputs {
   std::string profile_json;  // the resolved profile
+  BuildIdentity identity;    // what an updating node compares
   std::string base_id;
   std::string kernel_version;
   std::string seed;

@@ -12,6 +12,7 @@ TEST_CASE("ManifestJson records the build's inputs, identifiers, SBOM and output
   plan.root_hash = std::string(64, 'a');
   ManifestInputs in{
       R"({"name":"n","role":"worker"})",
+      {1700000001, "m", "worker", "crimson-dawn"},
       "dir:/base",
       "6.1",
       "seed",
@@ -27,8 +28,9 @@ TEST_CASE("ManifestJson records the build's inputs, identifiers, SBOM and output
   auto m = nlohmann::ordered_json::parse(text);
   std::vector<std::string> keys;
   for (const auto& [k, v] : m.items()) keys.push_back(k);
-  CHECK(keys == std::vector<std::string>{"sprout", "profile", "base", "kernel", "seed", "rootHash", "disk", "images",
-                                         "sbom", "outputs"});
+  CHECK(keys == std::vector<std::string>{"sprout", "profile", "update", "base", "kernel", "seed", "rootHash", "disk",
+                                         "images", "sbom", "outputs"});
+  CHECK(m["update"].dump() == R"({"serial":1700000001,"profile":"m","role":"worker","cluster":"crimson-dawn"})");
   CHECK(m["profile"]["role"] == "worker");
   CHECK(m["disk"]["diskGuid"] == plan.disk_guid.ToString());
   CHECK(m["sbom"]["packages"] == 3);
@@ -41,7 +43,9 @@ TEST_CASE("ManifestJson records the build's inputs, identifiers, SBOM and output
 }
 
 TEST_CASE("ImageMetadata is what inspect reads; no images is an empty list", "[manifest]") {
-  auto j = nlohmann::json::parse(ImageMetadata(R"({"name":"n"})", "hash", "6.1", "seed", ""));
+  auto j = nlohmann::ordered_json::parse(
+      ImageMetadata(R"({"name":"n"})", {7, "n", "control-plane", "sprout"}, "hash", "6.1", "seed", ""));
+  CHECK(j["update"].dump() == R"({"serial":7,"profile":"n","role":"control-plane","cluster":"sprout"})");
   CHECK(j["rootHash"] == "hash");
   CHECK(j["kernel"] == "6.1");
   CHECK(j["images"].is_array());
@@ -57,4 +61,25 @@ TEST_CASE("RenderSha256Sums writes sha256sum's format, in order", "[manifest]") 
 
 TEST_CASE("SbomNamespace is unique per profile and seed", "[manifest]") {
   CHECK(SbomNamespace("n", "s") == "https://sprout.invalid/spdx/n/s");
+}
+
+TEST_CASE("IdentityOfBuild: update.serial else the epoch, update.profile else the name, the Shoot's name",
+          "[manifest][update]") {
+  Profile p;
+  p.name = std::string("default-b");
+  auto id = IdentityOfBuild(p, 1700000000);
+  CHECK(id.serial == 1700000000);  // the epoch: a later epoch, a higher serial
+  CHECK(id.profile == "default-b");
+  CHECK(id.role == "control-plane");
+  CHECK(id.cluster == "sprout");  // no Shoot: sprout-firstboot's default cluster name
+  p.update_serial = 5;
+  p.update_profile = "default";
+  p.role = Role::kWorker;
+  p.shoot = Shoot{};
+  p.shoot->name = "crimson-dawn";
+  id = IdentityOfBuild(p, 1700000000);
+  CHECK(id.serial == 5);
+  CHECK(id.profile == "default");
+  CHECK(id.role == "worker");
+  CHECK(id.cluster == "crimson-dawn");
 }

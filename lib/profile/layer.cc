@@ -44,7 +44,7 @@ Layer LayerParser::Parse(const YAML::Node& root) {
   CheckKeys(root, "the profile",
             {"extends", "name",       "description",       "base",    "role",         "arch",     "formats",
              "kernel",  "disk",       "overlays",          "files",   "reproducible", "hostname", "images",
-             "shoot",   "staticPods", "withoutStaticPods", "podHost", "kubelet",      "backup"});
+             "shoot",   "staticPods", "withoutStaticPods", "podHost", "kubelet",      "backup",   "update"});
   ParseCluster(root, layer);
   if (auto n = root["extends"]) {
     if (auto s = String(n, "extends")) {

@@ -37,6 +37,8 @@ struct Layer {
   std::optional<WithoutTpm> without_tpm;
   Location without_tpm_where;
   std::optional<std::int64_t> source_date_epoch;
+  std::optional<std::int64_t> update_serial;
+  std::optional<std::string> update_profile;
   std::optional<std::filesystem::path> shoot;
   Location shoot_where;
   std::vector<std::filesystem::path> static_pods;
@@ -97,8 +99,10 @@ class LayerParser {
   std::optional<std::string> Checked(const YAML::Node& n, const std::string& what, Check check,
                                      const std::string& hint);
   // The sections, each in its own file (section_*.cc) beside its test.
-  // section_base.cc: name, description, hostname, base, role, arch, kernel, reproducible.
+  // section_base.cc: name, description, hostname, base, role, arch, kernel, reproducible, update.
   void ParseIdentity(const YAML::Node& root, Layer& layer);
+  // ParseUpdate reads `update: {serial, profile}` (section_base.cc).
+  void ParseUpdate(const YAML::Node& n, Layer& layer);
   // section_disk.cc: formats, the partition sizes and the state's encryption.
   void ParseDisk(const YAML::Node& root, Layer& layer);
   void ParseFormats(const YAML::Node& n, Layer& layer);

@@ -192,6 +192,8 @@ std::optional<Profile> LoadProfile(const fs::path& path, Diagnostics& diags) {
       without_tpm_where = l.without_tpm_where;
     }
     if (l.source_date_epoch) p.source_date_epoch = *l.source_date_epoch;
+    if (l.update_serial) p.update_serial = *l.update_serial;
+    if (l.update_profile) p.update_profile = *l.update_profile;
     if (l.shoot) {
       p.shoot_file = *l.shoot;
       shoot_where = l.shoot_where;
@@ -291,6 +293,10 @@ std::string ProfileToJson(const Profile& p) {
     }
   }
   j["reproducible"]["sourceDateEpoch"] = p.source_date_epoch;
+  // Only when set, so the record (and the inputs, and the seed) of a profile that sets
+  // neither stays as it was.
+  if (p.update_serial) j["update"]["serial"] = *p.update_serial;
+  if (!p.update_profile.empty()) j["update"]["profile"] = p.update_profile;
   if (!p.hostname.empty()) j["hostname"] = p.hostname;
   if (!p.shoot_file.empty()) j["shoot"] = rel(p.shoot_file);
   if (!p.without_static_pods.empty()) j["withoutStaticPods"] = p.without_static_pods;

@@ -135,6 +135,13 @@ struct Profile {
   KubeletSettings kubelet;
   std::vector<ProfileImage> images;  // container images to preload, in order
   BackupProfile backup;              // a child's `backup:` block replaces its parent's
+  // update.serial: this build's serial, which an updating node compares with the running
+  // build's (docs/updates.md); nullopt: the build's epoch (SOURCE_DATE_EPOCH, else
+  // source_date_epoch). `sprout build --serial N` sets it.
+  std::optional<std::int64_t> update_serial;
+  // update.profile: the profile whose nodes this build updates (a variant of a profile
+  // names it); "": name.
+  std::string update_profile;
 };
 
 // LoadProfile reads path and everything it extends, reports every problem it finds in

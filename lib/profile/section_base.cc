@@ -1,5 +1,6 @@
 // The profile's own settings: name, description, hostname, base, role, arch, the kernel
-// command line and the reproducible build's epoch (docs/profiles.md).
+// command line, the reproducible build's epoch and the build's update identity
+// (docs/profiles.md).
 #include <yaml-cpp/yaml.h>
 
 #include <stdexcept>
@@ -87,6 +88,40 @@ void LayerParser::ParseIdentity(const YAML::Node& root, Layer& layer) {
                          "use a Unix time such as 1700000000; the SOURCE_DATE_EPOCH environment variable overrides it");
           }
         }
+      }
+    }
+  }
+  if (auto n = root["update"]) ParseUpdate(n, layer);
+}
+
+void LayerParser::ParseUpdate(const YAML::Node& n, Layer& layer) {
+  if (!ExpectMap(n, "update")) return;
+  CheckKeys(n, "'update'", {"serial", "profile"});
+  if (auto s = n["serial"]) {
+    if (auto v = String(s, "update.serial")) {
+      std::size_t used = 0;
+      long long serial = -1;
+      try {
+        serial = std::stoll(*v, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == v->size() && serial >= 0) {
+        layer.update_serial = serial;
+      } else {
+        diags_.Error(At(s), "'update.serial' must be a non-negative whole number; got '" + *v + "'",
+                     "raise it with every release (nodes refuse a build whose serial is not above the one they "
+                     "run); leave it out to use the build's epoch (reproducible.sourceDateEpoch)");
+      }
+    }
+  }
+  if (auto p = n["profile"]) {
+    if (auto v = String(p, "update.profile")) {
+      if (ValidName(*v)) {
+        layer.update_profile = *v;
+      } else {
+        diags_.Error(At(p), "'update.profile' must be a profile name (a-z, 0-9 and '-'); got '" + *v + "'",
+                     "name the profile whose nodes this build may update, such as 'default'");
       }
     }
   }

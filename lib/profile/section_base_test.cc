@@ -60,3 +60,31 @@ TEST_CASE("ParseArchName and ArchName are inverse; kernel spellings get a hint",
   CHECK(std::string(ArchName(Arch::kArm64)) == "arm64");
   CHECK(ArchHint("X86_64").find("'amd64'") != std::string::npos);
 }
+
+TEST_CASE("update.serial and update.profile are inherited, recorded only when set, and checked", "[profile][update]") {
+  Files f;
+  f.Write("base.tar", "");
+  auto plain = f.Write("plain.yaml", "name: a\nbase: base.tar\n");
+  auto b = f.Write("b.yaml", "extends: plain.yaml\nname: b\nupdate:\n  serial: 1700000001\n  profile: a\n");
+  auto c = f.Write("c.yaml", "extends: b.yaml\nname: c\n");
+  Diagnostics d;
+  auto p = LoadProfile(plain, d);
+  REQUIRE(p);
+  CHECK_FALSE(p->update_serial);
+  CHECK(p->update_profile.empty());
+  // A profile that sets neither records neither, so its inputs and seed stay as they were.
+  CHECK(ProfileToJson(*p).find("\"update\"") == std::string::npos);
+  p = LoadProfile(c, d);
+  REQUIRE(p);
+  CHECK(p->update_serial == 1700000001);
+  CHECK(p->update_profile == "a");
+  CHECK_THAT(ProfileToJson(*p), Catch::Contains("\"update\": {\n    \"serial\": 1700000001,\n    \"profile\": \"a\""));
+  auto bad =
+      f.Write("bad.yaml", "name: x\nbase: base.tar\nupdate:\n  serial: -3\n  profile: Not_A_Name\n  channel: x\n");
+  Diagnostics d2;
+  std::string out = Errors(bad, d2);
+  CHECK(d2.error_count() == 3);
+  CHECK_THAT(out, Catch::Contains(":4:11: error: 'update.serial' must be a non-negative whole number; got '-3'"));
+  CHECK_THAT(out, Catch::Contains("error: 'update.profile' must be a profile name"));
+  CHECK_THAT(out, Catch::Contains("channel"));
+}

@@ -2,7 +2,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "update/checks.h"
 #include "util/text.h"
 
 namespace sprout::update {
@@ -88,7 +87,9 @@ Result<BuildInfo> ParseBuild(const std::string& dir, const std::string& manifest
                 "/manifest.json lists no raw image; build it with --format raw (an update writes the raw "
                 "image's root and verity)");
   }
-  b.build_time = BuildTimeOf(manifest_text);
+  auto identity = ReadIdentity(manifest_text, dir + "/manifest.json");
+  if (!identity) return Fail(identity.error());
+  b.identity = std::move(*identity);
   if (m.contains("images")) b.etcd_version = EtcdVersionOfImages(m["images"].dump());
   return b;
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "update/identity.h"
 #include "util/extent.h"
 #include "util/result.h"
 
@@ -19,15 +20,15 @@ struct BuildInfo {
   std::string raw_file;    // the raw image, relative to the build directory
   std::string raw_sha256;  // from the manifest
   std::uint64_t raw_size = 0;
-  std::uint64_t raw_data_bytes = 0;        // its non-zero blocks (fetch.h SparseMap); 0 when not recorded
-  std::vector<DataExtent> raw_extents;     // the runs that hold its data (dataExtents); empty when not recorded
-  std::optional<std::int64_t> build_time;  // reproducible.sourceDateEpoch of its profile
-  std::string etcd_version;                // the preloaded etcd image's tag, "" when none
+  std::uint64_t raw_data_bytes = 0;     // its non-zero blocks (fetch.h SparseMap); 0 when not recorded
+  std::vector<DataExtent> raw_extents;  // the runs that hold its data (dataExtents); empty when not recorded
+  RecordedIdentity identity;            // its serial, profile, role and cluster (identity.h)
+  std::string etcd_version;             // the preloaded etcd image's tag, "" when none
 };
 
 // ParseBuild reads manifest.json and sha256sums: the manifest must list a raw image (its
 // dataExtents, when given, must be [offset, length] pairs of unsigned numbers; fetch.h
-// CheckExtents judges them where they are used),
+// CheckExtents judges them where they are used) and a readable identity (ReadIdentity),
 // and sha256sums must list the manifest with manifest_sha256 (the digest of the bytes
 // read). dir names the build in messages.
 Result<BuildInfo> ParseBuild(const std::string& dir, const std::string& manifest_text,

@@ -1,7 +1,5 @@
 #include "update/checks.h"
 
-#include <nlohmann/json.hpp>
-
 #include "image/plan.h"
 #include "util/sign.h"
 #include "util/text.h"
@@ -32,29 +30,6 @@ Result<TrustVerdict> CheckTrust(const TrustInputs& in) {
                                  " is installed without checking who made it (this node has no update trust root " +
                                  in.trusted_key_name + "); anyone who can answer for the build's source can run " +
                                  "their own kernel and root on this node"};
-}
-
-std::optional<std::int64_t> BuildTimeOf(const std::string& json_text) {
-  auto j = nlohmann::json::parse(json_text, nullptr, false);
-  if (!j.is_object() || !j.contains("profile") || !j["profile"].is_object()) return std::nullopt;
-  const auto& p = j["profile"];
-  if (!p.contains("reproducible") || !p["reproducible"].is_object()) return std::nullopt;
-  const auto& r = p["reproducible"];
-  if (!r.contains("sourceDateEpoch") || !r["sourceDateEpoch"].is_number_integer()) return std::nullopt;
-  return r["sourceDateEpoch"].get<std::int64_t>();
-}
-
-Result<std::string> CheckDowngrade(std::optional<std::int64_t> running, std::optional<std::int64_t> next,
-                                   bool allow_downgrade) {
-  auto shown = [](std::optional<std::int64_t> t) { return t ? std::to_string(*t) : std::string("unknown"); };
-  const std::string times = "the new build's time is " + shown(next) + ", the running build's " + shown(running) +
-                            " (reproducible.sourceDateEpoch)";
-  const bool older = !running || !next || *next < *running;
-  if (!older) return times + ": not a downgrade";
-  if (allow_downgrade) return "downgrade allowed by --allow-downgrade: " + times;
-  return Fail("refusing a downgrade: " + times +
-              (running && next ? ", so the new build is older" : ", so it cannot be shown not to be older") +
-              "; pass --allow-downgrade to install it anyway");
 }
 
 Status CheckRoom(std::uint64_t free, std::uint64_t need, std::uint64_t floor, const std::string& where) {

@@ -1,7 +1,8 @@
 // What an update checks before it takes a build (docs/updates.md): whom the build is
-// signed by, whether it is older than the running one, whether the state partition
-// has room for it, and whether the new image treats that partition as the running one
-// does. Pure: the node's files, keys, free space and command lines come in as values.
+// signed by, whether the state partition has room for it, and whether the new image
+// treats that partition as the running one does (the serial and the profile, role and
+// cluster: identity.h). Pure: the node's files, keys, free space and command lines come
+// in as values.
 #pragma once
 
 #include <cstdint>
@@ -39,17 +40,6 @@ struct TrustVerdict {
 // every build unless insecure_unsigned is given, and then the verdict says loudly that
 // nothing was checked.
 Result<TrustVerdict> CheckTrust(const TrustInputs& in);
-
-// BuildTimeOf is the build time a manifest.json or image.json records: its profile's
-// reproducible.sourceDateEpoch (seconds); nullopt when it has none.
-std::optional<std::int64_t> BuildTimeOf(const std::string& json_text);
-
-// CheckDowngrade refuses a build made before the running one (by their recorded build
-// times) unless allow_downgrade is given; a running build whose time is unknown counts
-// as newer than any, so the refusal holds. Equal times are no downgrade. The result is
-// a note for the log.
-Result<std::string> CheckDowngrade(std::optional<std::int64_t> running, std::optional<std::int64_t> next,
-                                   bool allow_downgrade);
 
 // kEtcdFloor is the free space an update leaves on the state partition, where etcd
 // keeps its data, while the downloaded build sits there: etcd cuts its write-ahead log

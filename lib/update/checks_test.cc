@@ -82,30 +82,6 @@ TEST_CASE("trust: a node without a trust root refuses every build unless --insec
   }
 }
 
-TEST_CASE("downgrade: an older build is refused unless allowed", "[update]") {
-  CHECK(CheckDowngrade(1700000000, 1700000000, false));  // the same time: not older
-  CHECK(CheckDowngrade(1700000000, 1700000100, false));
-  auto r = CheckDowngrade(1700000100, 1700000000, false);
-  REQUIRE_FALSE(r);
-  CHECK(r.error() ==
-        "refusing a downgrade: the new build's time is 1700000000, the running build's 1700000100 "
-        "(reproducible.sourceDateEpoch), so the new build is older; pass --allow-downgrade to install it anyway");
-  auto allowed = CheckDowngrade(1700000100, 1700000000, true);
-  REQUIRE(allowed);
-  CHECK(allowed->starts_with("downgrade allowed by --allow-downgrade"));
-  // Unknown times cannot show the build is not older.
-  CHECK_FALSE(CheckDowngrade(std::nullopt, 1700000000, false));
-  CHECK_FALSE(CheckDowngrade(1700000000, std::nullopt, false));
-  CHECK(CheckDowngrade(std::nullopt, std::nullopt, true));
-}
-
-TEST_CASE("build time: the profile's reproducible.sourceDateEpoch", "[update]") {
-  CHECK(BuildTimeOf(R"({"profile":{"reproducible":{"sourceDateEpoch":1700000000}}})") == 1700000000);
-  CHECK_FALSE(BuildTimeOf(R"({"profile":{}})"));
-  CHECK_FALSE(BuildTimeOf("not json"));
-  CHECK_FALSE(BuildTimeOf(R"({"profile":{"reproducible":{"sourceDateEpoch":"1700000000"}}})"));
-}
-
 TEST_CASE("room: the download must leave the etcd floor free", "[update]") {
   const std::uint64_t mib = 1 << 20;
   CHECK(CheckRoom(1000 * mib, 300 * mib, kEtcdFloor, "/var/lib/sprout"));

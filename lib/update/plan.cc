@@ -7,6 +7,7 @@
 #include "image/plan.h"
 #include "update/checks.h"
 #include "update/gpt_patch.h"
+#include "update/identity.h"
 #include "util/text.h"
 
 namespace sprout::update {
@@ -199,9 +200,10 @@ Result<UpdatePlan> PlanUpdate(const UpdateInputs& in) {
         "A/B updates); reflash the node with a current image");
   }
   if (auto s = CheckEtcdRule(in.running_etcd, in.build.etcd_version); !s) return Fail(s.error());
-  auto downgrade = CheckDowngrade(in.running_time, in.build.build_time, in.allow_downgrade);
-  if (!downgrade) return Fail(downgrade.error());
-  plan.downgrade_note = *downgrade;
+  auto identity = CheckIdentityRules(in.running, in.build.identity, in.allow_downgrade, in.allow_cross_profile);
+  if (!identity) return Fail(identity.error());
+  plan.identity_note = identity->nodes;
+  plan.serial_note = identity->serial;
   // The new entry keeps the build's state words (EntryText copies them), so they are
   // what the node's next boot reads.
   if (auto s = CheckStateEncryption(CmdlineWords(in.cmdline), EntryOptionsWords(in.build_entry)); !s)

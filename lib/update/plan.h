@@ -58,17 +58,18 @@ Result<VerityGeometry> ParseVeritySuperblock(const std::vector<std::uint8_t>& sb
 
 // UpdateInputs is everything an update decides from, read from the node and the build.
 struct UpdateInputs {
-  std::string cmdline;                       // the running kernel command line
-  GptLayout disk;                            // the node's disk
-  std::vector<Entry> entries;                // sprout's loader entries on the node's ESP
-  std::string loader_conf;                   // the node's loader/loader.conf
-  std::string running_etcd;                  // etcd version of the running build ("" if none)
-  std::optional<std::int64_t> running_time;  // the running build's time (BuildTimeOf its image.json)
-  bool allow_downgrade = false;              // --allow-downgrade
-  BuildInfo build;                           // the new build
-  GptLayout build_disk;                      // the new build's raw image
-  VerityGeometry build_verity;               // its slot a's verity superblock
-  std::string build_entry;                   // its loader entry's text
+  std::string cmdline;               // the running kernel command line
+  GptLayout disk;                    // the node's disk
+  std::vector<Entry> entries;        // sprout's loader entries on the node's ESP
+  std::string loader_conf;           // the node's loader/loader.conf
+  std::string running_etcd;          // etcd version of the running build ("" if none)
+  RecordedIdentity running;          // the running build's identity (ReadIdentity of its image.json)
+  bool allow_downgrade = false;      // --allow-downgrade: an equal or older serial
+  bool allow_cross_profile = false;  // --allow-cross-profile: another profile, role or cluster
+  BuildInfo build;                   // the new build
+  GptLayout build_disk;              // the new build's raw image
+  VerityGeometry build_verity;       // its slot a's verity superblock
+  std::string build_entry;           // its loader entry's text
   int tries = 3;
 };
 
@@ -85,7 +86,8 @@ struct UpdatePlan {
   std::string kernel_dir;                                          // "sprout/b"
   std::string entry_file;                                          // "sprout-2-b+3.conf"
   std::string entry_text;
-  std::string downgrade_note;  // the build times compared (CheckDowngrade)
+  std::string serial_note;    // the serials compared (identity.h CheckSerial)
+  std::string identity_note;  // the profiles, roles and clusters compared (CheckSameNodes)
 };
 
 // PlanUpdate makes the plan or says, naming the input, why the update cannot be done.

@@ -61,8 +61,8 @@ UpdateInputs Inputs() {
   in.build_disk = Disk(kHashB, "");
   in.build_verity = {32 << 20, 300 << 10};
   in.build_entry = EntryFor(kHashB);
-  in.running_time = 1700000000;
-  in.build.build_time = 1700000000;
+  in.running = {1700000000, false, "p", "control-plane", "c"};
+  in.build.identity = {1700000001, false, "p", "control-plane", "c"};
   return in;
 }
 
@@ -138,7 +138,20 @@ TEST_CASE("build: the manifest must match sha256sums and list a raw image", "[up
   CHECK(b->raw_size == 10);
   CHECK(b->raw_data_bytes == 4096);
   CHECK(b->raw_extents.empty());  // a manifest from before the map: the whole file is fetched
-  CHECK(b->build_time == 1700000000);
+  // A manifest from before serials: its epoch is its serial, its profile's name and role its own.
+  CHECK(b->identity.serial == 1700000000);
+  CHECK(b->identity.serial_from_epoch);
+  CHECK(b->identity.profile == "p");
+  CHECK(b->identity.cluster.empty());
+  // A garbled serial is refused, not read as unknown.
+  const std::string garbled = R"({"update":{"serial":"7","profile":"p","role":"worker","cluster":"c"},"rootHash":")" +
+                              kHashB + R"(","outputs":[{"file":"p.raw","size":10,"sha256":"ab"}]})";
+  const std::string garbled_digest = Sha256Hex(garbled);
+  auto bad = ParseBuild("out", garbled, garbled_digest, garbled_digest + "  manifest.json\n");
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error() ==
+        "out/manifest.json: update.serial \"7\" is not a non-negative integer; the file is damaged, or was not "
+        "written by sprout build: build it again");
   auto changed = ParseBuild("out", manifest, digest, std::string(64, '0') + "  manifest.json\n");
   REQUIRE_FALSE(changed);
   CHECK(changed.error().find("does not match its line in sha256sums") != std::string::npos);
@@ -312,16 +325,47 @@ TEST_CASE("plan: refusals name the input and the fix", "[update]") {
     CHECK(p.error() ==
           "the build's loader entry: the build's loader entry has no sprout.roothash= on its options line");
   }
-  SECTION("an older build, unless allowed") {
+  SECTION("an older build or one of the same serial, unless allowed") {
+    for (std::int64_t serial : {1600000000, 1700000000}) {
+      auto in = Inputs();
+      in.build.identity.serial = serial;
+      auto p = PlanUpdate(in);
+      REQUIRE_FALSE(p);
+      CHECK(p.error().starts_with(serial == 1600000000 ? "refusing a downgrade: the new build's serial is 1600000000"
+                                                       : "refusing the update: the new build's serial is 1700000000"));
+      in.allow_downgrade = true;
+      auto allowed = PlanUpdate(in);
+      REQUIRE(allowed);
+      CHECK(allowed->serial_note.starts_with("--allow-downgrade: "));
+    }
+  }
+  SECTION("a build of another profile, unless allowed; with an older serial, both refusals at once") {
     auto in = Inputs();
-    in.build.build_time = 1600000000;
+    in.build.identity.profile = "q";
     auto p = PlanUpdate(in);
     REQUIRE_FALSE(p);
-    CHECK(p.error().find("refusing a downgrade") != std::string::npos);
+    CHECK(
+        p.error().starts_with("refusing a build for other nodes: it differs from the running build in its profile "
+                              "'q' (this node's: 'p');"));
+    in.build.identity.serial = 1;
+    p = PlanUpdate(in);
+    REQUIRE_FALSE(p);
+    CHECK(p.error().find("--allow-cross-profile to install it anyway; also, refusing a downgrade") !=
+          std::string::npos);
+    in.allow_cross_profile = true;
     in.allow_downgrade = true;
     auto allowed = PlanUpdate(in);
     REQUIRE(allowed);
-    CHECK(allowed->downgrade_note.starts_with("downgrade allowed by --allow-downgrade"));
+    CHECK(allowed->identity_note ==
+          "--allow-cross-profile: the new build differs in its profile 'q' (this node's: 'p')");
+  }
+  SECTION("the node already runs the build: that, not the serial, is the refusal") {
+    auto in = Inputs();
+    in.build.root_hash = kHashA;
+    in.build.identity = in.running;
+    auto p = PlanUpdate(in);
+    REQUIRE_FALSE(p);
+    CHECK(p.error().starts_with("the node already runs this build"));
   }
   SECTION("a build that encrypts the state, for a node whose state is plain; and the reverse") {
     auto in = Inputs();
