@@ -16,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)sprout::update::ParseBuild("fuzz", text, digest, digest + "  manifest.json\n");
   auto a = sprout::update::ReadIdentity(text, "fuzz");
   auto b = sprout::update::ReadIdentity(text, "fuzz");
-  if (a.has_value() != b.has_value()) __builtin_trap();
+  if (static_cast<bool>(a) != static_cast<bool>(b)) __builtin_trap();
   if (a && (a->serial != b->serial || a->profile != b->profile || a->role != b->role || a->cluster != b->cluster))
     __builtin_trap();
   if (a) {
