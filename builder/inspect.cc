@@ -254,6 +254,8 @@ int Inspect(const fs::path& image, bool json) {
   out["rootHash"] = meta.value("rootHash", "");
   out["kernel"] = meta.value("kernel", "");
   out["profile"] = meta.contains("profile") ? meta["profile"] : nlohmann::ordered_json::object();
+  // What an updating node compares (docs/updates.md); null for a build before serials.
+  out["update"] = meta.contains("update") ? meta["update"] : nlohmann::ordered_json();
   out["images"] = meta.contains("images") ? meta["images"] : nlohmann::ordered_json::array();
   const std::string next_entry = AddSlots(out, partitions, esp_file);
   AddState(out, next_entry);
@@ -278,6 +280,14 @@ int Inspect(const fs::path& image, bool json) {
   const auto& prof = out["profile"];
   std::cout << "profile:    " << prof.value("name", "?") << " (role " << prof.value("role", "?") << ", arch "
             << prof.value("arch", "amd64") << ")\n";
+  const auto& up = out["update"];
+  if (up.is_object()) {
+    std::cout << "update:     serial " << (up.contains("serial") ? up["serial"].dump() : std::string("?"))
+              << ", for the nodes of profile " << up.value("profile", "?") << ", role " << up.value("role", "?")
+              << ", cluster " << up.value("cluster", "?") << "\n";
+  } else {
+    std::cout << "update:     no record (built before serials: its epoch counts as its serial)\n";
+  }
   std::cout << "slots:";
   for (const auto& sl : out["slots"]) {
     std::cout << "  " << sl["slot"].get<std::string>() << " = partition " << sl["partition"].get<int>() << " ("

@@ -79,6 +79,8 @@ for f in tiny.raw tiny.qcow2 tiny.iso; do
 done
 root_hash=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['rootHash'])" "$work/a/manifest.json")
 check "inspect text shows the manifest's root hash" "$("$SPROUT" inspect "$work/a/tiny.raw")" "root hash: +$root_hash"
+check "inspect text shows the build's serial (its epoch) and the nodes it is for" "$("$SPROUT" inspect "$work/a/tiny.raw")" \
+  "update: +serial 1700000000, for the nodes of profile tiny, role control-plane, cluster sprout"
 out=$("$SPROUT" inspect "$work/p/tiny.yaml" 2>&1); rc=$?
 check "inspect of a non-image fails and says why" "$rc:$out" '^1:.*tiny.yaml: .*is it a sprout image'
 
