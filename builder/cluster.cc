@@ -325,8 +325,11 @@ Status AddClusterFiles(const Profile& p, const fs::path& data_dir, std::vector<R
     if (!p.kubelet.proxy.empty()) {
       const std::string pods = p.shoot ? p.shoot->pods_cidr : "";
       add.push_back({RootEntry::Kind::kFile, "usr/bin/kube-proxy", "", p.kubelet.proxy, 0755});
-      add.push_back(
-          {RootEntry::Kind::kFile, "usr/lib/sprout/kube-proxy/config.yaml", KubeProxyConfigYaml(pods), {}, 0644});
+      add.push_back({RootEntry::Kind::kFile,
+                     "usr/lib/sprout/kube-proxy/config.yaml",
+                     KubeProxyConfigYaml(pods, *stack),
+                     {},
+                     0644});
       add.push_back({RootEntry::Kind::kFile, "usr/lib/systemd/system/kube-proxy.service", KubeProxyUnit(), {}, 0644});
       add.push_back({RootEntry::Kind::kSymlink,
                      "etc/systemd/system/multi-user.target.wants/kube-proxy.service",

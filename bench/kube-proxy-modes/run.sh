@@ -12,9 +12,10 @@
 #   - the full sync's own time (kubeproxy_sync_proxy_rules_duration_seconds, first sample);
 #   - an update: CHANGES Services get a third endpoint, one patch each; the mean sync
 #     time over the syncs that followed (the histogram's sum and count, after less before);
-#   - per connection: CONNECTS TCP connects to the last Service's ClusterIP (the worst
-#     case of a linear rule list), the median microseconds, beside connects to the
-#     endpoint's own address (no Service rule: the floor);
+#   - per connection: CONNECTS TCP connects to the last Service's ClusterIP, the median
+#     microseconds, beside connects to the endpoint's own address, which no Service holds
+#     (in iptables mode such a connection still walks every Service's rule: what every
+#     other new connection of a node pays);
 #   - the ruleset's size (lines of iptables-save, or of nft list ruleset) and kube-proxy's
 #     CPU seconds at the end.
 # Prints each round, then the medians and the ratio nftables / iptables. The images'

@@ -149,12 +149,13 @@ std::string KubeletEnv(const std::string& node_name, const std::string& node_ip,
          "\"\nKUBE_PROXY_ARGS=\"--hostname-override=" + node_name + " --bind-address=" + node_ip + "\"\n";
 }
 
-std::string KubeProxyConfigYaml(const std::string& cluster_cidr) {
+std::string KubeProxyConfigYaml(const std::string& cluster_cidr, const Stack& stack) {
   // conntrack maxPerCore 0: kube-proxy leaves the kernel's conntrack table size alone
   // (it would otherwise write sysctls a read-only or constrained node may refuse).
   std::string out = R"(apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
-mode: iptables
+mode: )" + std::string(KubeProxyMode(stack)) +
+                    R"(
 clientConnection:
   kubeconfig: /etc/kubernetes/kubelet.conf
 conntrack:
@@ -164,9 +165,11 @@ conntrack:
   return out;
 }
 
+const char* KubeProxyMode(const Stack& stack) { return stack.kubernetes_minor >= 33 ? "nftables" : "iptables"; }
+
 std::string KubeProxyUnit() {
   return R"([Unit]
-Description=kube-proxy: this node's Service ClusterIPs, in iptables (configured by sprout)
+Description=kube-proxy: this node's Service ClusterIPs, in the kernel's packet filter (configured by sprout)
 Documentation=file:/usr/share/doc/sprout/control-plane.md
 After=kubelet.service
 ConditionPathExists=/etc/kubernetes/kubelet.conf

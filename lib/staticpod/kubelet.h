@@ -45,12 +45,17 @@ std::string KubeletUnit(const Stack& stack = {});
 // taint it registers with; and kube-proxy's (the same name and address).
 std::string KubeletEnv(const std::string& node_name, const std::string& node_ip, bool control_plane);
 
-// KubeProxyConfigYaml is the KubeProxyConfiguration of a node's kube-proxy: iptables
-// mode, the node's own kubelet.conf as its credentials (nodes are granted
-// system:node-proxier; lib/kube/bootstrap.h), cluster_cidr (the Shoot's pods network; ""
-// leaves it out) for telling pod traffic from outside traffic, and conntrack limits left
-// as the kernel has them.
-std::string KubeProxyConfigYaml(const std::string& cluster_cidr);
+// KubeProxyMode is the mode kube-proxy runs in: nftables from Kubernetes 1.33 on (GA
+// there; measured against iptables by bench/kube-proxy-modes, docs/stack.md), iptables
+// before (1.20 has no nftables mode).
+const char* KubeProxyMode(const Stack& stack);
+
+// KubeProxyConfigYaml is the KubeProxyConfiguration of a node's kube-proxy: the mode of
+// KubeProxyMode(stack), the node's own kubelet.conf as its credentials (nodes are
+// granted system:node-proxier; lib/kube/bootstrap.h), cluster_cidr (the Shoot's pods
+// network; "" leaves it out) for telling pod traffic from outside traffic, and conntrack
+// limits left as the kernel has them.
+std::string KubeProxyConfigYaml(const std::string& cluster_cidr, const Stack& stack = {});
 
 // KubeProxyUnit runs /usr/bin/kube-proxy with that configuration once the node has a
 // kubelet.conf (at first boot sprout-firstboot's node agent starts it after the pod

@@ -59,7 +59,7 @@ TEST_CASE("The kubelet's per-node arguments name the node, its address and the c
 TEST_CASE("kube-proxy runs in iptables mode on the node's kubelet credentials, once they exist") {
   const std::string c = KubeProxyConfigYaml("10.244.0.0/16");
   CHECK(c.find("kind: KubeProxyConfiguration") != std::string::npos);
-  CHECK(c.find("mode: iptables") != std::string::npos);
+  CHECK(c.find("mode: iptables\n") != std::string::npos);
   CHECK(c.find("kubeconfig: /etc/kubernetes/kubelet.conf") != std::string::npos);
   CHECK(c.find("clusterCIDR: 10.244.0.0/16") != std::string::npos);
   CHECK(KubeProxyConfigYaml("").find("clusterCIDR") == std::string::npos);
@@ -69,6 +69,22 @@ TEST_CASE("kube-proxy runs in iptables mode on the node's kubelet credentials, o
   CHECK(unit.find("EnvironmentFile=-/etc/kubernetes/kubelet.env") != std::string::npos);
   CHECK(KubeProxyModules().find("\nbr_netfilter\n") != std::string::npos);
   CHECK(KubeProxySysctl().find("net.bridge.bridge-nf-call-iptables = 1") != std::string::npos);
+}
+
+TEST_CASE("kube-proxy runs in nftables mode from Kubernetes 1.33 on, iptables before") {
+  Stack s;
+  for (int minor : {20, 32}) {
+    s.kubernetes_minor = minor;
+    CHECK(std::string(KubeProxyMode(s)) == "iptables");
+    CHECK(KubeProxyConfigYaml("10.244.0.0/16", s).find("\nmode: iptables\n") != std::string::npos);
+  }
+  for (int minor : {33, 36}) {
+    s.kubernetes_minor = minor;
+    CHECK(std::string(KubeProxyMode(s)) == "nftables");
+    const std::string c = KubeProxyConfigYaml("10.244.0.0/16", s);
+    CHECK(c.find("\nmode: nftables\n") != std::string::npos);
+    CHECK(c.find("clusterCIDR: 10.244.0.0/16") != std::string::npos);
+  }
 }
 
 TEST_CASE("containerd's sandbox is the preloaded pause image, with systemd cgroups and Debian's CNI plugins") {
