@@ -209,9 +209,12 @@ service_ip=$(kube get service hello -o jsonpath='{.spec.clusterIP}')
 check "the Service has a ClusterIP from the Shoot's services network" "$service_ip" '^10\.(9[6-9]|10[0-9]|11[01])\.[0-9]+\.[0-9]+$'
 # client NAME NODE [HOST]: a pod pinned to NODE (tolerating the control-plane taint) that
 # fetches the page from HOST (default: the ClusterIP; a name goes through cluster DNS and
-# the pod's search path first), trying for up to 40 times; prints its phase and what it
-# got, the failed tries' errors first (after a power loss the Service's endpoint may
-# still name the old pod for a moment: "Connection refused", then the page)
+# the pod's search path first) until the hello pod answers, up to 40 times 3 s; prints
+# its phase and what it got, the failed tries first. After a power loss the Service's
+# endpoint may still name the old pod for a moment: "Connection refused", or another
+# server's page ("not hello: ..."), since the hello pod's address of before may be held
+# by then by another pod on the worker (a run here got "NOW: ...", which is the answer
+# of the conformance tests' agnhost).
 client() {
   cat > "$CLUSTER_DIR/$1.yaml" <<EOF
 apiVersion: v1
@@ -226,7 +229,7 @@ spec:
     - name: client
       image: $busybox
       imagePullPolicy: Never
-      command: [sh, -c, 'for i in \$(seq 1 40); do timeout 5 wget -q -O - http://${3:-$service_ip}/ && exit 0; sleep 3; done; exit 1']
+      command: [sh, -c, 'for i in \$(seq 1 40); do a=\$(timeout 5 wget -q -O - http://${3:-$service_ip}/) && case \$a in *hello-from-hello-*) echo \$a; exit 0;; *) echo "not hello: \$a";; esac; sleep 3; done; exit 1']
 EOF
   kube apply -f "$CLUSTER_DIR/$1.yaml" >/dev/null
   wait_until 900 "pod $1 done" eval "kube get pod $1 -o jsonpath='{.status.phase}' | grep -E '^(Succeeded|Failed)\$' >/dev/null"
