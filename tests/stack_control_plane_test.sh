@@ -24,17 +24,10 @@ tests_cache
 # the build folder of this checkout. Resolved here, before the test changes directory.
 FIRSTBOOT=$(readlink -f "${SPROUT_FIRSTBOOT:-$SRC/build/sprout-firstboot}")
 BUILD=$(dirname "$FIRSTBOOT")
-# The stack's binaries, only if already compiled (compiling them takes 40+ minutes, so
-# the test never starts it): the newest complete folder of each set in the cache whose
-# BINARY runs here (the cache may also hold arm64 builds).
-find_set() {  # find_set SET BINARY: the folder of the newest such build
-  local x
-  for x in $(ls -td "$CACHE"/stack/bin/"$1"/*/ 2>/dev/null); do
-    [ -f "$x/.complete" ] && "$x/$2" --version >/dev/null 2>&1 && { echo "${x%/}"; return; }
-  done
-}
-KDIR=$(find_set kubernetes kube-apiserver)
-EDIR=$(find_set etcd etcd)
+# The stack's binaries, only if already compiled (the test never starts the compile).
+. "$(dirname "$0")/lib/stack-sets.sh"
+KDIR=$(stack_set "$CACHE" kubernetes kube-apiserver)
+EDIR=$(stack_set "$CACHE" etcd etcd)
 for b in "$KDIR/kube-apiserver" "$KDIR/kube-controller-manager" "$KDIR/kube-scheduler" "$KDIR/kubectl" \
   "$EDIR/etcd" "$EDIR/etcdctl"; do
   if [ ! -x "$b" ]; then
@@ -371,7 +364,7 @@ if wait_for 90 lease kube-scheduler; then ok "kube-scheduler holds its leader le
 # loopback ports (DNS, health, ready, metrics) instead of the pod's own address, and reads a
 # kubeconfig with the coredns ServiceAccount's token instead of the in-cluster one (so the
 # ClusterRole is what it gets, and must be enough).
-CDIR=$(find_set coredns coredns)
+CDIR=$(stack_set "$CACHE" coredns coredns)
 coredns_skip=
 if [ ! -x "$FIRSTBOOT" ]; then
   coredns_skip="no sprout-firstboot in $BUILD (set SPROUT_FIRSTBOOT to it)"

@@ -66,7 +66,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
     printf '  round %d %-28s %6.1f s CPU %6.1f s wall %5s MiB\n' "$r" "$s" $one
   done
 done
-median() { sort -n | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+. "$SPROUT_SOURCE_DIR/bench/lib.sh"
 col() { tr ';' '\n' <<<"${all[$1]}" | awk -v c="$2" 'NF {print $c}' | median; }
 base=$(col "${SETTINGS[0]}" 1)
 printf '%-30s %10s %10s %10s %12s\n' setting "CPU s" "wall s" "peak MiB" "CPU ratio"

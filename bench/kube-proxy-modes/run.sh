@@ -32,13 +32,10 @@ say() { echo "$name: $*"; }
 for t in ip iptables-save nft python3 openssl; do
   command -v "$t" >/dev/null || { say "needs $t (apt-get install iproute2 iptables nftables python3 openssl)"; exit 1; }
 done
-find_set() {  # find_set SET BINARY: the newest complete build of SET whose BINARY runs here
-  local x
-  for x in $(ls -td "$CACHE"/stack/bin/"$1"/*/ 2>/dev/null); do
-    [ -f "$x/.complete" ] && "$x/$2" --version >/dev/null 2>&1 && { echo "${x%/}"; return; }
-  done
-}
-KDIR=$(find_set kubernetes kube-proxy) EDIR=$(find_set etcd etcd)
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../../tests/lib/stack-sets.sh"
+. "$here/../lib.sh"
+KDIR=$(stack_set "$CACHE" kubernetes kube-proxy) EDIR=$(stack_set "$CACHE" etcd etcd)
 if [ -z "$KDIR" ] || [ -z "$EDIR" ]; then
   say "the 1.36 stack is not compiled in $CACHE/stack/bin (images/stack/compile.sh $CACHE kubernetes etcd makes it)"
   exit 1
@@ -46,9 +43,12 @@ fi
 WORK=$(mktemp -d /tmp/sprout-kpbench.XXXXXX)
 PIDS=()
 cleanup() {
+  # Every process in the namespace (etcd, the apiserver, the listener, a kube-proxy a
+  # stopped round left), then the namespace: deleting it ends none of them.
   local p
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+  for p in $(ip netns pids "$NS" 2>/dev/null) "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+  for _ in $(seq 50); do [ -z "$(ip netns pids "$NS" 2>/dev/null)" ] && break; sleep 0.1; done
   ip netns del "$NS" 2>/dev/null
   rm -rf "$WORK"
 }
@@ -81,14 +81,14 @@ in_ns ip route add 10.96.0.0/12 dev eth0
 # the bench measures kube-proxy, not the API's security (tests/stack_control_plane_test.sh
 # runs the hardened templates).
 mkdir -p "$WORK/etcd" "$WORK/certs" && chmod 700 "$WORK/etcd"
-in_ns "$EDIR/etcd" --data-dir "$WORK/etcd" --listen-client-urls http://127.0.0.1:2379 \
+ip netns exec "$NS" "$EDIR/etcd" --data-dir "$WORK/etcd" --listen-client-urls http://127.0.0.1:2379 \
   --advertise-client-urls http://127.0.0.1:2379 --listen-peer-urls http://127.0.0.1:2380 \
   --log-level warn >"$WORK/etcd.log" 2>&1 &
 PIDS+=($!)
 openssl genrsa -out "$WORK/sa.key" 2048 2>/dev/null
 token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 echo "$token,bench,bench,system:masters" >"$WORK/tokens.csv"
-in_ns "$KDIR/kube-apiserver" --etcd-servers http://127.0.0.1:2379 --secure-port 6443 \
+ip netns exec "$NS" "$KDIR/kube-apiserver" --etcd-servers http://127.0.0.1:2379 --secure-port 6443 \
   --bind-address 127.0.0.1 --advertise-address 198.18.0.50 --cert-dir "$WORK/certs" \
   --token-auth-file "$WORK/tokens.csv" --authorization-mode AlwaysAllow \
   --service-cluster-ip-range 10.96.0.0/12 --service-account-key-file "$WORK/sa.key" \
@@ -147,7 +147,7 @@ last=$(kubectl get service "svc-$((SERVICES - 1))" -o jsonpath='{.spec.clusterIP
 say "$SERVICES Services with their EndpointSlices created in $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}') s; the last one's ClusterIP is $last"
 
 # One listener for every endpoint address (0.0.0.0:8080), and the connect timer.
-in_ns python3 -c '
+ip netns exec "$NS" python3 -c '
 import socket
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("0.0.0.0", 8080)); s.listen(512)
@@ -243,7 +243,6 @@ for ((r = 1; r <= ROUNDS; r++)); do
     printf '  %-8s %-9s %12.2f %10.3f %12.3f %10d %9d %7d %7.2f\n' "$r" "$m" $one
   done
 done
-median() { sort -n | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 col() { tr ';' '\n' <<<"${all[$1]}" | awk -v c="$2" 'NF {print $c}' | median; }
 echo "medians, and nftables / iptables:"
 printf '  %-14s %10s %10s %8s\n' figure iptables nftables ratio
