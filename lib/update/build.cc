@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/json_field.h"
 #include "util/text.h"
 
 namespace sprout::update {
@@ -56,15 +57,21 @@ Result<BuildInfo> ParseBuild(const std::string& dir, const std::string& manifest
   }
   b.root_hash = m["rootHash"].get<std::string>();
   if (b.root_hash.size() != 64) return Fail(dir + "/manifest.json: rootHash is not 64 hex digits");
-  if (m.contains("profile") && m["profile"].is_object()) b.profile = m["profile"].value("name", "");
+  if (m.contains("profile")) b.profile = JsonString(m["profile"], "name").value_or("");
   if (m.contains("outputs") && m["outputs"].is_array()) {
     for (const auto& o : m["outputs"]) {
-      std::string file = o.value("file", "");
+      std::string file = JsonString(o, "file").value_or("");
       if (file.ends_with(".raw") && file.find('/') == std::string::npos && file.find("..") == std::string::npos) {
         b.raw_file = file;
-        b.raw_sha256 = o.value("sha256", "");
-        b.raw_size = o.value("size", std::uint64_t{0});
-        b.raw_data_bytes = o.value("dataBytes", std::uint64_t{0});
+        auto sha = JsonString(o, "sha256");
+        auto size = JsonUnsigned(o, "size");
+        if (!sha || !size) {
+          return Fail(dir + "/manifest.json: the output " + file +
+                      " has no sha256 string or no size number; build it again with sprout build");
+        }
+        b.raw_sha256 = *sha;
+        b.raw_size = *size;
+        b.raw_data_bytes = JsonUnsigned(o, "dataBytes").value_or(0);
         b.raw_extents.clear();
         if (o.contains("dataExtents")) {
           const auto& runs = o["dataExtents"];
@@ -99,7 +106,7 @@ std::string EtcdVersionOfImages(const std::string& images_json) {
   if (!a.is_array()) return "";
   for (const auto& i : a) {
     if (!i.is_object()) continue;
-    std::string ref = i.value("reference", "");
+    std::string ref = JsonString(i, "reference").value_or("");
     auto at = ref.find('@');
     if (at != std::string::npos) ref = ref.substr(0, at);
     auto slash = ref.rfind('/');

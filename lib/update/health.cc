@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/json_field.h"
 #include "util/text.h"
 
 namespace sprout::update {
@@ -11,21 +12,22 @@ using nlohmann::json;
 Result<std::vector<PodReadiness>> ParsePodList(const std::string& text) {
   auto j = json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return Fail("the PodList is not a JSON object");
-  if (j.value("kind", "") != "PodList") {
-    return Fail("expected a PodList, got " + j.value("kind", std::string("no kind")) +
-                (j.contains("message") && j["message"].is_string() ? ": " + j["message"].get<std::string>() : ""));
+  if (JsonString(j, "kind").value_or("") != "PodList") {
+    auto message = JsonString(j, "message");
+    return Fail("expected a PodList, got " + JsonString(j, "kind").value_or("no kind") +
+                (message ? ": " + *message : ""));
   }
   std::vector<PodReadiness> out;
   if (!j.contains("items") || !j["items"].is_array()) return out;
   for (const auto& item : j["items"]) {
     if (!item.is_object()) continue;
     PodReadiness p;
-    if (item.contains("metadata") && item["metadata"].is_object()) p.name = item["metadata"].value("name", "");
-    if (item.contains("spec") && item["spec"].is_object()) p.node = item["spec"].value("nodeName", "");
+    if (item.contains("metadata")) p.name = JsonString(item["metadata"], "name").value_or("");
+    if (item.contains("spec")) p.node = JsonString(item["spec"], "nodeName").value_or("");
     if (item.contains("status") && item["status"].is_object() && item["status"].contains("conditions") &&
         item["status"]["conditions"].is_array()) {
       for (const auto& c : item["status"]["conditions"]) {
-        if (c.is_object() && c.value("type", "") == "Ready") p.ready = c.value("status", "") == "True";
+        if (JsonString(c, "type").value_or("") == "Ready") p.ready = JsonString(c, "status").value_or("") == "True";
       }
     }
     out.push_back(std::move(p));

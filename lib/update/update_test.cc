@@ -161,6 +161,30 @@ TEST_CASE("build: the manifest must match sha256sums and list a raw image", "[up
   CHECK(no_raw.error().find("--format raw") != std::string::npos);
 }
 
+TEST_CASE("build: fields of the wrong type are refused or ignored, never thrown", "[update]") {
+  // Found by update_manifest_fuzz: "file": 8192 made nlohmann's value() throw type_error 302.
+  auto parse = [](const std::string& outputs, const std::string& extra = "") {
+    const std::string manifest = R"({"rootHash":")" + kHashB + R"(","outputs":)" + outputs + extra + "}";
+    const std::string digest = Sha256Hex(manifest);
+    return ParseBuild("out", manifest, digest, digest + "  manifest.json\n");
+  };
+  auto numeric_file = parse(R"([{"file":8192,"size":10,"sha256":"ab"}])");
+  REQUIRE_FALSE(numeric_file);
+  CHECK(numeric_file.error().find("--format raw") != std::string::npos);
+  auto numeric_sha = parse(R"([{"file":"p.raw","size":10,"sha256":7}])");
+  REQUIRE_FALSE(numeric_sha);
+  CHECK(numeric_sha.error() ==
+        "out/manifest.json: the output p.raw has no sha256 string or no size number; build it again with sprout build");
+  CHECK_FALSE(parse(R"([{"file":"p.raw","size":"10","sha256":"ab"}])"));
+  CHECK_FALSE(parse(R"([7,"p.raw"])"));
+  auto odd = parse(R"([{"file":"p.raw","size":10,"sha256":"ab","dataBytes":"x"}])",
+                   R"(,"profile":{"name":5},"images":[{"reference":3},4])");
+  REQUIRE(odd);
+  CHECK(odd->profile.empty());
+  CHECK(odd->raw_data_bytes == 0);
+  CHECK(odd->etcd_version.empty());
+}
+
 TEST_CASE("slots: the running one from the root hash, the other is written", "[update]") {
   auto s = FindSlots(Disk(kHashA, kHashB), kHashB);
   REQUIRE(s);
