@@ -35,6 +35,7 @@
 #include "kube/coredns.h"
 #include "settings/cluster.h"
 #include "util/fs.h"
+#include "util/json_field.h"
 #include "util/process.h"
 #include "util/text.h"
 
@@ -247,7 +248,7 @@ class Controller {
     auto j = nlohmann::json::parse(list->body, nullptr, false);
     if (j.is_discarded()) return "the " + name + " list is not JSON";
     std::string version;
-    if (auto rv = j.find("metadata"); rv != j.end() && rv->is_object()) version = rv->value("resourceVersion", "");
+    if (j.is_object() && j.contains("metadata")) version = JsonString(j["metadata"], "resourceVersion").value_or("");
     std::string problem;
     Changed([&](dns::Objects& o) {
       if (auto s = dns::ReplaceAll(o, kind, j); !s) problem = s.error();
@@ -269,14 +270,14 @@ class Controller {
           event_problem = "a watch event of " + name + "s is not JSON";
           return false;
         }
-        const std::string type = e.value("type", "");
+        const std::string type = JsonString(e, "type").value_or("");
         const nlohmann::json& obj = e.contains("object") ? e["object"] : e;
-        if (type == "ERROR" || e.value("kind", "") == "Status") {
+        if (type == "ERROR" || JsonString(e, "kind").value_or("") == "Status") {
           relist = true;  // 410 Gone, or any error the server sends in the stream
           return false;
         }
-        if (auto m = obj.find("metadata"); m != obj.end() && m->is_object()) {
-          version = m->value("resourceVersion", version);
+        if (obj.is_object() && obj.contains("metadata")) {
+          version = JsonString(obj["metadata"], "resourceVersion").value_or(version);
         }
         if (type == "BOOKMARK") return true;
         std::string problem_here;

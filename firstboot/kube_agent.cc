@@ -20,6 +20,7 @@
 #include "kube/node_list.h"
 #include "staticpod/kubelet.h"
 #include "util/fs.h"
+#include "util/json_field.h"
 #include "util/links.h"
 #include "util/process.h"
 #include "util/text.h"
@@ -329,9 +330,12 @@ class Agent {
     auto got = kube::ApiRequest(admin, "GET", "/apis/apps/v1/namespaces/kube-system/deployments/coredns");
     if (got && got->status == 200) {
       auto j = nlohmann::json::parse(got->body, nullptr, false);
-      if (!j.is_discarded()) {
-        report["dns"] = "CoreDNS: " + std::to_string(j["status"].value("readyReplicas", 0)) + " of " +
-                        std::to_string(j["spec"].value("replicas", 0)) + " replicas ready behind kube-system/kube-dns";
+      if (j.is_object()) {
+        const auto none = nlohmann::json::object();
+        const auto ready = JsonUnsigned(j.contains("status") ? j["status"] : none, "readyReplicas").value_or(0);
+        const auto want = JsonUnsigned(j.contains("spec") ? j["spec"] : none, "replicas").value_or(0);
+        report["dns"] = "CoreDNS: " + std::to_string(ready) + " of " + std::to_string(want) +
+                        " replicas ready behind kube-system/kube-dns";
       }
     } else {
       report["dns"] = "CoreDNS: the Deployment kube-system/coredns cannot be read (" +

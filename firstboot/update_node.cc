@@ -17,6 +17,7 @@
 #include "image/plan.h"
 #include "update/build.h"
 #include "update/checks.h"
+#include "util/json_field.h"
 #include "util/process.h"
 #include "util/text.h"
 
@@ -53,7 +54,7 @@ std::string RunningMetadata(const fs::path& esp, const std::string& running_hash
     auto text = ReadFile(esp / p);
     if (!text) continue;
     auto j = nlohmann::json::parse(*text, nullptr, false);
-    if (j.is_object() && j.value("rootHash", "") == running_hash) return *text;
+    if (JsonString(j, "rootHash").value_or("") == running_hash) return *text;
   }
   return "";
 }

@@ -14,6 +14,7 @@
 #include "formationd/join_net.h"
 #include "formationd/join_tls.h"
 #include "util/fs.h"
+#include "util/json_field.h"
 
 namespace sprout::formation {
 
@@ -124,7 +125,7 @@ Status PushBackupCopy(const std::string& address, std::uint16_t port, const Join
   if (j.is_discarded() || !j.is_object() || !j.contains("ok") || !j["ok"].is_boolean()) {
     return Fail("join endpoint " + where + " answered the copy with something this version does not read");
   }
-  if (!j["ok"].get<bool>()) return Fail(where + " refused the copy: " + j.value("error", std::string("no reason")));
+  if (!j["ok"].get<bool>()) return Fail(where + " refused the copy: " + JsonString(j, "error").value_or("no reason"));
   return Ok{};
 }
 

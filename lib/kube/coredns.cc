@@ -6,6 +6,7 @@
 
 #include "dns/zone.h"
 #include "shoot/shoot.h"
+#include "util/json_field.h"
 
 namespace sprout::kube {
 
@@ -190,14 +191,18 @@ Result<std::vector<DnsPod>> ParseDnsPods(const std::string& json) {
   }
   std::vector<DnsPod> out;
   for (const auto& item : j["items"]) {
+    if (!item.is_object()) return Fail("the CoreDNS pod list has an item that is not an object");
     DnsPod p;
-    const auto meta = item.value("metadata", nlohmann::json::object());
-    p.name = meta.value("name", "");
-    p.terminating = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
-    p.node = item.value("spec", nlohmann::json::object()).value("nodeName", "");
-    const auto status = item.value("status", nlohmann::json::object());
-    for (const auto& c : status.value("conditions", nlohmann::json::array())) {
-      if (c.value("type", "") == "Ready") p.ready = c.value("status", "") == "True";
+    const auto empty = nlohmann::json::object();
+    const auto& meta = item.contains("metadata") ? item["metadata"] : empty;
+    p.name = JsonString(meta, "name").value_or("");
+    p.terminating = meta.is_object() && meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
+    p.node = item.contains("spec") ? JsonString(item["spec"], "nodeName").value_or("") : "";
+    const auto& status = item.contains("status") ? item["status"] : empty;
+    if (status.is_object() && status.contains("conditions") && status["conditions"].is_array()) {
+      for (const auto& c : status["conditions"]) {
+        if (JsonString(c, "type").value_or("") == "Ready") p.ready = JsonString(c, "status").value_or("") == "True";
+      }
     }
     out.push_back(std::move(p));
   }

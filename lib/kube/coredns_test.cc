@@ -150,5 +150,16 @@ TEST_CASE("The CoreDNS pod list is read from a PodList") {
   CHECK_FALSE(ParseDnsPods("not json").ok());
 }
 
+TEST_CASE("A PodList with fields of the wrong type is read without throwing") {
+  auto odd = ParseDnsPods(R"({"items": [{"metadata": {"name": 7}, "spec": [], "status": {"conditions": [3,
+    {"type": "Ready", "status": true}]}}]})");
+  REQUIRE(odd.ok());
+  REQUIRE(odd->size() == 1);
+  CHECK((*odd)[0].name.empty());
+  CHECK((*odd)[0].node.empty());
+  CHECK_FALSE((*odd)[0].ready);
+  CHECK_FALSE(ParseDnsPods(R"({"items": [5]})").ok());
+}
+
 }  // namespace
 }  // namespace sprout::kube
