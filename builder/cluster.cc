@@ -364,6 +364,7 @@ Status AddClusterRecord(const Profile& p, const std::vector<oci::PreloadedImage>
   if (p.shoot) j = nlohmann::ordered_json::parse(ShootToJson(*p.shoot));
   j["podHost"] = p.pod_host == PodHost::kKubelet ? "kubelet" : "podman";
   if (p.backup.present) j["backup"] = {{"dir", p.backup.dir}, {"interval", p.backup.interval}, {"keep", p.backup.keep}};
+  if (p.cert_validity_seconds != 0) j["certificates"] = {{"validitySeconds", p.cert_validity_seconds}};
   const auto components = ComponentImages(images);
   j["images"] = components;
   add.push_back({RootEntry::Kind::kFile, "usr/share/sprout/cluster.json", j.dump(2) + "\n", {}, 0644});

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "firstboot/certs.h"
 #include "firstboot/clock.h"
 #include "firstboot/dns.h"
 #include "firstboot/run.h"
@@ -161,6 +162,8 @@ const Command kCommands[] = {
      [](const NodeArgs& n) { return Backup(n.flags, n.backup, n.subcommand); }},
     {"update", "update COMMAND ...", "A/B updates of this node (sprout-firstboot update --help)",
      sprout::firstboot::UpdateMain, nullptr},
+    {"certs", "certs [--renew]", "the node's certificates: lifetimes, renewal (sprout-firstboot certs --help)",
+     sprout::firstboot::CertsMain, nullptr},
     {"dns", "dns [flags]", "the cluster DNS controller (sprout-firstboot dns --help)", sprout::firstboot::DnsMain,
      nullptr},
     {"clock", "clock", "in a VM, check the TSC's rate against another clock; use that clock if it is off",

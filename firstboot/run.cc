@@ -12,10 +12,12 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "firstboot/certs.h"
 #include "firstboot/kube_agent.h"
 #include "firstboot/tpm.h"
 #include "formationd/daemon.h"
@@ -178,8 +180,34 @@ kube::ControlPlanePaths ControlPlanePathsFor(const settings::RunFlags& flags, co
   return paths;
 }
 
+std::int64_t CertValidity(const ClusterRecord& record) {
+  return record.cert_validity_seconds > 0 ? record.cert_validity_seconds : pki::kDefaultLeafValiditySeconds;
+}
+
 kube::ControlPlaneNode ControlPlaneNodeFor(const formation::DaemonOptions& o, const ClusterRecord& record) {
-  return kube::ControlPlaneNode{o.name, {o.listen}, record.services_cidr, o.cluster_name, "cluster.local"};
+  return kube::ControlPlaneNode{o.name,         {o.listen},      record.services_cidr,
+                                o.cluster_name, "cluster.local", CertValidity(record)};
+}
+
+// StartCertRenewal starts, once per run, the thread that renews this control-plane
+// node's certificates while it runs (firstboot/certs.h): the Kubernetes ones when the
+// image has a control plane, etcd's always.
+void StartCertRenewal(const kube::ControlPlanePaths& paths, const formation::DaemonOptions& o,
+                      const ClusterRecord& record, bool kubernetes) {
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    CertsOptions c;
+    c.paths = paths;
+    c.node = ControlPlaneNodeFor(o, record);
+    c.etcd = pki::NodeIdentity{o.name, {o.listen}, CertValidity(record)};
+    c.kubernetes = kubernetes;
+    // podman runs the static pods of a 1.20 image without a kubelet: nothing to restart
+    // through containerd there; its components read the files at their next start.
+    c.restart = record.pod_host == "kubelet";
+    std::thread([c] {
+      RunCertRenewal(c, &g_stop, [](int priority, const std::string& m) { Log(priority, "certificates", m); });
+    }).detach();
+  });
 }
 
 // KubeletPrepare is what a control-plane node's kubelet needs before it can run etcd:
@@ -255,7 +283,9 @@ std::function<void(const formation::MemberInfo&)> ControlPlane(const settings::R
   if (!settings.formation.control_plane) return {};
   if (record.images.count("kube-apiserver") == 0) {
     Log(LOG_INFO, "config", "the image carries no Kubernetes control plane (no kube-apiserver image); etcd only");
-    return {};
+    return [flags, o = settings.formation, record](const formation::MemberInfo&) {
+      StartCertRenewal(ControlPlanePathsFor(flags, o), o, record, false);
+    };
   }
   return [flags, o = settings.formation, record](const formation::MemberInfo& member) {
     const auto paths = ControlPlanePathsFor(flags, o);
@@ -285,6 +315,7 @@ std::function<void(const formation::MemberInfo&)> ControlPlane(const settings::R
           "control plane written to " + paths.manifests.string() + " (issued: " + (issued.empty() ? "none" : issued) +
               "; static pods changed: " + (changed.empty() ? "none" : changed) + ")");
     };
+    StartCertRenewal(paths, o, record, true);
     std::error_code ec;
     const bool rendered_before = std::filesystem::exists(paths.manifests / "kube-apiserver.yaml", ec);
     if (kube::DecideApiserverStart(member.founder, rendered_before) == kube::ApiserverStart::kNow) return write();

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 
 #include "kube/certs.h"
@@ -75,11 +76,11 @@ TEST_CASE("kube: the control-plane files include both configurations, rewritten 
   for (const auto& f : *first) {
     if (f.path == kEncryptionConfigPath) CHECK(f.mode == std::filesystem::perms(0600));
   }
-  auto again = UpdateControlPlaneFiles(*cas, node, existing);
+  auto again = UpdateControlPlaneFiles(*cas, node, existing, std::time(nullptr));
   REQUIRE(again);
   CHECK(again->empty());
   existing[kEncryptionConfigPath] = EncryptionConfigYaml("");
-  auto fixed = UpdateControlPlaneFiles(*cas, node, existing);
+  auto fixed = UpdateControlPlaneFiles(*cas, node, existing, std::time(nullptr));
   REQUIRE(fixed);
   REQUIRE(fixed->size() == 1);
   CHECK(fixed->front().path == kEncryptionConfigPath);

@@ -145,39 +145,17 @@ Result<std::vector<Wanted>> Wants(const ControlPlaneNode& node) {
   return out;
 }
 
-// Names renders a request's SANs the way pki::CertNames reports them, sorted.
-std::vector<std::string> Names(const pki::CertRequest& r) {
-  std::vector<std::string> out;
-  for (const auto& d : r.dns_names) out.push_back("DNS:" + d);
-  for (const auto& ip : r.ips) out.push_back("IP:" + ip);
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-// StillGood is true when an existing certificate and key can stay: issued by ca and
-// valid now, the key its own, the same subject and exactly the wanted names.
-bool StillGood(const std::string& cert, const std::string& key, const std::string& ca, const pki::CertRequest& r) {
-  if (cert.empty() || key.empty() || !pki::VerifyIssued(ca, cert) || !pki::KeyMatches(cert, key)) return false;
-  auto subject = pki::CertSubject(cert);
-  auto names = pki::CertNames(cert);
-  if (!subject || !names || subject->common_name != r.common_name || subject->organizations != r.organizations) {
-    return false;
-  }
-  std::sort(names->begin(), names->end());
-  return *names == Names(r);
-}
-
 // KubeconfigStillGood checks an existing kubeconfig's server, CA and client certificate.
 bool KubeconfigStillGood(const std::string& text, const std::string& server, const std::string& ca,
-                         const pki::CertRequest& r) {
+                         const pki::CertRequest& r, std::int64_t now) {
   try {
     YAML::Node y = YAML::Load(text);
     const auto cluster = y["clusters"][0]["cluster"];
     const auto user = y["users"][0]["user"];
     if (!cluster || !user || cluster["server"].as<std::string>("") != server) return false;
     if (Base64Decode(cluster["certificate-authority-data"].as<std::string>("")).value_or("") != ca) return false;
-    return StillGood(Base64Decode(user["client-certificate-data"].as<std::string>("")).value_or(""),
-                     Base64Decode(user["client-key-data"].as<std::string>("")).value_or(""), ca, r);
+    return pki::CanKeep(Base64Decode(user["client-certificate-data"].as<std::string>("")).value_or(""),
+                        Base64Decode(user["client-key-data"].as<std::string>("")).value_or(""), ca, r, now);
   } catch (const YAML::Exception&) {
     return false;
   }
@@ -191,16 +169,19 @@ std::string Get(const std::map<std::string, std::string>& m, const std::string& 
 }  // namespace
 
 Result<std::vector<pki::PkiFile>> UpdateControlPlaneFiles(const pki::ClusterCAs& cas, const ControlPlaneNode& node,
-                                                          const std::map<std::string, std::string>& existing) {
+                                                          const std::map<std::string, std::string>& existing,
+                                                          std::int64_t now) {
   auto wants = Wants(node);
   if (!wants) return Fail(wants.error());
   const std::string server = ApiServerURL(node.ips.front());
   std::vector<pki::PkiFile> out;
-  for (const auto& w : *wants) {
+  for (auto& w : *wants) {
     const pki::CertKey& ca = w.front_proxy ? cas.front_proxy_ca : cas.kubernetes_ca;
+    w.request.validity_seconds = node.cert_validity_seconds;
     if (w.kubeconfig) {
-      if (KubeconfigStillGood(Get(existing, w.path), server, ca.cert_pem, w.request)) continue;
-    } else if (StillGood(Get(existing, w.path + ".crt"), Get(existing, w.path + ".key"), ca.cert_pem, w.request)) {
+      if (KubeconfigStillGood(Get(existing, w.path), server, ca.cert_pem, w.request, now)) continue;
+    } else if (pki::CanKeep(Get(existing, w.path + ".crt"), Get(existing, w.path + ".key"), ca.cert_pem, w.request,
+                            now)) {
       continue;
     }
     auto ck = pki::Issue(ca, w.request);
@@ -223,7 +204,7 @@ Result<std::vector<pki::PkiFile>> UpdateControlPlaneFiles(const pki::ClusterCAs&
 }
 
 Result<std::vector<pki::PkiFile>> ControlPlaneFiles(const pki::ClusterCAs& cas, const ControlPlaneNode& node) {
-  return UpdateControlPlaneFiles(cas, node, {});
+  return UpdateControlPlaneFiles(cas, node, {}, 0);
 }
 
 std::vector<std::string> ControlPlaneFilePaths() {

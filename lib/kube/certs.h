@@ -4,6 +4,7 @@
 // pki::WritePkiFiles. See docs/control-plane.md.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
@@ -21,6 +22,7 @@ struct ControlPlaneNode {
   std::string services_cidr;                // the Shoot's networking.services
   std::string cluster_name = "kubernetes";  // the kubeconfigs' cluster name
   std::string dns_domain = "cluster.local";
+  std::int64_t cert_validity_seconds = pki::kDefaultLeafValiditySeconds;  // each leaf's lifetime
 };
 
 // FirstServiceIP is the first usable address of an IPv4 service CIDR: the ClusterIP
@@ -65,13 +67,14 @@ Result<std::vector<pki::PkiFile>> ControlPlaneFiles(const pki::ClusterCAs& cas, 
 
 // UpdateControlPlaneFiles is ControlPlaneFiles for a node that may already hold some
 // of them: existing maps a path (as above) to the file's content. A certificate or
-// kubeconfig that is still good (issued by today's CA and valid now, its key its own,
-// the same subject and exactly the wanted names and server) is kept and not returned;
-// everything else is issued anew; the encryption configuration and audit policy are
-// returned only when their text differs. So a reboot re-keys nothing, and a changed
-// address re-issues the apiserver certificate and the kubeconfigs only.
+// kubeconfig that is still good at now (issued by today's CA and valid, its key its own,
+// the same subject and exactly the wanted names and server, and not yet two thirds into
+// its lifetime: pki::CanKeep) is kept and not returned; everything else is issued anew; the encryption configuration
+// and audit policy are returned only when their text differs. So a reboot re-keys nothing, and a changed address
+// re-issues the apiserver certificate and the kubeconfigs only.
 Result<std::vector<pki::PkiFile>> UpdateControlPlaneFiles(const pki::ClusterCAs& cas, const ControlPlaneNode& node,
-                                                          const std::map<std::string, std::string>& existing);
+                                                          const std::map<std::string, std::string>& existing,
+                                                          std::int64_t now);
 
 // ControlPlaneFilePaths lists every path ControlPlaneFiles can return.
 std::vector<std::string> ControlPlaneFilePaths();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <ctime>
 #include <map>
 
 #include "util/text.h"
@@ -175,13 +176,13 @@ TEST_CASE("kube: a reboot re-keys nothing; a new address re-issues only what nam
   for (const auto& f : *first) existing[f.path] = f.content;
   CHECK(existing.size() == ControlPlaneFilePaths().size());
 
-  auto again = UpdateControlPlaneFiles(*cas, node, existing);
+  auto again = UpdateControlPlaneFiles(*cas, node, existing, std::time(nullptr));
   REQUIRE(again);
   CHECK(again->empty());
 
   ControlPlaneNode moved = node;
   moved.ips = {"198.18.0.21"};
-  auto after_move = UpdateControlPlaneFiles(*cas, moved, existing);
+  auto after_move = UpdateControlPlaneFiles(*cas, moved, existing, std::time(nullptr));
   REQUIRE(after_move);
   std::vector<std::string> paths;
   for (const auto& f : *after_move) paths.push_back(f.path);
@@ -191,16 +192,53 @@ TEST_CASE("kube: a reboot re-keys nothing; a new address re-issues only what nam
 
   auto damaged = existing;
   damaged["pki/front-proxy-client.key"] = existing["pki/apiserver.key"];
-  auto repaired = UpdateControlPlaneFiles(*cas, node, damaged);
+  auto repaired = UpdateControlPlaneFiles(*cas, node, damaged, std::time(nullptr));
   REQUIRE(repaired);
   REQUIRE(repaired->size() == 2);
   CHECK(repaired->at(0).path == "pki/front-proxy-client.crt");
 
   auto other = pki::MakeClusterCAs();
   REQUIRE(other);
-  auto rekeyed = UpdateControlPlaneFiles(*other, node, existing);
+  auto rekeyed = UpdateControlPlaneFiles(*other, node, existing, std::time(nullptr));
   REQUIRE(rekeyed);
   // Everything but the audit policy, which names no key: the other cluster's encryption
   // key changes the encryption configuration too.
   CHECK(rekeyed->size() == ControlPlaneFilePaths().size() - 1);
+}
+
+TEST_CASE("kube: every certificate and kubeconfig is renewed two thirds into its lifetime, not before", "[kube]") {
+  auto cas = pki::MakeClusterCAs();
+  REQUIRE(cas);
+  ControlPlaneNode node{"node-1", {"198.18.0.11"}, "10.96.0.0/12", "sprout", "cluster.local"};
+  node.cert_validity_seconds = 3000;  // notBefore 300 s back (a tenth), notAfter 3000 s ahead
+  auto first = ControlPlaneFiles(*cas, node);
+  REQUIRE(first);
+  std::map<std::string, std::string> existing;
+  for (const auto& f : *first) existing[f.path] = f.content;
+  auto validity = pki::CertValidity(existing.at("pki/apiserver.crt"));
+  REQUIRE(validity);
+  CHECK(validity->not_after - validity->not_before == 3300);
+  const std::int64_t renew = pki::RenewalTime(*validity);
+  CHECK(renew == validity->not_before + 2200);
+
+  auto early = UpdateControlPlaneFiles(*cas, node, existing, renew - 1);
+  REQUIRE(early);
+  CHECK(early->empty());
+  auto due = UpdateControlPlaneFiles(*cas, node, existing, renew);
+  REQUIRE(due);
+  std::vector<std::string> paths;
+  for (const auto& f : *due) paths.push_back(f.path);
+  std::sort(paths.begin(), paths.end());
+  // Every leaf and kubeconfig; the encryption configuration and audit policy hold no
+  // certificate and stay.
+  CHECK(paths.size() == ControlPlaneFilePaths().size() - 2);
+  CHECK(std::find(paths.begin(), paths.end(), "kubelet.conf") != paths.end());
+  CHECK(std::find(paths.begin(), paths.end(), "pki/apiserver.crt") != paths.end());
+  for (const auto& f : *due) {
+    if (f.path != "pki/apiserver.crt") continue;
+    auto renewed = pki::CertValidity(f.content);
+    REQUIRE(renewed);
+    CHECK(f.content != existing.at("pki/apiserver.crt"));
+    CHECK(renewed->not_after - renewed->not_before == 3300);
+  }
 }

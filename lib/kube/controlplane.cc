@@ -1,5 +1,6 @@
 #include "kube/controlplane.h"
 
+#include <ctime>
 #include <map>
 
 #include "staticpod/podhost.h"
@@ -35,7 +36,7 @@ Result<std::vector<std::string>> WriteControlPlaneFiles(const ControlPlanePaths&
   for (const auto& rel : ControlPlaneFilePaths()) {
     if (auto text = ReadFile(Target(paths, rel))) existing[rel] = *text;
   }
-  auto files = UpdateControlPlaneFiles(*cas, node, existing);
+  auto files = UpdateControlPlaneFiles(*cas, node, existing, static_cast<std::int64_t>(std::time(nullptr)));
   if (!files) return Fail(files.error());
   std::vector<std::string> issued;
   for (const auto& f : *files) {

@@ -11,7 +11,9 @@
 #include <openssl/x509v3.h>
 
 #include <algorithm>
+#include <ctime>
 #include <memory>
+#include <optional>
 
 #include "util/fs.h"
 #include "util/text.h"
@@ -87,7 +89,7 @@ bool AddExt(X509* cert, X509* issuer, int nid, const std::string& value) {
 }
 
 // NewCert fills version, a random 127-bit serial, validity and subject of a new cert.
-Cert NewCert(const std::string& cn, const std::vector<std::string>& orgs, int days, EVP_PKEY* key) {
+Cert NewCert(const std::string& cn, const std::vector<std::string>& orgs, std::int64_t seconds, EVP_PKEY* key) {
   Cert cert(X509_new());
   if (!cert) return nullptr;
   unsigned char serial[16];
@@ -100,8 +102,9 @@ Cert NewCert(const std::string& cn, const std::vector<std::string>& orgs, int da
     X509_NAME_add_entry_by_txt(name, "O", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(o.c_str()), -1, -1, 0);
   }
   X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(cn.c_str()), -1, -1, 0);
-  if (X509_set_version(cert.get(), 2) != 1 || X509_gmtime_adj(X509_getm_notBefore(cert.get()), -300) == nullptr ||
-      X509_gmtime_adj(X509_getm_notAfter(cert.get()), static_cast<long>(days) * 86400) == nullptr ||
+  const long backdate = static_cast<long>(std::min<std::int64_t>(300, seconds / 10));
+  if (X509_set_version(cert.get(), 2) != 1 || X509_gmtime_adj(X509_getm_notBefore(cert.get()), -backdate) == nullptr ||
+      X509_gmtime_adj(X509_getm_notAfter(cert.get()), static_cast<long>(seconds)) == nullptr ||
       X509_set_pubkey(cert.get(), key) != 1) {
     return nullptr;
   }
@@ -119,7 +122,7 @@ std::string Join(const std::vector<std::string>& v, const std::string& prefix) {
 Result<CertKey> MakeCA(const std::string& common_name, int days) {
   PKey key = NewKey();
   if (!key) return Fail(OpenSslError("cannot make a P-256 key"));
-  Cert cert = NewCert(common_name, {}, days, key.get());
+  Cert cert = NewCert(common_name, {}, static_cast<std::int64_t>(days) * 86400, key.get());
   if (!cert || X509_set_issuer_name(cert.get(), X509_get_subject_name(cert.get())) != 1 ||
       !AddExt(cert.get(), cert.get(), NID_basic_constraints, "critical,CA:TRUE") ||
       !AddExt(cert.get(), cert.get(), NID_key_usage, "critical,digitalSignature,keyEncipherment,keyCertSign") ||
@@ -193,7 +196,7 @@ Result<CertKey> Issue(const CertKey& ca, const CertRequest& r) {
   }
   PKey key = NewKey();
   if (!key) return Fail(OpenSslError("cannot make a P-256 key"));
-  Cert cert = NewCert(r.common_name, r.organizations, r.days, key.get());
+  Cert cert = NewCert(r.common_name, r.organizations, r.validity_seconds, key.get());
   std::string eku;
   if (r.server) eku = "serverAuth";
   if (r.client) eku += std::string(eku.empty() ? "" : ",") + "clientAuth";
@@ -217,6 +220,7 @@ Result<CertKey> Issue(const CertKey& ca, const CertRequest& r) {
 
 std::vector<std::pair<std::string, CertRequest>> EtcdNodeRequests(const NodeIdentity& node) {
   CertRequest serving;
+  serving.validity_seconds = node.validity_seconds;
   serving.common_name = node.name;
   serving.dns_names = {node.name, "localhost"};
   serving.ips = node.ips;
@@ -228,9 +232,11 @@ std::vector<std::pair<std::string, CertRequest>> EtcdNodeRequests(const NodeIden
   CertRequest health;
   health.common_name = "kube-etcd-healthcheck-client";
   health.client = true;
+  health.validity_seconds = node.validity_seconds;
   CertRequest apiserver;
   apiserver.common_name = "kube-apiserver-etcd-client";
   apiserver.client = true;
+  apiserver.validity_seconds = node.validity_seconds;
   return {{"etcd/server", serving},
           {"etcd/peer", serving},
           {"etcd/healthcheck-client", health},
@@ -261,8 +267,18 @@ std::vector<PkiFile> CAFiles(const ClusterCAs& cas) {
 }
 
 Result<std::vector<PkiFile>> NodeFiles(const ClusterCAs& cas, const NodeIdentity& node) {
+  return UpdateNodeFiles(cas, node, {}, 0);
+}
+
+Result<std::vector<PkiFile>> UpdateNodeFiles(const ClusterCAs& cas, const NodeIdentity& node,
+                                             const std::map<std::string, std::string>& existing, std::int64_t now) {
+  auto get = [&](const std::string& k) {
+    auto it = existing.find(k);
+    return it == existing.end() ? std::string() : it->second;
+  };
   std::vector<PkiFile> out;
   for (const auto& [path, request] : EtcdNodeRequests(node)) {
+    if (CanKeep(get(path + ".crt"), get(path + ".key"), cas.etcd_ca.cert_pem, request, now)) continue;
     auto ck = Issue(cas.etcd_ca, request);
     if (!ck) return Fail(ck.error());
     AddPair(out, path, *ck);
@@ -393,6 +409,53 @@ bool KeyMatches(const std::string& cert_pem, const std::string& key_pem) {
   PKey key = ReadKey(key_pem);
   ERR_clear_error();
   return cert && key && X509_check_private_key(cert.get(), key.get()) == 1;
+}
+
+namespace {
+
+// Seconds renders an ASN1 time as seconds since the epoch; nullopt when it does not parse.
+std::optional<std::int64_t> Seconds(const ASN1_TIME* t) {
+  std::tm tm{};
+  if (t == nullptr || ASN1_TIME_to_tm(t, &tm) != 1) return std::nullopt;
+  return static_cast<std::int64_t>(timegm(&tm));
+}
+
+}  // namespace
+
+Result<Validity> CertValidity(const std::string& cert_pem) {
+  Cert cert = ReadCert(cert_pem);
+  if (!cert) return Fail(OpenSslError("the certificate does not parse"));
+  auto from = Seconds(X509_get0_notBefore(cert.get()));
+  auto until = Seconds(X509_get0_notAfter(cert.get()));
+  if (!from || !until) return Fail("the certificate's validity does not parse");
+  return Validity{*from, *until};
+}
+
+std::int64_t RenewalTime(const Validity& v) { return v.not_before + (v.not_after - v.not_before) / 3 * 2; }
+
+bool CanKeep(const std::string& cert_pem, const std::string& key_pem, const std::string& ca_cert_pem,
+             const CertRequest& request, std::int64_t now) {
+  if (cert_pem.empty() || key_pem.empty() || !VerifyIssued(ca_cert_pem, cert_pem) || !KeyMatches(cert_pem, key_pem)) {
+    return false;
+  }
+  auto validity = CertValidity(cert_pem);
+  if (!validity || now >= RenewalTime(*validity)) return false;
+  // A lifetime longer than the request's (with its backdating, and a second of slack) is
+  // renewed too, so a shorter certificates.validity takes effect at the next check.
+  const std::int64_t backdate = std::min<std::int64_t>(300, request.validity_seconds / 10);
+  if (validity->not_after - validity->not_before > request.validity_seconds + backdate + 1) return false;
+  auto subject = CertSubject(cert_pem);
+  auto names = CertNames(cert_pem);
+  if (!subject || !names || subject->common_name != request.common_name ||
+      subject->organizations != request.organizations) {
+    return false;
+  }
+  std::vector<std::string> want;
+  for (const auto& d : request.dns_names) want.push_back("DNS:" + d);
+  for (const auto& ip : request.ips) want.push_back("IP:" + ip);
+  std::sort(want.begin(), want.end());
+  std::sort(names->begin(), names->end());
+  return *names == want;
 }
 
 }  // namespace sprout::pki

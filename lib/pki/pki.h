@@ -4,7 +4,9 @@
 // WritePkiFiles is the one function that touches the disk. See docs/formation.md.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -47,6 +49,10 @@ Result<std::string> MakeEncryptionKey();
 // ValidEncryptionKey is true when key is base64 of exactly 32 bytes.
 bool ValidEncryptionKey(const std::string& key);
 
+// kDefaultLeafValiditySeconds is a leaf certificate's lifetime unless the profile's
+// certificates.validity says otherwise: one year, as kubeadm's.
+inline constexpr std::int64_t kDefaultLeafValiditySeconds = 365LL * 86400;
+
 // CertRequest is one leaf certificate to issue.
 struct CertRequest {
   std::string common_name;                 // subject CN
@@ -55,7 +61,9 @@ struct CertRequest {
   std::vector<std::string> ips;            // IP SANs (IPv4 or IPv6 text)
   bool server = false;                     // extendedKeyUsage serverAuth
   bool client = false;                     // extendedKeyUsage clientAuth
-  int days = 365;                          // validity
+  // Lifetime from now. notBefore is set a tenth of it (at most 5 minutes) in the past,
+  // for clocks a little behind the issuer's.
+  std::int64_t validity_seconds = kDefaultLeafValiditySeconds;
 };
 
 // PkiFile is one file of the layout: path relative to the PKI dir, content, mode.
@@ -79,6 +87,7 @@ Result<CertKey> Issue(const CertKey& ca, const CertRequest& request);
 struct NodeIdentity {
   std::string name;              // node name (DNS SAN and CN)
   std::vector<std::string> ips;  // node addresses (IP SANs)
+  std::int64_t validity_seconds = kDefaultLeafValiditySeconds;
 };
 
 // EtcdNodeRequests are the four etcd-related leaf certificates of a node in kubeadm's
@@ -93,6 +102,11 @@ std::vector<std::pair<std::string, CertRequest>> EtcdNodeRequests(const NodeIden
 std::vector<PkiFile> CAFiles(const ClusterCAs& cas);
 // NodeFiles issues the node's etcd certificates and returns their files.
 Result<std::vector<PkiFile>> NodeFiles(const ClusterCAs& cas, const NodeIdentity& node);
+// UpdateNodeFiles is NodeFiles for a node that already holds some of them: existing maps
+// a path ("etcd/server.crt") to its content. A pair that CanKeep at now is kept and not
+// returned; the others are issued anew.
+Result<std::vector<PkiFile>> UpdateNodeFiles(const ClusterCAs& cas, const NodeIdentity& node,
+                                             const std::map<std::string, std::string>& existing, std::int64_t now);
 // LoadCAs reads the CA part of the layout back from dir. encryption.key may be missing
 // (a cluster founded before it existed); one that is there must be valid.
 Result<ClusterCAs> LoadCAs(const std::filesystem::path& dir);
@@ -112,5 +126,20 @@ struct Subject {
 Result<Subject> CertSubject(const std::string& cert_pem);
 // KeyMatches is true when key_pem is the private key of cert_pem.
 bool KeyMatches(const std::string& cert_pem, const std::string& key_pem);
+
+// Validity is a certificate's notBefore and notAfter, in seconds since the epoch (UTC).
+struct Validity {
+  std::int64_t not_before = 0;
+  std::int64_t not_after = 0;
+};
+// CertValidity reads cert_pem's validity.
+Result<Validity> CertValidity(const std::string& cert_pem);
+// RenewalTime is when a certificate is renewed: two thirds into its lifetime.
+std::int64_t RenewalTime(const Validity& v);
+// CanKeep is true when an existing certificate and key may stay at now: issued by
+// ca_cert_pem and valid, the key its own, request's subject and exactly its names, no
+// longer-lived than request asks, and not yet at its RenewalTime.
+bool CanKeep(const std::string& cert_pem, const std::string& key_pem, const std::string& ca_cert_pem,
+             const CertRequest& request, std::int64_t now);
 
 }  // namespace sprout::pki

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <ctime>
 #include <map>
 
 #include "util/fs.h"
@@ -114,4 +115,51 @@ TEST_CASE("pki: the founder's encryption key is 32 random bytes, written first a
   CHECK(bad.error().find("encryption.key is not base64 of 32 bytes") != std::string::npos);
   CHECK_FALSE(ValidEncryptionKey(""));
   CHECK_FALSE(ValidEncryptionKey("not base64!"));
+}
+
+TEST_CASE("pki: a node's etcd certificates are kept until two thirds of their lifetime, then issued anew") {
+  auto cas = MakeClusterCAs();
+  REQUIRE(cas);
+  NodeIdentity node{"node-1", {"198.18.0.11"}, 600};
+  auto first = NodeFiles(*cas, node);
+  REQUIRE(first);
+  std::map<std::string, std::string> existing;
+  for (const auto& f : *first) existing[f.path] = f.content;
+  REQUIRE(existing.size() == 8);
+  auto validity = CertValidity(existing.at("etcd/server.crt"));
+  REQUIRE(validity);
+  CHECK(validity->not_after - validity->not_before == 660);  // a tenth back, the lifetime ahead
+  auto kept = UpdateNodeFiles(*cas, node, existing, RenewalTime(*validity) - 1);
+  REQUIRE(kept);
+  CHECK(kept->empty());
+  auto renewed = UpdateNodeFiles(*cas, node, existing, RenewalTime(*validity));
+  REQUIRE(renewed);
+  CHECK(renewed->size() == 8);
+  // Another address is another certificate, whatever the time.
+  NodeIdentity moved = node;
+  moved.ips = {"198.18.0.21"};
+  auto after_move = UpdateNodeFiles(*cas, moved, existing, RenewalTime(*validity) - 1);
+  REQUIRE(after_move);
+  CHECK(after_move->size() == 4);  // server and peer name the address; the two clients do not
+  CHECK_FALSE(CanKeep(existing.at("etcd/server.crt"), existing.at("etcd/peer.key"), cas->etcd_ca.cert_pem,
+                      EtcdNodeRequests(node)[0].second, 0));
+}
+
+TEST_CASE("pki: a certificate that lives longer than the request asks is renewed at once") {
+  auto cas = MakeClusterCAs();
+  REQUIRE(cas);
+  NodeIdentity year{"node-1", {"198.18.0.11"}};
+  auto first = NodeFiles(*cas, year);
+  REQUIRE(first);
+  std::map<std::string, std::string> existing;
+  for (const auto& f : *first) existing[f.path] = f.content;
+  const auto now = static_cast<std::int64_t>(std::time(nullptr));
+  auto same = UpdateNodeFiles(*cas, year, existing, now);
+  REQUIRE(same);
+  CHECK(same->empty());
+  NodeIdentity short_lived = year;
+  short_lived.validity_seconds = 600;
+  auto shorter = UpdateNodeFiles(*cas, short_lived, existing, now);
+  REQUIRE(shorter);
+  CHECK(shorter->size() == 8);
 }

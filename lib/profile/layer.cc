@@ -42,9 +42,10 @@ Layer LayerParser::Parse(const YAML::Node& root) {
     return layer;
   }
   CheckKeys(root, "the profile",
-            {"extends", "name",       "description",       "base",    "role",         "arch",     "formats",
-             "kernel",  "disk",       "overlays",          "files",   "reproducible", "hostname", "images",
-             "shoot",   "staticPods", "withoutStaticPods", "podHost", "kubelet",      "backup",   "update"});
+            {"extends",     "name",       "description",       "base",    "role",         "arch",     "formats",
+             "kernel",      "disk",       "overlays",          "files",   "reproducible", "hostname", "images",
+             "shoot",       "staticPods", "withoutStaticPods", "podHost", "kubelet",      "backup",   "update",
+             "certificates"});
   ParseCluster(root, layer);
   if (auto n = root["extends"]) {
     if (auto s = String(n, "extends")) {

@@ -46,6 +46,7 @@ struct Layer {
   std::optional<PodHost> pod_host;
   std::optional<KubeletSettings> kubelet;
   std::optional<BackupProfile> backup;
+  std::optional<std::int64_t> cert_validity;  // certificates.validity, seconds
 };
 
 // KindName names a YAML node's kind for messages ("a mapping", "a list", ...).
@@ -119,6 +120,7 @@ class LayerParser {
   void ParseKubelet(const YAML::Node& n, Layer& layer);
   // section_backup.cc: `backup: {dir, interval, keep}`.
   void ParseBackup(const YAML::Node& n, Layer& layer);
+  void ParseCertificates(const YAML::Node& n, Layer& layer);
   // ParseDuration reads seconds ("3600") or a number with one unit: s, m, h, d.
   static std::optional<std::int64_t> ParseDuration(const std::string& s);
 

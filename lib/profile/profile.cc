@@ -204,6 +204,7 @@ std::optional<Profile> LoadProfile(const fs::path& path, Diagnostics& diags) {
     if (l.pod_host) p.pod_host = *l.pod_host;
     if (l.kubelet) p.kubelet = *l.kubelet;
     if (l.backup) p.backup = *l.backup;
+    if (l.cert_validity) p.cert_validity_seconds = *l.cert_validity;
   }
   if (!p.shoot_file.empty()) {
     p.shoot = LoadShoot(p.shoot_file, diags);
@@ -306,6 +307,7 @@ std::string ProfileToJson(const Profile& p) {
   }
   j["podHost"] = p.pod_host == PodHost::kKubelet ? "kubelet" : "podman";
   if (p.backup.present) j["backup"] = {{"dir", p.backup.dir}, {"interval", p.backup.interval}, {"keep", p.backup.keep}};
+  if (p.cert_validity_seconds != 0) j["certificates"]["validitySeconds"] = p.cert_validity_seconds;
   if (p.kubelet.present) {
     if (!p.kubelet.recipe.empty()) {
       j["kubelet"]["recipe"] = rel(p.kubelet.recipe);

@@ -135,6 +135,9 @@ struct Profile {
   KubeletSettings kubelet;
   std::vector<ProfileImage> images;  // container images to preload, in order
   BackupProfile backup;              // a child's `backup:` block replaces its parent's
+  // certificates.validity: the lifetime of the leaf certificates the nodes issue
+  // themselves (renewed two thirds into it); 0: one year (pki::kDefaultLeafValiditySeconds).
+  std::int64_t cert_validity_seconds = 0;
   // update.serial: this build's serial, which an updating node compares with the running
   // build's (docs/updates.md); nullopt: the build's epoch (SOURCE_DATE_EPOCH, else
   // source_date_epoch). `sprout build --serial N` sets it.

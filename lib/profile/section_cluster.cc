@@ -38,7 +38,27 @@ void LayerParser::ParseCluster(const YAML::Node& root, Layer& layer) {
                        "podman runs the static pods with podman-kube@.service; kubelet needs 'kubelet:' too");
   }
   if (auto n = root["backup"]) ParseBackup(n, layer);
+  if (auto n = root["certificates"]) ParseCertificates(n, layer);
   if (auto n = root["kubelet"]) ParseKubelet(n, layer);
+}
+
+// `certificates:` the lifetime of the leaf certificates and kubeconfigs a node issues
+// itself from the cluster CAs; each is renewed two thirds into it (docs/control-plane.md).
+void LayerParser::ParseCertificates(const YAML::Node& n, Layer& layer) {
+  if (!ExpectMap(n, "certificates")) return;
+  CheckKeys(n, "'certificates'", {"validity"});
+  if (auto v = n["validity"]) {
+    auto s = String(v, "certificates.validity");
+    auto seconds = s ? ParseDuration(*s) : std::nullopt;
+    // From a minute (renewal checks run at most every 5 s) to the CAs' ten years.
+    constexpr std::int64_t kMin = 60, kMax = 3650LL * 86400;
+    if (s && (!seconds || *seconds < kMin || *seconds > kMax)) {
+      diags_.Error(At(v), "'certificates.validity' must be a duration from 1m to 3650d; got '" + *s + "'",
+                   "write seconds or a number with s, m, h or d, such as 365d (the default) or 90d");
+    } else if (seconds) {
+      layer.cert_validity = *seconds;
+    }
+  }
 }
 
 }  // namespace sprout

@@ -29,6 +29,10 @@ Result<ClusterRecord> ParseClusterRecord(const std::string& json) {
       r.backup_interval = j["backup"].value("interval", 0L);
       r.backup_keep = j["backup"].value("keep", 0);
     }
+    if (j.contains("certificates") && j["certificates"].is_object()) {
+      r.cert_validity_seconds = j["certificates"].value("validitySeconds", std::int64_t{0});
+      if (r.cert_validity_seconds < 0) return Fail("cluster.json: certificates.validitySeconds is negative");
+    }
     if (j.contains("images")) {
       for (const auto& [component, image] : j["images"].items()) r.images[component] = image.get<std::string>();
     }

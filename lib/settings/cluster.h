@@ -24,6 +24,8 @@ struct ClusterRecord {
   std::string backup_dir;                     // the profile's backup.dir ("" none)
   long backup_interval = 0;                   // backup.interval in seconds (0 none)
   int backup_keep = 0;                        // backup.keep (0: the default)
+  // certificates.validity in seconds: the nodes' own leaf certificates (0: one year).
+  std::int64_t cert_validity_seconds = 0;
 };
 
 // ParseClusterRecord reads the JSON text of cluster.json.
