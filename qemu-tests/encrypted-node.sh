@@ -6,6 +6,9 @@
 # neither value may be on it. The control: on the running node, the ConfigMap's value
 # is in etcd's files in plain text (etcd stores ConfigMaps unencrypted), so the grep of
 # the disk can find a value when it is there. Then the node boots again and unlocks.
+# IMAGE is the default profile's (it asks for encrypted state, issue 54 item 4) or a build
+# of qemu-tests/encrypted.yaml. The disk is also searched for the CA and service-account
+# keys and the cluster secret.
 # Usage: qemu-tests/encrypted-node.sh IMAGE   (needs root; KEEP_LOGS=1 keeps logs)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -48,12 +51,20 @@ check "the API reads the Secret back" "$(cluster_kubectl get secret enc-check -o
 # Secret's is encrypted by the apiserver, aescbc, with a key that also lives in /var).
 check "(control) on the node, etcd's files hold the ConfigMap's value in plain text" \
   "$(node_ssh 1 "sync; grep -rlaF '$plain' /var/lib/sprout/etcd | head -n 1")" '^/var/lib/sprout/etcd/'
+# The keys a thief wants (issue 54 item 4): a line of the Kubernetes CA's private key, of
+# etcd's CA key and of the service-account key, as the node holds them on /var, and the
+# cluster secret as the config area held it before the first boot moved it into /var.
+keys=$(node_ssh 1 'for f in /etc/kubernetes/pki/ca.key /etc/kubernetes/pki/etcd/ca.key /etc/kubernetes/pki/sa.key; do sed -n 2p "$f"; done')
+check "(control) the node holds three private keys" "$(wc -l <<<"$keys")" '^3$'
+cluster_secret=$(base64 -w0 < "$CLUSTER_DIR/cluster.secret")
 node_ssh 1 sync
 sleep 5
 vm_kill 1
 disk=$CLUSTER_DIR/node-1.qcow2
 check "the powered-off disk, read on the host: neither the Secret's nor the ConfigMap's value" \
   "$(grep -c -aF "$secret" "$disk"):$(grep -c -aF "$plain" "$disk")" '^0:0$'
+check "the powered-off disk, read on the host: no line of the CA and service-account keys, nor the cluster secret" \
+  "$(while read -r k; do grep -c -aF "$k" "$disk"; done <<<"$keys" | tr '\n' ':')$(grep -c -aF "$cluster_secret" "$disk")" '^0:0:0:0$'
 
 t1=$SECONDS
 vm_start 1

@@ -73,6 +73,14 @@ check "every pod runs its image by digest" \
      grep -cv '^localhost/sprout/[a-z-]*@sha256:[0-9a-f]\{64\}$')" '^0$'
 # The node agent reports every 15 s, and a busy apiserver's /readyz flickers; give the
 # report a minute to agree with what kubectl saw.
+# The default image asks for encrypted state (disk.stateEncryption: tpm2) and runs plain
+# on a machine without a TPM, as this VM is: loudly (issue 54 item 4).
+if grep -aq 'sprout.state.without-tpm=plain' "$CLUSTER_DIR/node-1.serial"; then
+  check "no TPM: the state stays plain, with a warning on the console" \
+    "$(grep -ac 'WARNING: no TPM 2.0 on this machine: the state partition /dev/vda7 stays NOT encrypted' "$CLUSTER_DIR/node-1.serial")" '^[1-9]'
+  check "no TPM: sprout-firstboot status says the disk is readable" "$(node_ssh 1 sprout-firstboot status | grep '^state: ')" \
+    '^state: NOT encrypted: the image asks for sprout.state.encryption=tpm2, and /var is on /dev/vda7'
+fi
 k8s_status() { node_ssh 1 sprout-firstboot status | sed -n '/^kubernetes:/,$p' | tr '\n' ' '; }
 status_ready() { k8s_status | grep -E 'apiserver: ready \(/readyz ok\).*node: registered, Ready, pod subnet 10\.244\.' >/dev/null; }
 wait_until 120 "sprout-firstboot status to report the node ready" status_ready
