@@ -17,6 +17,7 @@
 #include "kube/bootstrap.h"
 #include "kube/certs.h"
 #include "kube/coredns.h"
+#include "kube/csr_approval.h"
 #include "kube/node_list.h"
 #include "staticpod/kubelet.h"
 #include "util/fs.h"
@@ -92,7 +93,17 @@ class Agent {
       if (patched->status != 200) return "labelling the node answered HTTP " + std::to_string(patched->status);
       log_(LOG_INFO, "node " + o_.node_name + " labelled node-role.kubernetes.io/control-plane");
     }
-    if (admin) SpreadCoreDns(*config, *nodes);
+    if (admin) {
+      SpreadCoreDns(*config, *nodes);
+      // A request the approver cannot decide now holds up nothing else of the node.
+      if (auto s = ApproveCsrs(*config, *nodes); !s.empty()) {
+        report["certificateRequests"] = s;
+        if (s != csr_problem_) log_(LOG_WARNING, "certificate requests: " + s);
+        csr_problem_ = s;
+      } else {
+        csr_problem_.clear();
+      }
+    }
     if (self->pod_cidr.empty()) return "node " + o_.node_name + " has no pod subnet yet";
     if (auto s = WriteCni(self->pod_cidr); !s.empty()) return s;
     if (auto s = StartKubeProxy(); !s.empty()) return s;
@@ -112,6 +123,8 @@ class Agent {
   bool bootstrap_done_ = false;                          // bindings made, the base token's Secret gone
   bool coredns_done_ = false;                            // the CoreDNS objects exist
   std::string dns_problem_;                              // the last CoreDNS problem logged
+  std::string csr_problem_;                              // the last certificate-request problem logged
+  std::set<std::string> csr_decided_;                    // requests this agent approved or denied (logged once)
   std::chrono::steady_clock::time_point last_spread_{};  // the last CoreDNS pod moved
   std::chrono::steady_clock::time_point last_spread_check_{};  // the last list of the CoreDNS pods
   std::int64_t secrets_window_ = 0;                            // the window whose worker-token Secrets exist
@@ -301,10 +314,140 @@ class Agent {
         return "deleting the base token's Secret " + *path + " answered HTTP " + std::to_string(r->status);
       }
       if (r->status != 404) log_(LOG_INFO, "deleted the base token's Secret (it had no expiry): " + *path);
+      for (const auto& revoked : kube::RevokedBindingPaths()) {
+        auto d = kube::ApiRequest(admin, "DELETE", revoked);
+        if (!d) return d.error();
+        if (d->status != 200 && d->status != 202 && d->status != 404) {
+          return "deleting " + revoked + " answered HTTP " + std::to_string(d->status);
+        }
+        if (d->status != 404) {
+          log_(LOG_INFO, "deleted " + revoked +
+                             ": the controller-manager approved any node name for a bootstrap "
+                             "token; sprout's approver decides now");
+        }
+      }
     }
     bootstrap_done_ = true;
     secrets_window_ = window;
     return "";
+  }
+
+  // ApproveCsrs decides the kubelets' certificate signing requests (kube/csr_approval.h):
+  // a bootstrap token's node client request only for a new name or the key the name was
+  // first approved for, a serving request only from the node itself for its own name and
+  // addresses. A new name goes into kube-system/sprout-node-identities before its
+  // approval, with the record's resourceVersion, so two control-plane nodes deciding at
+  // once cannot give one name to two keys (the loser gets 409 and decides again next
+  // round). Until formation's record was read (the control-plane names) nothing is
+  // decided. Each decision is logged once.
+  std::string ApproveCsrs(const kube::Kubeconfig& admin, const std::vector<kube::NodeView>& nodes) {
+    if (auto s = ReadFormationRecord(); !s.empty() || !known_read_) return "";  // the routes' step reports it
+    auto listed = kube::ApiRequest(admin, "GET", "/apis/certificates.k8s.io/v1/certificatesigningrequests");
+    if (!listed) return listed.error();
+    if (listed->status != 200) {
+      return "listing the certificate signing requests answered HTTP " + std::to_string(listed->status);
+    }
+    auto csrs = kube::ParseCsrList(listed->body);
+    if (!csrs) return csrs.error();
+    kube::ApprovalFacts facts;
+    facts.now =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    for (const auto& n : nodes) facts.nodes.insert(n.name);
+    for (const auto& [name, address] : known_) facts.control_plane.insert(name);
+    facts.known = known_;
+    facts.node_network = o_.networks.nodes;
+    bool record_read = false;
+    std::vector<std::string> problems;
+    for (const auto& csr : *csrs) {
+      if (csr.decided || (csr.signer != kube::kClientKubeletSigner && csr.signer != kube::kKubeletServingSigner)) {
+        continue;
+      }
+      if (!record_read) {
+        auto got = kube::ApiRequest(admin, "GET", kube::kIdentityRecordPath);
+        if (!got) return got.error();
+        if (got->status == 200) {
+          auto record = kube::ParseIdentityRecord(got->body);
+          if (!record) return record.error();
+          facts.record = std::move(*record);
+        } else if (got->status != 404) {
+          return "reading kube-system/sprout-node-identities answered HTTP " + std::to_string(got->status);
+        }
+        // This node founded the cluster again from a backup (run.cc wrote restored-at):
+        // the record says so, once, before any decision (kube::IdentityRecord).
+        if (auto at = ReadFile(o_.state_dir / "restored-at")) {
+          const std::string t(Trim(*at));
+          const std::int64_t restored =
+              !t.empty() && t.size() < 13 &&
+                      std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; })
+                  ? std::stoll(t)
+                  : 0;
+          if (restored > facts.record.restored_at) {
+            kube::IdentityRecord next = facts.record;
+            next.restored_at = restored;
+            const bool create = !facts.record.exists;
+            auto w = kube::ApiRequest(admin, create ? "POST" : "PUT",
+                                      create ? "/api/v1/namespaces/kube-system/configmaps" : kube::kIdentityRecordPath,
+                                      kube::IdentityRecordBody(next));
+            if (!w) return w.error();
+            if (w->status == 409) return "";  // changed meanwhile: next round
+            if (w->status != 200 && w->status != 201) {
+              return "writing kube-system/sprout-node-identities answered HTTP " + std::to_string(w->status);
+            }
+            auto written = kube::ParseIdentityRecord(w->body);
+            if (!written) return written.error();
+            facts.record = std::move(*written);
+            log_(LOG_INFO, "node names: the cluster was restored from a backup at " + t +
+                               "; a worker name not heard from since may be bound to a new key, once");
+          }
+        }
+        auto leases = kube::ApiRequest(admin, "GET", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases");
+        if (!leases) return leases.error();
+        if (leases->status != 200) {
+          return "listing kube-node-lease answered HTTP " + std::to_string(leases->status);
+        }
+        auto renewed = kube::ParseLeaseRenewals(leases->body);
+        if (!renewed) return renewed.error();
+        facts.lease_renewed = std::move(*renewed);
+        record_read = true;
+      }
+      const auto decision = kube::DecideCsr(csr, facts);
+      if (decision.kind == kube::CsrDecision::kLeave) continue;
+      if (decision.record) {
+        kube::IdentityRecord next = facts.record;
+        next.key_of[decision.record->first] = decision.record->second;
+        next.bound_at[decision.record->first] = facts.now;
+        const bool create = !facts.record.exists;
+        auto w = kube::ApiRequest(admin, create ? "POST" : "PUT",
+                                  create ? "/api/v1/namespaces/kube-system/configmaps" : kube::kIdentityRecordPath,
+                                  kube::IdentityRecordBody(next));
+        if (!w) return w.error();
+        if (w->status == 409) return "";  // another control-plane node changed the record: decide again next round
+        if (w->status != 200 && w->status != 201) {
+          return "writing kube-system/sprout-node-identities answered HTTP " + std::to_string(w->status);
+        }
+        auto written = kube::ParseIdentityRecord(w->body);
+        if (!written) return written.error();
+        facts.record = std::move(*written);
+      }
+      const bool approve = decision.kind == kube::CsrDecision::kApprove;
+      auto body = kube::ApprovalBody(csr.json, approve, decision.reason);
+      if (!body) return body.error();
+      auto put = kube::ApiRequest(
+          admin, "PUT", "/apis/certificates.k8s.io/v1/certificatesigningrequests/" + csr.name + "/approval", *body);
+      if (!put) return put.error();
+      if (put->status == 409) continue;  // decided meanwhile (another control-plane node)
+      if (put->status != 200) {
+        problems.push_back((approve ? "approving " : "denying ") + csr.name + " answered HTTP " +
+                           std::to_string(put->status));
+        continue;
+      }
+      if (csr_decided_.insert(csr.name).second) {
+        log_(approve ? LOG_INFO : LOG_WARNING, std::string("certificate request ") + csr.name + " from " +
+                                                   csr.username + (approve ? " approved: " : " DENIED: ") +
+                                                   decision.reason);
+      }
+    }
+    return Join(problems, "; ");
   }
 
   // CreateCoreDns creates the CoreDNS objects once (docs/dns.md); one that exists already

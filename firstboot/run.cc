@@ -433,6 +433,14 @@ int Run(const settings::RunFlags& flags, const BackupFlags& backup_flags) {
     }
     Log(LOG_INFO, "restore",
         "restore-from " + backup.restore_from + ": the bundle opened and checked out; a founding member forms from it");
+    // For the certificate approver (kube/csr_approval.h): worker names bound before now,
+    // whose nodes are not heard from again, may be bound to new keys once.
+    const auto now =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    if (auto w = WriteFileAtomic(settings.formation.state_dir / "restored-at", std::to_string(now) + "\n"); !w) {
+      Log(LOG_WARNING, "restore",
+          "cannot write " + (settings.formation.state_dir / "restored-at").string() + ": " + w.error());
+    }
     settings.formation.restore = std::move(*plan);
   }
   // 8. On a control-plane node with a backup folder: scheduled backups, taken by the etcd

@@ -154,6 +154,105 @@ check "the worker's kubelet client certificate was issued by the cluster (an app
 kube get nodes -o wide | sed 's/^/     /'
 kube get pods -n kube-system -o wide | sed 's/^/     /'
 
+# A node's name is its own (docs/formation.md; issue 54 item 1): with the worker's own
+# bootstrap token (what any holder of the worker secret gets from a join endpoint),
+# certificate requests for a control-plane node's name and for the worker's name from
+# another key are denied by sprout's approver, a request for a name no node holds is
+# approved and recorded; every kubelet serves with a certificate of the cluster CA, which
+# the apiservers verify (--kubelet-certificate-authority).
+echo "== 1b. a worker-secret holder gets no certificate for an existing node's name"
+node_ssh 4 cat /etc/kubernetes/bootstrap-kubelet.conf > "$CLUSTER_DIR/rogue-bootstrap.conf"
+rogue_kubectl() {
+  ip netns exec "$CLUSTER_NS" "$CLUSTER_KUBECTL" --kubeconfig "$CLUSTER_DIR/rogue-bootstrap.conf" --request-timeout=20s \
+    --cache-dir "$CLUSTER_DIR/kubectl-cache-rogue" "$@"
+}
+rogue_csr() {  # rogue_csr OBJECT-NAME NODE-NAME: a node client request made with the worker's token
+  openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$CLUSTER_DIR/$1.key" \
+    -subj "/O=system:nodes/CN=system:node:$2" 2>/dev/null |
+    python3 -c 'import base64,json,sys; print(json.dumps({"apiVersion":"certificates.k8s.io/v1","kind":"CertificateSigningRequest","metadata":{"name":sys.argv[1]},"spec":{"signerName":"kubernetes.io/kube-apiserver-client-kubelet","usages":["digital signature","key encipherment","client auth"],"request":base64.b64encode(sys.stdin.buffer.read()).decode()}}))' "$1" |
+    rogue_kubectl create -f - 2>&1
+}
+for r in rogue-node-2:node-2 rogue-node-4:node-4 rogue-new:rogue-new-name; do
+  check "with the worker's token, a request for system:node:${r#*:} is created" "$(rogue_csr "${r%%:*}" "${r#*:}")" 'created'
+done
+csr_state() { kube get csr "$1" -o jsonpath='{.status.conditions[0].type}: {.status.conditions[0].message}'; }
+rogue_decided() { local n; for n in rogue-node-2 rogue-node-4 rogue-new; do [ -n "$(kube get csr "$n" -o jsonpath='{.status.conditions[0].type}')" ] || return 1; done; }
+wait_until 120 "the three requests decided" rogue_decided
+check "a request for a control-plane node's name (node-2) is denied" "$(csr_state rogue-node-2)" \
+  "^Denied: refused system:node:node-2: it is a control-plane node's name"
+check "a request for the worker's name from another key is denied" "$(csr_state rogue-node-4)" \
+  '^Denied: refused system:node:node-4: the name was first approved for another key'
+check "a request for a name no node holds is approved, bound to its key" "$(csr_state rogue-new)" \
+  '^Approved: the new node name rogue-new-name, bound to the key sha256:'
+check "kube-system/sprout-node-identities binds the worker's and the new name to their keys" \
+  "$(kube -n kube-system get configmap sprout-node-identities -o jsonpath='{.data.node-4} {.data.rogue-new-name}')" \
+  '^sha256:[0-9a-f]{64} sha256:[0-9a-f]{64}$'
+check "the controller-manager's blanket approval of bootstrap requests is gone" \
+  "$(kube get clusterrolebinding kubeadm:node-autoapprove-bootstrap 2>&1 | grep -c NotFound)" '^1$'
+serving_approved() { kube get csr -o jsonpath='{range .items[?(@.spec.signerName=="kubernetes.io/kubelet-serving")]}{.spec.username}={.status.conditions[0].type} {end}'; }
+all_serving() { local n s; s=$(serving_approved); for n in $cp_nodes node-4; do grep -q "system:node:$n=Approved" <<<"$s" || return 1; done; }
+wait_until 120 "every kubelet's serving certificate approved" all_serving
+check "every kubelet's serving request is approved (the node itself, its name and address)" \
+  "$(for n in $cp_nodes node-4; do serving_approved | grep -o "system:node:$n=Approved" | head -n 1; done | tr '\n' ' ')" \
+  '^system:node:node-1=Approved system:node:node-2=Approved system:node:node-3=Approved system:node:node-4=Approved $'
+node_ssh 1 cat /etc/kubernetes/pki/ca.crt > "$CLUSTER_DIR/cluster-ca.crt"
+serving_verify() {
+  ip netns exec "$CLUSTER_NS" openssl s_client -connect "$(node_ip 4):10250" -CAfile "$CLUSTER_DIR/cluster-ca.crt" \
+    -verify_return_error </dev/null 2>&1 | grep -E -m 1 'Verify return code'
+}
+wait_until 120 "the worker's kubelet serving with the cluster CA's certificate" eval '[ "$(serving_verify)" = "Verify return code: 0 (ok)" ]'
+check "the worker's kubelet serves a certificate of the cluster CA (openssl verifies it)" "$(serving_verify)" \
+  '^Verify return code: 0 \(ok\)$'
+
+# Pod routes follow only what formation knows (docs/formation.md, "Pod routes"; issue 54
+# item 2), live: the worker, with its own kubelet certificate, rewrites its Node's
+# InternalIP to node-2's address; the name approved above, with its own certificate,
+# creates a Node whose pod subnet overlaps node-2's, via an address no node has. node-1's
+# routes stay as they were. Then a pod route flushed by hand on node-1 comes back within
+# one round of its agent.
+echo "== 1c. hostile Nodes change no node's routes; a flushed route comes back"
+routes_of() { node_ssh "$1" ip -4 route show | grep -E '^10\.2(4[4-9]|5[0-5])\.' | sort | tr '\n' ';'; }
+node4_cidr=$(kube get node node-4 -o jsonpath='{.spec.podCIDR}')
+node2_cidr=$(kube get node node-2 -o jsonpath='{.spec.podCIDR}')
+node4_routed() { node_ssh 1 ip -4 route show "$node4_cidr" | grep -F "via $(node_ip 4)" >/dev/null; }
+wait_until 120 "node-1's route to the worker's pod subnet" node4_routed
+before=$(routes_of 1)
+check "node-1 routes the worker's pod subnet via the worker ($node4_cidr)" "$before" "$node4_cidr via $(node_ip 4) "
+kube get csr rogue-new -o jsonpath='{.status.certificate}' | base64 -d > "$CLUSTER_DIR/rogue-new.crt"
+as_node() {  # as_node CERT KEY METHOD PATH [BODY]: the API with a node's own client certificate; prints the HTTP status
+  ip netns exec "$CLUSTER_NS" curl -s -o "$CLUSTER_DIR/as-node.out" -w '%{http_code}' --max-time 20 \
+    --cacert "$CLUSTER_DIR/cluster-ca.crt" --cert "$1" --key "$2" -X "$3" \
+    -H "Content-Type: $([ "$3" = PATCH ] && echo application/strategic-merge-patch+json || echo application/json)" \
+    ${5:+--data-binary "$5"} "https://$(node_ip 1):6443$4"
+}
+node_ssh 4 cat /var/lib/kubelet/pki/kubelet-client-current.pem > "$CLUSTER_DIR/node-4-client.pem"
+# The worker's kubelet is stopped meanwhile, or its next status report (every 10 s) would
+# put its true address back before node-1's agent saw the forged one.
+node_ssh 4 systemctl stop kubelet
+check "the worker, as itself, rewrites its Node's InternalIP to node-2's address (NodeRestriction allows its own Node; HTTP)" \
+  "$(as_node "$CLUSTER_DIR/node-4-client.pem" "$CLUSTER_DIR/node-4-client.pem" PATCH /api/v1/nodes/node-4/status \
+    '{"status":{"addresses":[{"type":"InternalIP","address":"'"$(node_ip 2)"'"},{"type":"Hostname","address":"node-4"}]}}')" '^200$'
+check "the newly named node creates its Node with node-2's pod subnet ($node2_cidr; HTTP)" \
+  "$(as_node "$CLUSTER_DIR/rogue-new.crt" "$CLUSTER_DIR/rogue-new.key" POST /api/v1/nodes \
+    '{"apiVersion":"v1","kind":"Node","metadata":{"name":"rogue-new-name"},"spec":{"podCIDR":"'"$node2_cidr"'","podCIDRs":["'"$node2_cidr"'"],"taints":[{"key":"sprout.test/rogue","effect":"NoSchedule"}]}}')" '^201$'
+as_node "$CLUSTER_DIR/rogue-new.crt" "$CLUSTER_DIR/rogue-new.key" PATCH /api/v1/nodes/rogue-new-name/status \
+  '{"status":{"addresses":[{"type":"InternalIP","address":"198.18.0.99"}]}}' >/dev/null
+sleep 35  # two of the agent's rounds (15 s each once all is in shape)
+check "node-1's pod routes are as before the hostile Nodes" "$(routes_of 1)" "^$(sed 's/[.]/\\./g' <<<"$before")\$"
+check "node-1's agent lists the hostile Nodes as not routed (kubernetes.json)" \
+  "$(node_ssh 1 cat /var/lib/sprout/kubernetes.json | python3 -c 'import json,sys; print(" ".join(sorted(set(l.split()[1] for l in json.load(sys.stdin).get("skippedRoutes", [])))))')" \
+  'node-4.*rogue-new-name|rogue-new-name.*node-4'
+kube delete node rogue-new-name >/dev/null 2>&1
+node_ssh 4 systemctl start kubelet  # its first status report puts its true address back
+restored() { [ "$(kube get node node-4 -o jsonpath='{.status.addresses[?(@.type=="InternalIP")].address}')" = "$(node_ip 4)" ]; }
+wait_until 120 "the worker's kubelet reporting its true address again" restored
+node_ssh 1 ip route del "$node4_cidr"
+t_flush=$SECONDS
+wait_until 60 "node-1's route to the worker's pod subnet back after it was flushed" node4_routed
+check "a pod route flushed by hand on node-1 is back (seconds; a round is 15 s)" \
+  "$([ -n "${WAITED:-}" ] && echo $((SECONDS - t_flush)) || echo timeout)" '^([0-9]|1[0-9]|2[0-9])$'
+kube delete csr rogue-node-2 rogue-node-4 rogue-new >/dev/null 2>&1
+
 echo "== 2. a workload on the worker, reached from a control-plane node through its Service"
 busybox=$(node_ssh 4 ctr -n k8s.io images ls -q | grep '^localhost/sprout/busybox@sha256:' | head -n 1)
 check "the toolbox image is preloaded by digest on the worker" "$busybox" '^localhost/sprout/busybox@sha256:[0-9a-f]{64}$'

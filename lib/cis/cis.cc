@@ -189,18 +189,20 @@ void ApiserverChecks(Builder& r, const Flags& a, const YAML::Node& enc, int mino
         FlagSet(a, {"kubelet-client-certificate", "kubelet-client-key"}));
   Outcome ca = FlagSet(a, {"kubelet-certificate-authority"});
   if (ca.verdict == Verdict::kFail) {
-    ca.reason =
-        "not set: kubelets serve with a certificate they sign themselves (no `serverTLSBootstrap`), "
-        "so there is no CA to check them against";
+    ca.reason = "not set: the apiserver does not check the certificate a kubelet serves with";
   }
   r.Add("1.2.5", "`--kubelet-certificate-authority` is set", ca);
   const auto modes = Plugins(a, "authorization-mode");
   const std::string mode_text = "`--authorization-mode=" + Join(modes, ",") + "`";
   r.Add("1.2.6", "`--authorization-mode` is not AlwaysAllow",
         PassIf(!Contains(modes, "AlwaysAllow") && !modes.empty(), mode_text));
-  r.AddNominal("1.2.7", "`--authorization-mode` includes Node", PassIf(Contains(modes, "Node"), mode_text),
-               "a kubelet is held to the Node its certificate names, and the bootstrap approver signs "
-               "`system:node:NAME` for any name a bootstrap-token holder asks (as 1.2.16)");
+  Outcome node_mode = PassIf(Contains(modes, "Node"), mode_text);
+  if (node_mode.verdict == Verdict::kPass) {
+    node_mode.reason +=
+        "; a kubelet is held to the Node its certificate names, and sprout's approver gives a "
+        "bootstrap token only a name no node holds (docs/formation.md)";
+  }
+  r.Add("1.2.7", "`--authorization-mode` includes Node", node_mode);
   r.Add("1.2.8", "`--authorization-mode` includes RBAC", PassIf(Contains(modes, "RBAC"), mode_text));
   r.Add("1.2.9", "admission plugin EventRateLimit is set",
         Admission(a, "EventRateLimit", false, minor,
@@ -236,9 +238,13 @@ void ApiserverChecks(Builder& r, const Flags& a, const YAML::Node& enc, int mino
           Admission(a, "PodSecurityPolicy", false, minor,
                     "sprout defines no PodSecurityPolicies, and the plugin without them admits no pod at all"));
   }
-  r.AddNominal("1.2.16", "admission plugin NodeRestriction is set", Admission(a, "NodeRestriction", false, minor),
-               "the bootstrap approver signs `system:node:NAME` for any name a bootstrap-token holder asks, so the "
-               "plugin holds a worker to a Node it chose, an existing node's included");
+  Outcome restriction = Admission(a, "NodeRestriction", false, minor);
+  if (restriction.verdict == Verdict::kPass) {
+    restriction.reason +=
+        "; sprout's approver gives a bootstrap token only a name no node holds, so the plugin "
+        "holds a worker to its own Node (docs/formation.md)";
+  }
+  r.Add("1.2.16", "admission plugin NodeRestriction is set", restriction);
   r.Add("1.2.17", "`--insecure-bind-address` is not set", FlagUnset(a, "insecure-bind-address"));
   if (minor >= 24 && !Has(a, "insecure-port")) {
     r.Add("1.2.18", "`--insecure-port` is 0",
@@ -318,7 +324,9 @@ Outcome EncryptionProviders(const YAML::Node& enc) {
   return Failed("the configuration does not cover secrets");
 }
 
-void ControllerManagerChecks(Builder& r, const Flags& c, int minor) {
+// serving: the kubelet asks for its serving certificate (`serverTLSBootstrap`), so the
+// gate of 1.3.6 has something to rotate.
+void ControllerManagerChecks(Builder& r, const Flags& c, int minor, bool serving) {
   if (Has(c, "terminated-pod-gc-threshold")) {
     r.Add("1.3.1", "`--terminated-pod-gc-threshold` is set as appropriate",
           Pass("`--terminated-pod-gc-threshold=" + Get(c, "terminated-pod-gc-threshold") + "`"));
@@ -332,11 +340,16 @@ void ControllerManagerChecks(Builder& r, const Flags& c, int minor) {
   r.Add("1.3.4", "`--service-account-private-key-file` is set", FlagSet(c, {"service-account-private-key-file"}));
   r.Add("1.3.5", "`--root-ca-file` is set", FlagSet(c, {"root-ca-file"}));
   const bool off = Contains(Plugins(c, "feature-gates"), "RotateKubeletServerCertificate=false");
-  r.AddNominal("1.3.6", "the RotateKubeletServerCertificate feature gate is true",
-               PassIf(!off, off ? "disabled in `--feature-gates`"
-                                : "not disabled; the gate is on by default in " + Minor(minor)),
-               "no kubelet asks for a serving certificate (`serverTLSBootstrap`, 4.2.12), so there is nothing for "
-               "the controller-manager to rotate");
+  Outcome gate = PassIf(
+      !off, off ? "disabled in `--feature-gates`" : "not disabled; the gate is on by default in " + Minor(minor));
+  if (serving) {
+    gate.reason += "; the kubelets ask for their serving certificates (`serverTLSBootstrap`, 4.2.12)";
+    r.Add("1.3.6", "the RotateKubeletServerCertificate feature gate is true", gate);
+  } else {
+    r.AddNominal("1.3.6", "the RotateKubeletServerCertificate feature gate is true", gate,
+                 "no kubelet asks for a serving certificate (`serverTLSBootstrap`, 4.2.12), so there is nothing for "
+                 "the controller-manager to rotate");
+  }
   r.Add("1.3.7", "`--bind-address` is 127.0.0.1", FlagIs(c, "bind-address", "127.0.0.1", "0.0.0.0"));
 }
 
@@ -701,7 +714,15 @@ Result<Report> Judge(const Inputs& in) {
   r.Section("1.2 API server", SourceOf(in.apiserver) + ", " + SourceOf(in.encryption_config));
   ApiserverChecks(r, *apiserver, *enc, in.kubernetes_minor);
   r.Section("1.3 Controller manager", SourceOf(in.controller_manager));
-  ControllerManagerChecks(r, *cm, in.kubernetes_minor);
+  bool serving = false;
+  if (!in.kubelet_config.text.empty()) {
+    auto kubelet = LoadYaml(in.kubelet_config);
+    if (!kubelet) return Fail(kubelet.error());
+    const std::string v = Lower(Kubelet(*kubelet, KubeletFlags(in.kubelet_unit.text, in.kubelet_env.text), in)
+                                    .Value("serverTLSBootstrap", "rotate-server-certificates", "false"));
+    serving = v == "true";
+  }
+  ControllerManagerChecks(r, *cm, in.kubernetes_minor, serving);
   r.Section("1.4 Scheduler", SourceOf(in.scheduler));
   SchedulerChecks(r, *scheduler);
   r.Section("2 etcd", SourceOf(in.etcd));

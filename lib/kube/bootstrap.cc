@@ -85,11 +85,13 @@ Result<std::string> BaseTokenSecretPath(const std::string& base) {
 
 std::vector<ApiObject> BootstrapBindings() {
   return {Binding("kubeadm:kubelet-bootstrap", "system:node-bootstrapper", kBootstrapGroup),
-          Binding("kubeadm:node-autoapprove-bootstrap",
-                  "system:certificates.k8s.io:certificatesigningrequests:nodeclient", kBootstrapGroup),
           Binding("kubeadm:node-autoapprove-certificate-rotation",
                   "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", "system:nodes"),
           Binding("sprout:node-proxier", "system:node-proxier", "system:nodes")};
+}
+
+std::vector<std::string> RevokedBindingPaths() {
+  return {"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/kubeadm:node-autoapprove-bootstrap"};
 }
 
 }  // namespace sprout::kube

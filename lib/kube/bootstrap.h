@@ -44,11 +44,18 @@ Result<std::vector<ApiObject>> WorkerTokenSecrets(const std::string& base, std::
 // authenticates nothing.
 Result<std::string> BaseTokenSecretPath(const std::string& base);
 
-// BootstrapBindings are kubeadm's three ClusterRoleBindings: kBootstrapGroup may create
-// CSRs (system:node-bootstrapper) and has node-client CSRs auto-approved; system:nodes
-// have their renewal CSRs auto-approved. A fourth, sprout's own, grants system:nodes
-// system:node-proxier: kube-proxy runs on the host with the node's kubelet credentials
-// (kubeadm runs it as a DaemonSet with a ServiceAccount instead).
+// BootstrapBindings are two of kubeadm's ClusterRoleBindings: kBootstrapGroup may create
+// CSRs (system:node-bootstrapper), and system:nodes have their renewal CSRs
+// auto-approved by the controller-manager. kubeadm's third, which has the
+// controller-manager approve every node-client CSR of kBootstrapGroup whatever node name
+// it asks for, is left out: sprout's approver decides those (kube/csr_approval.h). A
+// fourth, sprout's own, grants system:nodes system:node-proxier: kube-proxy runs on the
+// host with the node's kubelet credentials (kubeadm runs it as a DaemonSet with a
+// ServiceAccount instead).
 std::vector<ApiObject> BootstrapBindings();
+
+// RevokedBindingPaths are the bindings earlier sprout versions made and the node agent
+// deletes: kubeadm:node-autoapprove-bootstrap (above).
+std::vector<std::string> RevokedBindingPaths();
 
 }  // namespace sprout::kube

@@ -74,6 +74,7 @@ authorization:
   mode: Webhook
 clusterDomain: cluster.local
 rotateCertificates: true
+serverTLSBootstrap: true
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard:
