@@ -186,9 +186,10 @@ check "a request for a name no node holds is approved, bound to its key" "$(csr_
   '^Approved: the new node name rogue-new-name, bound to the key sha256:'
 check "kube-system/sprout-node-identities binds the worker's and the new name to their keys" \
   "$(kube -n kube-system get configmap sprout-node-identities -o jsonpath='{.data.node-4} {.data.rogue-new-name}')" \
-  '^sha256:[0-9a-f]{64} sha256:[0-9a-f]{64}$'
-check "the controller-manager's blanket approval of bootstrap requests is gone" \
-  "$(kube get clusterrolebinding kubeadm:node-autoapprove-bootstrap 2>&1 | grep -c NotFound)" '^1$'
+  '^sha256:[0-9a-f]{64}@[0-9]+ sha256:[0-9a-f]{64}@[0-9]+$'
+check "the controller-manager's blanket approval of bootstrap requests is gone: kubeadm's bindings are" \
+  "$(kube get clusterrolebindings -o name | grep 'kubeadm:' | sort | tr '\n' ' ')" \
+  '^clusterrolebinding.rbac.authorization.k8s.io/kubeadm:kubelet-bootstrap clusterrolebinding.rbac.authorization.k8s.io/kubeadm:node-autoapprove-certificate-rotation $'
 serving_approved() { kube get csr -o jsonpath='{range .items[?(@.spec.signerName=="kubernetes.io/kubelet-serving")]}{.spec.username}={.status.conditions[0].type} {end}'; }
 all_serving() { local n s; s=$(serving_approved); for n in $cp_nodes node-4; do grep -q "system:node:$n=Approved" <<<"$s" || return 1; done; }
 wait_until 120 "every kubelet's serving certificate approved" all_serving
