@@ -317,6 +317,16 @@ std::string CheckObject(const WorkloadObject& entry, const json& body) {
          entry.ref.api_version + "); the image's workloads are damaged (rebuild it)";
 }
 
+std::string ApplyBody(const json& body, const std::string& workload) {
+  json out = body;
+  if (!out.is_object()) return out.dump();
+  if (!out.contains("metadata") || !out["metadata"].is_object()) out["metadata"] = json::object();
+  json& meta = out["metadata"];
+  if (!meta.contains("annotations") || !meta["annotations"].is_object()) meta["annotations"] = json::object();
+  meta["annotations"][kWorkloadAnnotation] = workload;
+  return out.dump();
+}
+
 std::vector<ApplyStep> ApplyOrder(const std::vector<LoadedObject>& objects) {
   std::map<std::string, std::string> crd_of;  // "GROUP/KIND" -> the CRD's name
   for (const auto& o : objects) {

@@ -135,6 +135,17 @@ struct LoadedObject {
 // (apiVersion, kind, name, and namespace where it has one), else what differs.
 std::string CheckObject(const WorkloadObject& entry, const nlohmann::json& body);
 
+// kWorkloadAnnotation names, on every object sprout applies, the workload it belongs
+// to. It is the one thing the node adds to what the build rendered: it gives sprout a
+// field of its own in every object, so that its managedFields name sprout even when the
+// object sets nothing else (a Namespace with only a name has no managed field at all,
+// and its managedFields would not say who applied it).
+inline constexpr const char* kWorkloadAnnotation = "sprout/workload";
+
+// ApplyBody is the body of the server-side apply of an object of workload: the object as
+// baked, with kWorkloadAnnotation set.
+std::string ApplyBody(const nlohmann::json& body, const std::string& workload);
+
 // ApplyStep is one object in the apply order: CRDs, then Namespaces, then the rest, each
 // in the index's order. crd is the name of the CRD in the set that defines its kind
 // ("" when none does): it is applied only once that CRD is Established.

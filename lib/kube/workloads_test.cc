@@ -210,6 +210,21 @@ TEST_CASE("workloads: an object file must match its index entry") {
   CHECK(CheckObject(e, nlohmann::json::array()) == "the file does not hold one JSON object");
 }
 
+TEST_CASE("workloads: the applied body is the baked object with the workload's annotation") {
+  auto body = nlohmann::json::parse(
+      ApplyBody(nlohmann::json::parse(R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"demo"}})"), "demo"));
+  CHECK(body["metadata"]["annotations"]["sprout/workload"] == "demo");
+  CHECK(body["metadata"]["name"] == "demo");
+  auto kept = nlohmann::json::parse(ApplyBody(
+      nlohmann::json::parse(R"({"kind":"ConfigMap","metadata":{"name":"c","annotations":{"a":"b"}},"data":{"k":"v"}})"),
+      "site"));
+  CHECK(kept["metadata"]["annotations"] == nlohmann::json({{"a", "b"}, {"sprout/workload", "site"}}));
+  CHECK(kept["data"]["k"] == "v");
+  auto fixed = nlohmann::json::parse(
+      ApplyBody(nlohmann::json::parse(R"({"kind":"ConfigMap","metadata":{"name":"c","annotations":null}})"), "w"));
+  CHECK(fixed["metadata"]["annotations"]["sprout/workload"] == "w");
+}
+
 TEST_CASE("workloads: Established, the API's message, sprout's own objects") {
   CHECK(CrdEstablished(
       R"({"status":{"conditions":[{"type":"NamesAccepted","status":"True"},{"type":"Established","status":"True"}]}})"));
