@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cxxopts.hpp>
 #include <iostream>
 #include <map>
@@ -118,9 +119,12 @@ class Applier {
   }
 
   // Pass is one round: read the record, decide, take the Lease, apply, prune, record,
-  // release. at_start applies whatever the record says (every start does).
-  Outcome Pass(bool at_start, const volatile std::sig_atomic_t* stop) {
+  // release. at_start applies whatever the record says (every start does); a retry (the
+  // pass after one that did not finish) sends only what the passes before it did not
+  // apply.
+  Outcome Pass(bool at_start, bool retry, const volatile std::sig_atomic_t* stop) {
     report_ = ojson::object();
+    applied_pass_ = false;
     report_["digest"] = index_.digest;
     if (index_.serial > 0) report_["serial"] = index_.serial;
     std::optional<kube::WorkloadRecord> record;
@@ -139,6 +143,7 @@ class Applier {
     }
     const auto decision = kube::Decide(record, index_, at_start);
     report_["decision"] = decision.why;
+    decision_ = decision.why;
     if (decision.decision != kube::Decision::kApply) {
       ShowResults(record);
       WriteReport();
@@ -153,7 +158,9 @@ class Applier {
       return Retry(held);
     }
     report_["lease"] = "held by this node (" + o_.node_name + ") while it applied";
-    ApplyAll(stop);
+    applied_pass_ = true;
+    if (!retry) applied_.clear();
+    ApplyAll(retry, stop);
     std::set<std::string> forgotten;
     std::vector<std::string> prune_lines;
     bool prune_retry = false;
@@ -182,6 +189,10 @@ class Applier {
 
   // Results are the objects' states for --apply-once's output.
   void Print(std::ostream& out) const {
+    if (!applied_pass_) {
+      out << "nothing applied: " << decision_ << "\n";
+      return;
+    }
     for (const auto& step : kube::ApplyOrder(loaded_)) {
       const auto& l = loaded_[step.object];
       const auto& r = results_[step.object];
@@ -210,6 +221,8 @@ class Applier {
   std::string lease_acquired_;
   std::int64_t renewed_at_ = 0;
   bool lost_ = false;
+  bool applied_pass_ = false;         // the last pass applied (held the Lease)
+  std::string decision_;              // and why it applied, or did not
   std::set<std::string> discovered_;  // group versions asked about in this pass
   std::optional<std::vector<std::pair<std::string, kube::Resource>>> namespaced_;  // for the Namespace guard
 
@@ -393,7 +406,7 @@ class Applier {
     return ready;
   }
 
-  void ApplyAll(const volatile std::sig_atomic_t* stop) {
+  void ApplyAll(bool retry, const volatile std::sig_atomic_t* stop) {
     kube::ResourceTable table(loaded_);
     discovered_.clear();
     namespaced_.reset();
@@ -408,8 +421,10 @@ class Applier {
         established = WaitEstablished(crds, stop);
         waited = true;
       }
-      // Applied before in this run: server-side apply would change nothing.
-      if (applied_.count(kube::IdentityOf(l.entry.ref)) != 0 && results_[step.object].state == ObjectState::kApplied) {
+      // A retry skips what the passes before it applied: server-side apply would change
+      // nothing there.
+      if (retry && applied_.count(kube::IdentityOf(l.entry.ref)) != 0 &&
+          results_[step.object].state == ObjectState::kApplied) {
         if (step.phase == kube::Phase::kCrd) crds.push_back(l.entry.ref.name);
         continue;
       }
@@ -669,6 +684,9 @@ Result<WorkloadsApi> AdminApi(const WorkloadsOptions& o) {
   return api;
 }
 
+volatile std::sig_atomic_t g_stop = 0;  // --run's stop signal
+void OnStop(int) { g_stop = 1; }
+
 }  // namespace
 
 bool HasWorkloads(const WorkloadsOptions& o) {
@@ -705,12 +723,12 @@ void RunWorkloads(const WorkloadsOptions& o, const volatile std::sig_atomic_t* s
     }
     waiting.clear();
     current = *admin;
-    const auto outcome = applier.Pass(at_start, stop);
+    const auto outcome = applier.Pass(at_start, attempt > 0, stop);
     if (*stop != 0) break;
     if (outcome.done) {
       at_start = false;
       attempt = 0;
-      Sleep(60, stop);  // then check the record again
+      Sleep(o.check_seconds, stop);  // then check the record again
       continue;
     }
     if (++attempt > kube::kMaxRetries) {
@@ -761,6 +779,10 @@ int WorkloadsMain(int argc, char** argv) {
       "  sprout-firstboot workloads\n"
       "  sprout-firstboot workloads --apply-once\n");
   options.add_options()("apply-once", "make one pass now, then print each object's state")(
+      "run",
+      "run the node's applier in the foreground until SIGTERM: a pass now, retries, then a check of the record "
+      "every --check-seconds")("check-seconds", "with --run: seconds between checks of the record",
+                               cxxopts::value<int>()->default_value("60"))(
       "workloads-dir", "the image's workloads (index.json, objects/)",
       cxxopts::value<std::string>()->default_value("/usr/lib/sprout/workloads"))(
       "kubeconfig", "admin credentials", cxxopts::value<std::string>()->default_value("/etc/kubernetes/admin.conf"))(
@@ -791,7 +813,9 @@ int WorkloadsMain(int argc, char** argv) {
   o.lease_seconds = std::max(args["lease-seconds"].as<int>(), 1);
   o.lease_wait_seconds = args["lease-wait"].as<int>();
   o.crd_wait_seconds = args["crd-wait"].as<int>();
-  if (!args.count("apply-once")) {
+  o.check_seconds = std::max(args["check-seconds"].as<int>(), 1);
+  const bool run = args.count("run") > 0;
+  if (!args.count("apply-once") && !run) {
     const std::string lines = WorkloadsStatusLines(o.state_dir);
     if (lines.empty()) {
       std::cout << (HasWorkloads(o)
@@ -814,6 +838,12 @@ int WorkloadsMain(int argc, char** argv) {
     if (::gethostname(host, sizeof host - 1) == 0) o.node_name = host;
   }
   auto log = [](int, const std::string& m) { std::cerr << "sprout-firstboot: " << m << "\n"; };
+  if (run) {
+    std::signal(SIGTERM, OnStop);
+    std::signal(SIGINT, OnStop);
+    RunWorkloads(o, &g_stop, log);
+    return 0;
+  }
   auto api = AdminApi(o);
   if (!api) {
     std::cerr << "sprout-firstboot workloads: " << api.error() << "\n";
@@ -825,7 +855,7 @@ int WorkloadsMain(int argc, char** argv) {
     return 2;
   }
   volatile std::sig_atomic_t never = 0;
-  const auto outcome = applier.Pass(true, &never);
+  const auto outcome = applier.Pass(true, false, &never);
   applier.Print(std::cout);
   if (!outcome.done) std::cout << "not done: " << outcome.problem << "\n";
   return outcome.done ? 0 : 1;

@@ -28,6 +28,7 @@ struct WorkloadsOptions {
   int lease_wait_seconds = 0;  // how long a pass waits for another holder (0: twice the duration)
   int crd_wait_seconds = 60;   // how long a pass waits for its CRDs to be Established
   int request_seconds = 30;    // the bound of one API request
+  int check_seconds = 60;      // between checks of the record once all is applied
 };
 
 using WorkloadsLog = std::function<void(int priority, const std::string& message)>;
@@ -41,11 +42,12 @@ bool HasWorkloads(const WorkloadsOptions& o);
 
 // RunWorkloads is the applier's thread: it waits for the apiserver, makes a pass at once
 // (every start applies), retries what failed with a backoff (kube::RetryDelay, at most
-// kube::kMaxRetries times), then checks the record every minute and applies again when
-// it is gone or comes from an older build. Until *stop.
+// kube::kMaxRetries times), then checks the record every check_seconds and applies again
+// when it is gone or comes from an older build. Until *stop.
 void RunWorkloads(const WorkloadsOptions& o, const volatile std::sig_atomic_t* stop, const WorkloadsLog& log);
 
-// WorkloadsMain is `sprout-firstboot workloads [--apply-once]` (argv[0] is "workloads").
+// WorkloadsMain is `sprout-firstboot workloads [--apply-once | --run]` (argv[0] is
+// "workloads"); --run is RunWorkloads in the foreground, until SIGTERM or SIGINT.
 int WorkloadsMain(int argc, char** argv);
 
 // WorkloadsStatusLines is the "workloads:" part of `sprout-firstboot status`, from

@@ -12,7 +12,8 @@
 # API's message while the others are applied, and says so in the status, the record and
 # a Warning Event; a Namespace and a CRD that would take hand-made objects with them are
 # kept; a Lease held by another node is waited for and taken over once it stops being
-# renewed. Only loopback traffic. Usage: tests/workloads_apply_test.sh   (exit 0: passed
+# renewed; the applier as a node runs it (--run) retries a failed object and applies again
+# when the record is deleted. Only loopback traffic. Usage: tests/workloads_apply_test.sh   (exit 0: passed
 # or skipped)
 set -u
 name=workloads_apply_test
@@ -34,10 +35,10 @@ WORK=$(mktemp -d /tmp/sprout-workloads.XXXXXX)
 PKI=$WORK/k8s/pki WL=$WORK/workloads
 mkdir -p "$PKI/etcd" "$WORK/etcd-data" "$WORK/logs" "$WORK/state" "$WL/objects"
 chmod 700 "$WORK/etcd-data"
-ETCD_PID="" API_PID=""
+ETCD_PID="" API_PID="" RUN_PID=""
 cleanup() {
   local p
-  for p in $API_PID $ETCD_PID; do
+  for p in $RUN_PID $API_PID $ETCD_PID; do
     kill "$p" 2>/dev/null
     for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
     kill -9 "$p" 2>/dev/null
@@ -336,5 +337,65 @@ if [ "$rc" = 0 ] && grep -q 'took over the Lease kube-system/sprout-workloads fr
   ok "node-9 did not renew: the next pass took the Lease over after ${took} s and applied"
 else
   bad "taking over (status $rc, ${took} s): $out $err"
+fi
+
+# 6. The node's applier as it runs (--run): an object of a kind the API does not serve yet
+# fails, and is applied on a later try once its CRD exists; a record deleted (as after a
+# restore from an older backup) is written again, and what it held applied again.
+printf '%s' '{"apiVersion":"example.com/v1","kind":"Gadget","metadata":{"name":"g1","namespace":"default"},"spec":{}}' >"$WL/objects/0011.json"
+index "$(printf '{"file":"objects/0010.json","apiVersion":"v1","kind":"ConfigMap","namespace":"default","name":"other","images":[]}')" \
+  "$(printf '{"file":"objects/0011.json","apiVersion":"example.com/v1","kind":"Gadget","namespace":"default","name":"g1","images":[]}')"
+"$FIRSTBOOT" workloads --run --check-seconds 2 --workloads-dir "$WL" --kubeconfig "$WORK/admin.conf" \
+  --state-dir "$WORK/state" --name node-2 >"$WORK/logs/run.log" 2>&1 &
+RUN_PID=$!
+seen=0
+for i in $(seq 30); do
+  grep -q 'Gadget default/g1: the API serves no kind Gadget' "$WORK/state/workloads.json" 2>/dev/null && { seen=$i; break; }
+  sleep 0.5
+done
+if [ "$seen" -gt 0 ]; then
+  ok "the running applier failed the Gadget alone: $(grep -o '"message": "the API serves no kind Gadget[^"]*' "$WORK/state/workloads.json" | cut -c13-)"
+else
+  bad "no failed Gadget in workloads.json: $(cat "$WORK/state/workloads.json" 2>&1)"
+fi
+kc create -f - >/dev/null <<'EOF'
+{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"gadgets.example.com"},"spec":{"group":"example.com","scope":"Namespaced","names":{"kind":"Gadget","plural":"gadgets"},"versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}}
+EOF
+t0=$(date +%s)
+back=0
+for _ in $(seq 60); do
+  kc get gadgets.example.com g1 -n default >/dev/null 2>&1 && { back=1; break; }
+  sleep 1
+done
+if [ "$back" = 1 ]; then
+  ok "once its CRD existed, a retry applied the Gadget ($(($(date +%s) - t0)) s later, by the backoff)"
+else
+  bad "the Gadget was not applied on a retry: $(tail -5 "$WORK/logs/run.log")"
+fi
+for _ in $(seq 20); do grep -q '"status": "applied (2 objects)"' "$WORK/state/workloads.json" && break; sleep 0.5; done
+kc delete configmap sprout-workloads -n kube-system >/dev/null
+kc delete configmap other -n default >/dev/null
+t0=$(date +%s)
+back=0
+for _ in $(seq 30); do
+  kc get configmap sprout-workloads -n kube-system >/dev/null 2>&1 && kc get configmap other -n default >/dev/null 2>&1 &&
+    { back=1; break; }
+  sleep 1
+done
+if [ "$back" = 1 ] && grep -q 'no record of applied workloads' "$WORK/logs/run.log"; then
+  ok "with the record deleted, the running applier applied again within $(($(date +%s) - t0)) s (checks every 2 s) and wrote the record"
+else
+  bad "after the record was deleted: $(tail -5 "$WORK/logs/run.log")"
+fi
+t0=$(date +%s%N)
+kill "$RUN_PID"
+wait "$RUN_PID"
+run_rc=$?
+RUN_PID=""
+stop_ms=$((($(date +%s%N) - t0) / 1000000))
+if [ "$run_rc" = 0 ] && [ "$stop_ms" -lt 3000 ]; then
+  ok "the applier stopped on SIGTERM in ${stop_ms} ms"
+else
+  bad "the applier took ${stop_ms} ms to stop, status $run_rc"
 fi
 echo "$name: measured: first pass ${first} s (7 objects, a CRD waited for)"
