@@ -179,7 +179,8 @@ class Applier {
     }
     if (lost_ && problem.empty()) problem = "the Lease " + LeaseName() + " was lost during the pass";
     if (problem.empty() && (failed > 0 || pending > 0)) {
-      problem = std::to_string(failed) + " objects failed and " + std::to_string(pending) + " are pending";
+      problem = std::to_string(failed) + " failed, " + std::to_string(pending) + " pending (of " +
+                std::to_string(results_.size()) + " objects)";
     }
     if (problem.empty() && prune_retry) problem = "some objects to prune are left to try again";
     report_["problem"] = problem;
