@@ -15,6 +15,7 @@
 #include "firstboot/run.h"
 #include "firstboot/tpm.h"
 #include "firstboot/update.h"
+#include "firstboot/workloads.h"
 #include "formationd/state_file.h"
 #include "formationd/transport.h"
 #include "nodeconfig/sources.h"
@@ -64,8 +65,14 @@ int Status(const std::filesystem::path& state_dir, bool json) {
       auto d = nlohmann::ordered_json::parse(*dns_text, nullptr, false);
       if (!d.is_discarded()) j["dns"] = d;
     }
-    if (!kube.is_discarded() && kube.is_object() && j.is_object()) {
-      j["kubernetes"] = kube;
+    // The workloads applier's last pass (firstboot/workloads.h), on control-plane nodes.
+    auto workloads_text = sprout::ReadFile(state_dir / "workloads.json");
+    if (workloads_text && j.is_object()) {
+      auto w = nlohmann::ordered_json::parse(*workloads_text, nullptr, false);
+      if (!w.is_discarded()) j["workloads"] = w;
+    }
+    if (!kube.is_discarded() && kube.is_object() && j.is_object()) j["kubernetes"] = kube;
+    if (j.is_object() && (j.contains("kubernetes") || j.contains("workloads"))) {
       std::cout << j.dump(2) << "\n";
     } else {
       std::cout << sprout::NodeStateJson(*state);
@@ -104,6 +111,7 @@ int Status(const std::filesystem::path& state_dir, bool json) {
     if (kube.contains("dns")) std::cout << "  dns: " << kube.value("dns", "") << "\n";
     if (!kube.value("problem", "").empty()) std::cout << "  waiting: " << kube.value("problem", "") << "\n";
   }
+  std::cout << sprout::firstboot::WorkloadsStatusLines(state_dir);
   return 0;
 }
 
@@ -154,8 +162,9 @@ struct Command {
 const Command kCommands[] = {
     {"run", "run [flags]", "form or join the cluster, then keep it (the systemd unit runs this)", nullptr,
      [](const NodeArgs& n) { return sprout::firstboot::Run(n.flags, n.backup); }},
-    {"status", "status [--json]", "phase, peers, the state and its TPM, cluster, backups, slots, DNS, Kubernetes",
-     nullptr, [](const NodeArgs& n) { return Status(n.flags.state_dir, n.json); }},
+    {"status", "status [--json]",
+     "phase, peers, the state and its TPM, cluster, backups, slots, DNS, Kubernetes, workloads", nullptr,
+     [](const NodeArgs& n) { return Status(n.flags.state_dir, n.json); }},
     {"config", "config", "the node's merged settings and where each came from (never the secret)", nullptr,
      [](const NodeArgs&) { return ShowConfig(); }},
     {"backup", "backup now|list", "take an etcd backup now, or list this cluster's bundles", nullptr,
@@ -166,6 +175,9 @@ const Command kCommands[] = {
      sprout::firstboot::CertsMain, nullptr},
     {"dns", "dns [flags]", "the cluster DNS controller (sprout-firstboot dns --help)", sprout::firstboot::DnsMain,
      nullptr},
+    {"workloads", "workloads [--apply-once]",
+     "the site's workloads in the image: their state, or one pass now (sprout-firstboot workloads --help)",
+     sprout::firstboot::WorkloadsMain, nullptr},
     {"clock", "clock", "in a VM, check the TSC's rate against another clock; use that clock if it is off",
      sprout::firstboot::ClockMain, nullptr},
 };

@@ -20,6 +20,7 @@
 #include "firstboot/certs.h"
 #include "firstboot/kube_agent.h"
 #include "firstboot/tpm.h"
+#include "firstboot/workloads.h"
 #include "formationd/daemon.h"
 #include "formationd/state_file.h"
 #include "kube/api.h"
@@ -365,6 +366,24 @@ std::thread NodeAgent(const settings::NodeSettings& settings, const ClusterRecor
   });
 }
 
+// WorkloadsApplier starts the applier of the image's workloads (firstboot/workloads.h) on
+// a control-plane node of an image with a Kubernetes control plane and a workloads index;
+// on others it returns an empty thread. It runs beside the node agent and holds up
+// nothing: it waits for the apiserver on its own.
+std::thread WorkloadsApplier(const settings::NodeSettings& settings, const ClusterRecord& record) {
+  WorkloadsOptions o;
+  if (!settings.formation.control_plane || record.images.count("kube-apiserver") == 0 || !HasWorkloads(o)) return {};
+  o.kubeconfig = settings.formation.pki_dir.parent_path() / "admin.conf";
+  o.state_dir = settings.formation.state_dir;
+  o.node_name = settings.formation.name;
+  Log(LOG_INFO, "workloads",
+      "the image carries workloads (" + (o.dir / "index.json").string() +
+          "); this node applies them once its apiserver answers, one node at a time");
+  return std::thread([o] {
+    RunWorkloads(o, &g_stop, [](int priority, const std::string& message) { Log(priority, "workloads", message); });
+  });
+}
+
 // WaitForLocalAddress polls the interfaces until one carries ip, or the time is up.
 bool WaitForLocalAddress(const std::string& ip, std::chrono::seconds limit) {
   auto deadline = std::chrono::steady_clock::now() + limit;
@@ -420,6 +439,8 @@ int Run(const settings::RunFlags& flags, const BackupFlags& backup_flags) {
   settings.formation.on_member = ControlPlane(flags, settings, in.record);
   // 6. On a kubelet node: keep the node's Kubernetes side in shape (label, pod network).
   std::thread agent = NodeAgent(settings, in.record);
+  // 6a. On a control-plane node of an image with workloads: apply them, one node at a time.
+  std::thread workloads = WorkloadsApplier(settings, in.record);
   // 7. Restore from a backup, when told to and this node has no etcd data yet: the bundle
   // must open and check out before anything starts.
   std::error_code ec;
@@ -429,6 +450,7 @@ int Run(const settings::RunFlags& flags, const BackupFlags& backup_flags) {
     if (!plan) {
       g_stop = 1;
       if (agent.joinable()) agent.join();
+      if (workloads.joinable()) workloads.join();
       return Failed("restore-from " + backup.restore_from + " refused, starting nothing: " + plan.error(), 1);
     }
     Log(LOG_INFO, "restore",
@@ -452,6 +474,7 @@ int Run(const settings::RunFlags& flags, const BackupFlags& backup_flags) {
   const int code = FormOrJoin(settings, *state);
   g_stop = 1;
   if (agent.joinable()) agent.join();
+  if (workloads.joinable()) workloads.join();
   if (backups.joinable()) backups.join();
   return code;
 }
