@@ -291,3 +291,16 @@ container_teardown() {
     umount "$CLUSTER_DIR/root" 2>/dev/null || umount -l "$CLUSTER_DIR/root"
   fi
 }
+
+# container_switch_root IMAGE: the nodes' root becomes IMAGE's (every node must be
+# stopped): as an A/B update leaves a node running build B, with its /var kept. The slot
+# writes, the reboot into the other slot and the commit stay QEMU's to prove.
+container_switch_root() {
+  if mountpoint -q "$CLUSTER_DIR/root"; then
+    umount "$CLUSTER_DIR/root" 2>/dev/null || umount -l "$CLUSTER_DIR/root" || return 1
+  else
+    rm -rf "$CLUSTER_DIR/root"
+  fi
+  CLUSTER_IMAGE=$(realpath "$1")
+  container_root
+}

@@ -431,6 +431,16 @@ if [ "$server_minor" -ge 30 ]; then
   current_workloads node-4 "$busybox"
 fi
 
+# The image's own workloads (docs/workloads.md): what the build baked in, applied by the
+# cluster itself once it formed, with no human step and no network beyond the nodes'.
+IMAGE_WL_INDEX=""
+if node_ssh 1 test -f /usr/lib/sprout/workloads/index.json; then
+  echo "== 2d. the image's own workloads, applied by the cluster itself"
+  . "$here/image-workloads.sh"
+  image_workloads_applied "$t0"
+  echo "figures: the image's workloads, as the API recorded them: the first object created ${IMAGE_WL_CREATED} s and the last Deployment Available ${IMAGE_WL_AVAILABLE} s after power-on (three control-plane nodes Ready at ${ready3} s, the worker ${ready4} s after its own power-on)"
+fi
+
 # The upstream [Conformance] tests of cluster DNS, Services with their endpoints and pods
 # across nodes (qemu-tests/conformance/cluster-slice.txt), on this cluster's four nodes:
 # e2e.test and the test images from the same source (cached), the images served from
@@ -494,6 +504,7 @@ check "the Service answers by its name again (cluster DNS, the search path), fro
   "$(client client-2 node-2 hello)" '^Succeeded (.* )?hello-from-hello-'
 check "no node was restarted by hand: every node booted twice" \
   "$(for i in 1 2 3 4; do node_ssh "$i" sprout-firstboot status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["boots"])'; done | tr '\n' ' ')" '^2 2 2 2 $'
+[ -z "${IMAGE_WL_INDEX:-}" ] || image_workloads_after_power_loss
 
 # CLUSTER_ROLL names the control-plane nodes scenario 6 updates, one at a time (default:
 # all three). CI updates node-3 alone: the other two are the same path.
@@ -506,6 +517,12 @@ echo "== 6. a rolling update of ${#roll[@]} of the three (${roll[*]/#/node-}) to
 if [ "$CLUSTER_RUNTIME" = container ]; then
   echo "   SKIP scenario 6 on container nodes: a container has no disk, so no A/B slot to write B into;" \
     "QEMU runs the rolling update (qemu-tests/cluster-scenarios.sh, CI's etcd-only lane) (docs/container-nodes.md)"
+  # What an update does to the image's workloads is the same on every runtime: the nodes
+  # run build B's root and its appliers bring B's objects (docs/workloads.md).
+  if [ -n "$update_build" ] && [ -n "${IMAGE_WL_INDEX:-}" ]; then
+    echo "== 8. the image's workloads follow build B: every node started again on B's root"
+    image_workloads_update "$(ls "$update_build"/*.raw | head -n 1)"
+  fi
 elif [ -z "$update_build" ]; then
   echo "   SKIP scenario 6: no build B given (usage: kubernetes-cluster.sh IMAGE [BUILD-B-DIR])"
 elif within_budget "scenario 6" "${CLUSTER_BUDGET_6:-$((300 + 800 * ${#roll[@]}))}"; then
