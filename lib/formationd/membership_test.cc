@@ -90,7 +90,7 @@ TEST_CASE("membership: a learner that started before restarts from its data dir 
   auto o = OptionsIn(dir.path(), "node4");
   std::filesystem::create_directories(o.state_dir);  // as RunDaemon does
   f::Founding founding{"node1", 1, "sprout-x", {{"node1", "https://198.18.0.11:2380"}}};
-  auto made = f::MakeFounderCredentials(founding);
+  auto made = f::MakeFounderCredentials(founding, "");
   REQUIRE(made);
   REQUIRE(f::InstallCredentials(f::CredentialFiles(o), *made));
   std::filesystem::create_directories(o.etcd_data_dir / "member");
