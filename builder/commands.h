@@ -61,6 +61,7 @@ struct PersonalizeOptions {
   std::optional<std::filesystem::path> new_secret_file;  // --new-cluster-secret: made here, must not exist
   std::optional<std::string> hostname, role, address, gateway;
   std::optional<std::string> backup_dir, restore_from;  // docs/backup.md
+  std::optional<std::string> ca_cert_hash;              // a worker's pin of the cluster CA
   std::vector<std::string> peers;
   bool print = false;  // show the current settings (secret redacted) and change nothing
   bool clear = false;  // drop the current settings first
@@ -72,6 +73,10 @@ int Personalize(const PersonalizeOptions& options);
 // PrintWorkerSecret prints the worker secret of the cluster secret in secret_file: what a
 // worker is given (sprout.worker-secret) instead of the cluster secret.
 int PrintWorkerSecret(const std::filesystem::path& secret_file);
+
+// PrintCaCertHash prints the pin of the Kubernetes CA a founder with the cluster secret
+// in secret_file makes (pki::ClusterCaCertHash): a worker's ca-cert-hash.
+int PrintCaCertHash(const std::filesystem::path& secret_file);
 
 // Boot starts QEMU on a raw image with UEFI firmware and a serial console.
 int Boot(const BootOptions& options);

@@ -346,8 +346,12 @@ int Personalize(int argc, char** argv) {
                                      "a fresh control-plane node forms the cluster from this backup bundle (a path or\n"
                                      "nfs://HOST/PATH/NAME.sprout-backup); see docs/backup.md",
                                      cxxopts::value<std::string>())(
-      "print", "show the current settings (secret redacted) and change nothing")("clear",
-                                                                                 "drop the current settings first");
+      "ca-cert-hash",
+      "worker: pin the cluster CA, sha256:HEX (kubeadm's --discovery-token-ca-cert-hash form). --role worker "
+      "--cluster-secret F writes the pin of the CA a cluster formed with F has; give this for a cluster formed "
+      "before sprout derived its CA from the secret (`sprout-firstboot status` on a control-plane node prints it)",
+      cxxopts::value<std::string>())("print", "show the current settings (secret redacted) and change nothing")(
+      "clear", "drop the current settings first");
   return Run(o, Positional{"image", "raw image", "IMAGE", "personalize needs an IMAGE, such as out/default.raw"}, argc,
              argv, [](const cxxopts::ParseResult& a) {
                sprout::cli::PersonalizeOptions p;
@@ -362,6 +366,7 @@ int Personalize(int argc, char** argv) {
                Set<std::vector<std::string>>(a, "peer", p.peers);
                Set<std::string>(a, "backup-dir", p.backup_dir);
                Set<std::string>(a, "restore-from", p.restore_from);
+               Set<std::string>(a, "ca-cert-hash", p.ca_cert_hash);
                p.print = a.count("print") > 0;
                p.clear = a.count("clear") > 0;
                return sprout::cli::Personalize(p);
@@ -377,6 +382,20 @@ int WorkerSecret(int argc, char** argv) {
   return Run(o, Required{"cluster-secret", "worker-secret needs --cluster-secret FILE"}, argc, argv,
              [](const cxxopts::ParseResult& a) {
                return sprout::cli::PrintWorkerSecret(a["cluster-secret"].as<std::string>());
+             });
+}
+
+int CaCertHash(int argc, char** argv) {
+  cxxopts::Options o("sprout ca-cert-hash",
+                     "Print the pin of the cluster CA that a cluster formed with this cluster secret has:\n"
+                     "sha256:HEX, kubeadm's discovery-hash form (the founder derives the Kubernetes CA's key\n"
+                     "from the secret). A worker given it (ca-cert-hash=... in fw_cfg or the config area;\n"
+                     "sprout personalize --role worker writes it for you) refuses a join endpoint that hands\n"
+                     "it another CA. Public: it proves nothing by itself.");
+  o.add_options()("cluster-secret", "file whose bytes are the cluster secret", cxxopts::value<std::string>());
+  return Run(o, Required{"cluster-secret", "ca-cert-hash needs --cluster-secret FILE"}, argc, argv,
+             [](const cxxopts::ParseResult& a) {
+               return sprout::cli::PrintCaCertHash(a["cluster-secret"].as<std::string>());
              });
 }
 
@@ -436,6 +455,10 @@ const Command kCommands[] = {
      "print the worker secret of a cluster secret (what a worker\nis given instead, as worker-secret= in fw_cfg or "
      "the\nconfig area; docs/personalization.md)",
      WorkerSecret},
+    {"ca-cert-hash", "ca-cert-hash --cluster-secret F",
+     "print the pin of the cluster CA a cluster formed with that\nsecret has (ca-cert-hash= for a worker; "
+     "docs/formation.md)",
+     CaCertHash},
     {"boot", "boot IMAGE [--snapshot]", "boot an image in QEMU with UEFI and a serial console", Boot},
     {"keygen", "keygen -o PREFIX [--secure-boot]", "make a key pair for --sign, or for Secure Boot", Keygen},
     {"uki", "uki --stub F --kernel F -o OUT", "make a unified kernel image, signed for Secure Boot", Uki},

@@ -143,6 +143,7 @@ int Personalize(const PersonalizeOptions& o) {
     }
     lines += "cluster-secret=" + Base64Encode(*secret) + "\n";
   }
+  if (o.ca_cert_hash) lines += "ca-cert-hash=" + *o.ca_cert_hash + "\n";
   if (o.ssh_key_file) {
     auto key = ReadFile(*o.ssh_key_file);
     if (!key) return fail(key.error());
@@ -150,14 +151,39 @@ int Personalize(const PersonalizeOptions& o) {
   }
   auto given = ParseNodeConfig(lines, "option");
   if (!given) return fail(given.error());
+  // A cluster secret given now brings its own CA pin, unless one is given beside it: the
+  // pin already in the area belongs to whatever secret came with it.
+  NodeConfig kept = *existing;
+  const bool secret_now = o.secret_file || o.new_secret_file;
+  if (secret_now && !o.ca_cert_hash) kept.ca_cert_hash.reset();
   // A worker's config area gets the worker secret derived from the cluster secret, never
-  // the cluster secret itself: a worker's image must yield no control-plane secret.
-  auto merged_or = settings::SecretsForRole(o.clear ? *given : MergeNodeConfig({*existing, *given}));
+  // the cluster secret itself (a worker's image must yield no control-plane secret), and
+  // the pin of the CA a cluster formed with that secret has.
+  NodeConfig combined = o.clear ? *given : MergeNodeConfig({kept, *given});
+  const bool worker = combined.role && *combined.role == "worker";
+  if (o.ca_cert_hash && !worker) {
+    return fail("--ca-cert-hash pins the cluster CA on a worker, and this node's role is " +
+                (combined.role ? *combined.role : std::string("control-plane (the default)")) +
+                "; give --role worker, or leave --ca-cert-hash out");
+  }
+  const bool derives_pin = worker && combined.cluster_secret && !combined.ca_cert_hash;
+  auto merged_or = settings::SecretsForRole(combined);
   if (!merged_or) return fail(merged_or.error());
   NodeConfig merged = *merged_or;
-  if (merged.worker_secret && (o.secret_file || o.new_secret_file)) {
+  if (merged.worker_secret && secret_now) {
     std::cerr << "sprout: " << o.image.string()
               << ": role worker: wrote the worker secret derived from the cluster secret, not the cluster secret\n";
+  }
+  if (derives_pin && merged.ca_cert_hash) {
+    std::cerr << "sprout: " << o.image.string() << ": role worker: pinned the cluster CA " << *merged.ca_cert_hash
+              << ", which a cluster formed with this secret has (a cluster formed before sprout derived its CA "
+                 "from the secret has another: give --ca-cert-hash with the hash `sprout-firstboot status` prints "
+                 "on its control-plane nodes)\n";
+  }
+  if (worker && !merged.ca_cert_hash) {
+    std::cerr << "sprout: warning: " << o.image.string()
+              << ": role worker without a cluster CA pin: it will trust the first CA a join endpoint hands it; give "
+                 "--cluster-secret FILE or --ca-cert-hash sha256:HEX\n";
   }
   std::string text = RenderNodeConfig(merged);
   if (text.size() >= area->size()) return fail("the settings do not fit the config area");
@@ -185,6 +211,21 @@ int Personalize(const PersonalizeOptions& o) {
   std::cout << "personalized " << o.image.string() << " (config area at byte " << area->offset()
             << "; root and verity untouched):\n"
             << Redacted(merged);
+  return 0;
+}
+
+int PrintCaCertHash(const std::filesystem::path& secret_file) {
+  auto secret = ReadClusterSecret(secret_file);
+  if (!secret) {
+    std::cerr << "sprout: " << secret.error() << "\n";
+    return 1;
+  }
+  auto hash = pki::ClusterCaCertHash(*secret);
+  if (!hash) {
+    std::cerr << "sprout: " << hash.error() << "\n";
+    return 1;
+  }
+  std::cout << *hash << "\n";
   return 0;
 }
 

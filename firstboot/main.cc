@@ -19,6 +19,7 @@
 #include "formationd/state_file.h"
 #include "formationd/transport.h"
 #include "nodeconfig/sources.h"
+#include "pki/pki.h"
 #include "util/fs.h"
 #include "util/text.h"
 
@@ -48,7 +49,61 @@ int ShowConfig() {
   return 0;
 }
 
-int Status(const std::filesystem::path& state_dir, bool json) {
+// ClusterCa is the cluster CA as this node knows it, for `status`: a control-plane node's
+// own ca.crt, or the one a worker was handed, and a worker's pin.
+struct ClusterCa {
+  std::string hash;        // pki::SpkiSha256 of the CA file; "" none
+  std::string file;        // the file it was read from
+  bool worker = false;     // the worker's copy (<state>/worker/ca.crt)
+  std::string pin;         // a worker's ca-cert-hash; "" none
+  std::string pin_source;  // where the pin came from
+};
+
+ClusterCa ReadClusterCa(const sprout::settings::RunFlags& flags) {
+  ClusterCa out;
+  const std::filesystem::path control_plane = std::filesystem::path(flags.pki_dir) / "ca.crt";
+  const std::filesystem::path worker = flags.state_dir / "worker" / "ca.crt";
+  std::error_code ec;
+  out.worker = !std::filesystem::exists(control_plane, ec) &&
+               (std::filesystem::exists(worker, ec) || std::filesystem::exists(flags.state_dir / "worker", ec));
+  out.file = (out.worker ? worker : control_plane).string();
+  if (auto text = sprout::ReadFile(out.file)) {
+    if (auto hash = sprout::pki::SpkiSha256(*text)) out.hash = *hash;
+  }
+  auto resolved = sprout::firstboot::ResolveQuietly(flags);
+  if (resolved.settings.role == "worker") {
+    out.worker = true;
+    out.pin = resolved.settings.formation.ca_cert_hash;
+    out.pin_source = resolved.settings.formation.ca_cert_hash_source;
+  }
+  return out;
+}
+
+// ClusterCaLines is what `status` prints about the cluster CA: its hash, which workers
+// pin, and on a worker whether it is pinned.
+std::string ClusterCaLines(const ClusterCa& ca) {
+  std::string out;
+  if (!ca.worker) {
+    if (ca.hash.empty()) return "";
+    return "cluster CA: " + ca.hash + " (" + ca.file + "; workers pin it: sprout personalize IMAGE --role worker " +
+           "--ca-cert-hash " + ca.hash + ", derived already when they are personalized with the cluster secret " +
+           "of a cluster formed by this version)\n";
+  }
+  if (!ca.hash.empty()) out += "cluster CA: " + ca.hash + " (" + ca.file + ")\n";
+  if (ca.pin.empty()) {
+    out +=
+        "cluster CA pin: none: this worker trusts the first CA a join endpoint hands it; pin it with sprout "
+        "personalize IMAGE --role worker --ca-cert-hash HASH (the hash `sprout-firstboot status` prints on a "
+        "control-plane node)\n";
+  } else {
+    out += "cluster CA pin: " + ca.pin + " (" + ca.pin_source + ")" +
+           (ca.hash.empty() || ca.hash == ca.pin ? std::string() : "; the CA held is NOT the pinned one") + "\n";
+  }
+  return out;
+}
+
+int Status(const sprout::settings::RunFlags& flags, bool json) {
+  const std::filesystem::path& state_dir = flags.state_dir;
   auto state = sprout::LoadNodeState(state_dir);
   if (!state) {
     std::cerr << "sprout-firstboot: " << state.error() << "\n";
@@ -71,8 +126,15 @@ int Status(const std::filesystem::path& state_dir, bool json) {
       auto w = nlohmann::ordered_json::parse(*workloads_text, nullptr, false);
       if (!w.is_discarded()) j["workloads"] = w;
     }
-    if (!kube.is_discarded() && kube.is_object() && j.is_object()) j["kubernetes"] = kube;
-    if (j.is_object() && (j.contains("kubernetes") || j.contains("workloads"))) {
+    const ClusterCa ca = ReadClusterCa(flags);
+    if (j.is_object() && (!ca.hash.empty() || ca.worker)) {
+      j["clusterCA"] = {{"hash", ca.hash}, {"file", ca.file}};
+      if (ca.worker) j["clusterCA"]["pin"] = ca.pin;
+    }
+    if (!kube.is_discarded() && kube.is_object() && j.is_object()) {
+      j["kubernetes"] = kube;
+    }
+    if (j.is_object()) {
       std::cout << j.dump(2) << "\n";
     } else {
       std::cout << sprout::NodeStateJson(*state);
@@ -97,6 +159,7 @@ int Status(const std::filesystem::path& state_dir, bool json) {
     std::cout << "cluster: " << state->cluster_token << ", founder " << state->founder
               << "\nfounding members: " << join(state->members) << " (etcd member list: the full membership)\n";
   }
+  std::cout << ClusterCaLines(ReadClusterCa(flags));
   std::cout << sprout::firstboot::BackupStatusLines(state_dir);
   std::cout << sprout::firstboot::SlotStatusText(state_dir);
   std::cout << sprout::firstboot::DnsStatusLines(state_dir);
@@ -163,8 +226,8 @@ const Command kCommands[] = {
     {"run", "run [flags]", "form or join the cluster, then keep it (the systemd unit runs this)", nullptr,
      [](const NodeArgs& n) { return sprout::firstboot::Run(n.flags, n.backup); }},
     {"status", "status [--json]",
-     "phase, peers, the state and its TPM, cluster, backups, slots, DNS, Kubernetes, workloads", nullptr,
-     [](const NodeArgs& n) { return Status(n.flags.state_dir, n.json); }},
+     "phase, peers, the state and its TPM, cluster and its CA's hash, backups, slots, DNS, Kubernetes, workloads", nullptr,
+     [](const NodeArgs& n) { return Status(n.flags, n.json); }},
     {"config", "config", "the node's merged settings and where each came from (never the secret)", nullptr,
      [](const NodeArgs&) { return ShowConfig(); }},
     {"backup", "backup now|list", "take an etcd backup now, or list this cluster's bundles", nullptr,
@@ -226,6 +289,11 @@ int Main(int argc, char** argv) {
       cxxopts::value<int>()->default_value("0"))(
       "secret-file", "file holding the cluster secret (default: sprout.cluster-secret)", cxxopts::value<std::string>())(
       "worker-secret-file", "worker: file holding the worker secret (default: sprout.worker-secret)",
+      cxxopts::value<std::string>())(
+      "ca-cert-hash",
+      "worker: the cluster CA's pin, sha256:HEX (default: sprout.ca-cert-hash, else derived from a cluster "
+      "secret given to the worker); a join endpoint handing out another CA is refused. Without one the worker "
+      "trusts the first CA it is handed, and warns",
       cxxopts::value<std::string>())(
       "cluster-name", "cluster identity (default: the Shoot's name from the cluster file, else sprout)",
       cxxopts::value<std::string>())("cluster-file", "the image's cluster record (Shoot fields and component images)",
@@ -307,6 +375,7 @@ int Main(int argc, char** argv) {
   s.electorate = args["max-control-planes"].as<int>();
   s.secret_file = str("secret-file");
   s.worker_secret_file = str("worker-secret-file");
+  s.ca_cert_hash = str("ca-cert-hash");
   s.cluster_name = str("cluster-name");
   s.cluster_file = args["cluster-file"].as<std::string>();
   s.etcd_launch = args["etcd-launch"].as<std::string>();

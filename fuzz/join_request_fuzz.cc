@@ -1,7 +1,8 @@
 // libFuzzer target for the join endpoint's request parser (it reads bytes from anyone
 // who completed the PSK handshake) and, for good measure, the response parser a
-// joiner runs on what a member sent. Neither may crash, leak or read out of bounds.
-// Seeds: fuzz/corpus/join_request_fuzz/.
+// joiner runs on what a member sent, and a worker's check of the CA in it (a rogue
+// holder of the worker secret chooses those bytes). None may crash, leak or read out of
+// bounds. Seeds: fuzz/corpus/join_request_fuzz/.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -16,6 +17,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto again = sprout::formation::ParseJoinRequest(sprout::formation::RenderJoinRequest(*request));
     if (!again || again->name != request->name || again->address != request->address) __builtin_trap();
   }
-  (void)sprout::formation::ParseJoinResponse(text);
+  auto response = sprout::formation::ParseJoinResponse(text);
+  const sprout::formation::WorkerCaTrust pinned{
+      "sha256:7e858bf6c6e83eaf78d3cc3967d2e34b5d1608e99687acd70f16c5948e9fd40b", "fuzz", "", ""};
+  if (response) {
+    auto verdict = sprout::formation::CheckWorkerCa(pinned, "198.18.0.11:7777", response->ca_bundle);
+    if (verdict.keep != verdict.refusal.empty()) __builtin_trap();  // kept, or refused with a reason
+  }
+  // The CA check on the raw bytes too, as if they were the bundle.
+  auto verdict = sprout::formation::CheckWorkerCa({}, "198.18.0.11:7777", std::string(text));
+  if (verdict.keep != !verdict.offered.empty()) __builtin_trap();  // kept exactly when it is one certificate
   return 0;
 }

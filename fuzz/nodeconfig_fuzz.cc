@@ -1,7 +1,7 @@
 // libFuzzer target for the per-node settings parsers: the config area and fw_cfg text
 // (ParseNodeConfig) and the kernel command line (ParseCmdline). A node reads them at
 // every boot from media anyone with the disk or the hypervisor can write, including
-// the worker secret and the cluster secret. Neither may crash, leak or read out of
+// the worker secret, the cluster secret and a worker's CA pin. Neither may crash, leak or read out of
 // bounds, and accepted settings render and parse back to the same settings.
 // Seeds: fuzz/corpus/nodeconfig_fuzz/.
 #include <cstddef>
@@ -15,7 +15,7 @@ namespace {
 bool Same(const sprout::NodeConfig& a, const sprout::NodeConfig& b) {
   return a.cluster_secret == b.cluster_secret && a.worker_secret == b.worker_secret && a.hostname == b.hostname &&
          a.role == b.role && a.address == b.address && a.gateway == b.gateway && a.peers == b.peers &&
-         a.ssh_authorized_key == b.ssh_authorized_key;
+         a.ssh_authorized_key == b.ssh_authorized_key && a.ca_cert_hash == b.ca_cert_hash;
 }
 
 }  // namespace

@@ -195,8 +195,13 @@ worker_secret() {
     tr 'A-F' 'a-f'
 }
 
+# shellcheck source=tests/lib/ca-cert-hash.sh
+. "$CLUSTER_LIB_DIR/../tests/lib/ca-cert-hash.sh"
+
 # node_config I ROLE PEERS...: writes node I's settings for fw_cfg. A worker gets the
-# worker secret only, never the cluster secret, as `sprout personalize --role worker` does.
+# worker secret only, never the cluster secret, and the pin of the cluster CA the founder
+# derives from the secret (computed apart from sprout: a pin that does not match the CA
+# fails the worker's join), as `sprout personalize --role worker` does.
 # A control-plane node also gets the lines of CLUSTER_CP_CONFIG (key=value, e.g. its
 # backup-dir).
 CLUSTER_CP_CONFIG=()
@@ -211,6 +216,7 @@ node_config() {
     echo "peers=$peers"
     if [ "$role" = worker ]; then
       echo "worker-secret=$(worker_secret)"
+      echo "ca-cert-hash=$(ca_cert_hash_of_secret "$CLUSTER_DIR/cluster.secret")"
     else
       echo "cluster-secret=$(base64 -w0 < "$CLUSTER_DIR/cluster.secret")"
     fi

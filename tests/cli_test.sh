@@ -121,6 +121,29 @@ worker_secret=$("$SPROUT" worker-secret --cluster-secret "$work/secret")
 check "sprout worker-secret is hex HMAC-SHA256 of the cluster secret (as openssl computes it)" "$worker_secret" \
   "^$(printf 'sprout worker secret v1' | openssl mac -digest SHA256 -macopt "hexkey:$(od -An -tx1 -v "$work/secret" | tr -d ' \n')" HMAC | tr 'A-F' 'a-f')\$"
 check "a worker's image holds no trace of the cluster secret" "$(grep -c -a -F "$secret_b64" "$work/pers.raw")" '^0$'
+# The worker pins the CA a cluster formed with that secret has (docs/formation.md,
+# "Workers pin the cluster CA"); the pin is public, so --print shows it.
+# shellcheck source=tests/lib/ca-cert-hash.sh
+. "$src/tests/lib/ca-cert-hash.sh"
+pin=$("$SPROUT" ca-cert-hash --cluster-secret "$work/secret")
+check "sprout ca-cert-hash prints the pin derived from the secret (as openssl and python3 compute it)" "$pin" \
+  "^$(ca_cert_hash_of_secret "$work/secret")\$"
+check "personalize --print shows the worker's CA pin" "$("$SPROUT" personalize "$work/pers.raw" --print 2>&1)" \
+  "ca-cert-hash=$pin"
+out=$("$SPROUT" personalize "$work/pers.raw" --cluster-secret "$work/secret" 2>&1)
+check "personalize --role worker --cluster-secret says which CA it pinned" "$out" \
+  "role worker: pinned the cluster CA $pin, which a cluster formed with this secret has"
+old_cluster=sha256:$(printf 'a cluster formed before' | sha256sum | cut -d' ' -f1)
+out=$("$SPROUT" personalize "$work/pers.raw" --cluster-secret "$work/secret" --ca-cert-hash "${old_cluster^^}" 2>&1 &&
+  "$SPROUT" personalize "$work/pers.raw" --print)
+check "an explicit --ca-cert-hash beats the derived one (kept in lower case)" "$out" "ca-cert-hash=$old_cluster"
+out=$("$SPROUT" personalize "$work/pers.raw" --hostname rack1-n1 && "$SPROUT" personalize "$work/pers.raw" --print)
+check "... and stays when other settings change" "$out" "ca-cert-hash=$old_cluster"
+out=$("$SPROUT" personalize "$work/pers.raw" --ca-cert-hash 0123abcd 2>&1); rc=$?
+check "a CA pin of the wrong form is refused with the form" "$rc:$out" \
+  "^1:.*option:1: ca-cert-hash must be 'sha256:' and the 64 hex digits of the cluster CA's public-key hash"
+out=$("$SPROUT" personalize "$work/pers.raw" --cluster-secret "$work/secret" 2>/dev/null && "$SPROUT" personalize "$work/pers.raw" --print)
+check "the cluster secret given again brings its own pin back" "$out" "ca-cert-hash=$pin"
 check "personalize leaves the root partition untouched" "$(part_sum "$work/pers.raw" 2)" "^${root_before}\$"
 check "personalize leaves the verity partition untouched" "$(part_sum "$work/pers.raw" 3)" "^${verity_before}\$"
 cfg_start=$(sfdisk --json "$work/pers.raw" | python3 -c "import json,sys; p=json.load(sys.stdin)['partitiontable']['partitions'][5]; print(p['start']*512, (p['start']+p['size'])*512)")
@@ -137,6 +160,10 @@ cp --sparse=always "$img" "$work/pers-cp.raw"
 out=$("$SPROUT" personalize "$work/pers-cp.raw" --cluster-secret "$work/secret" --role control-plane 2>&1); rc=$?
 check "a control-plane node is given the cluster secret itself" \
   "$rc:$(grep -c -a -F "$secret_b64" "$work/pers-cp.raw"):$(grep -c -a -F "$worker_secret" "$work/pers-cp.raw")" '^0:1:0$'
+check "... and no CA pin (it holds the CA)" "$(grep -c -a 'ca-cert-hash' "$work/pers-cp.raw")" '^0$'
+out=$("$SPROUT" personalize "$work/pers-cp.raw" --ca-cert-hash "$pin" 2>&1); rc=$?
+check "--ca-cert-hash on a control-plane node is refused with the fix" "$rc:$out" \
+  "^1:.*--ca-cert-hash pins the cluster CA on a worker, and this node's role is control-plane; give --role worker"
 rm -f "$work/pers-cp.raw"
 # A weak cluster secret is refused; --new-cluster-secret makes one (mode 600) and never
 # overwrites one that exists.

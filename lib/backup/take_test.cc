@@ -10,7 +10,8 @@ using namespace sprout;
 
 TEST_CASE("backup: a bundle carries the cluster's encryption key with the PKI, when the node has one", "[backup]") {
   TempDir dir(std::filesystem::temp_directory_path(), "take-test");
-  auto cas = pki::MakeClusterCAs();
+  const std::string secret = "a cluster secret of 32 bytes....";
+  auto cas = pki::MakeClusterCAs(secret);  // as a founder makes them
   REQUIRE(cas);
   REQUIRE(pki::WritePkiFiles(dir.path() / "pki", pki::CAFiles(*cas)));
   REQUIRE(WriteFileAtomic(dir.path() / "bootstrap-token", "abcdef.0123456789abcdef\n"));
@@ -31,6 +32,10 @@ TEST_CASE("backup: a bundle carries the cluster's encryption key with the PKI, w
   auto restored = pki::LoadCAs(stage.path());
   REQUIRE(restored);
   CHECK(restored->encryption_key == cas->encryption_key);
+  // The restored cluster keeps its Kubernetes CA, so workers pinned to it (the pin
+  // derived from the cluster secret) still join it.
+  CHECK(restored->kubernetes_ca.cert_pem == cas->kubernetes_ca.cert_pem);
+  CHECK(pki::SpkiSha256(restored->kubernetes_ca.cert_pem).value() == pki::ClusterCaCertHash(secret).value());
 
   // A cluster founded before the key existed still backs up.
   std::filesystem::remove(dir.path() / "pki" / pki::kEncryptionKeyFile);

@@ -273,4 +273,55 @@ Key JoinPsk(const Key& formation_key) {
   return out;
 }
 
+WorkerCaVerdict CheckWorkerCa(const WorkerCaTrust& trust, const std::string& endpoint, const std::string& ca_pem) {
+  WorkerCaVerdict v;
+  const std::string prefix = "worker: refused the credentials of the join endpoint " + endpoint + ": ";
+  const std::string next = "; nothing was saved, trying the next endpoint";
+  auto offered = pki::SpkiSha256(ca_pem);
+  if (!offered) {
+    v.refusal = prefix + "its CA certificate is unusable (" + offered.error() + ")" + next;
+    return v;
+  }
+  v.offered = *offered;
+  if (!trust.pin.empty()) {
+    v.keep = v.offered == trust.pin;
+    if (!v.keep) {
+      v.refusal = prefix + "it hands out the cluster CA " + v.offered + ", and this worker pins " + trust.pin + " (" +
+                  trust.pin_source + ")" + next +
+                  ". That endpoint holds the worker secret but not this cluster's CA: another worker posing as the "
+                  "control plane, or the pin is wrong. If `sprout-firstboot status` on a control-plane node of this "
+                  "cluster prints " +
+                  v.offered +
+                  " (a cluster formed before workers pinned the CA), pin that: sprout personalize IMAGE "
+                  "--ca-cert-hash " +
+                  v.offered + " (or sprout.ca-cert-hash= in fw_cfg)";
+    }
+    return v;
+  }
+  if (trust.trusted.empty()) {
+    v.keep = true;
+    v.first_use = true;
+    return v;
+  }
+  v.keep = v.offered == trust.trusted;
+  if (!v.keep) {
+    v.refusal = prefix + "it hands out the cluster CA " + v.offered + ", and this worker trusted " + trust.trusted +
+                " on first use (" + trust.trusted_from + ")" + next +
+                ". If the cluster's CA really changed (this worker now belongs to a new cluster), pin the new one: "
+                "sprout personalize IMAGE --ca-cert-hash HASH with the hash `sprout-firstboot status` prints on a "
+                "control-plane node";
+  }
+  return v;
+}
+
+std::string NoCaPinWarning(const std::string& trusted, const std::string& trusted_from) {
+  std::string what = trusted.empty() ? "it will trust the first CA a join endpoint hands it"
+                                     : "it trusts the CA " + trusted + " it was handed first (" + trusted_from + ")";
+  return "worker: no pin of the cluster CA (ca-cert-hash): " + what +
+         ", and any holder of the worker secret can pose as a join endpoint; pin it: sprout personalize IMAGE "
+         "--role worker --cluster-secret FILE writes the pin of a cluster formed with that secret, or give "
+         "--ca-cert-hash sha256:HEX (sprout.ca-cert-hash=) with the hash `sprout-firstboot status` prints on a "
+         "control-plane node";
+}
+
 }  // namespace sprout::formation

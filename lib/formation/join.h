@@ -126,6 +126,36 @@ Result<JoinResponse> ParseJoinResponse(std::string_view text);
 // CA key matches its certificate.
 Result<Credentials> CredentialsFrom(const JoinResponse& response);
 
+// WorkerCaTrust is what a worker holds against the Kubernetes CA a join endpoint hands
+// it (docs/formation.md, "Workers pin the cluster CA"): a pin given at personalization,
+// else the CA it kept on first use.
+struct WorkerCaTrust {
+  std::string pin;           // pki::SpkiSha256 form; "" none
+  std::string pin_source;    // where the pin came from, for messages
+  std::string trusted;       // without a pin: the SpkiSha256 of the CA kept before; "" none
+  std::string trusted_from;  // the file that CA is kept in, for messages
+};
+
+// WorkerCaVerdict is what a worker makes of one endpoint's CA.
+struct WorkerCaVerdict {
+  bool keep = false;       // the credentials may be saved
+  bool first_use = false;  // kept with neither a pin nor an earlier CA: trusted from now on
+  std::string offered;     // the offered CA's SpkiSha256; "" when it is not one certificate
+  std::string refusal;     // when not kept: the whole log line, with the endpoint and the fix
+};
+
+// CheckWorkerCa decides whether a worker keeps the credentials whose CA certificate is
+// ca_pem, handed out by endpoint ("198.18.0.11:7777"). With a pin, only a CA whose
+// SpkiSha256 is the pin; without one, the CA kept before, or with none kept, any CA (trust
+// on first use). ca_pem must be exactly one certificate: a bundle would make the kubelet
+// trust whatever follows the pinned CA. Pure.
+WorkerCaVerdict CheckWorkerCa(const WorkerCaTrust& trust, const std::string& endpoint, const std::string& ca_pem);
+
+// NoCaPinWarning is what a worker without a pin says at every start: that it trusts the
+// first CA a holder of the worker secret hands it (trusted: that CA's hash once kept, from
+// trusted_from), and how to pin it.
+std::string NoCaPinWarning(const std::string& trusted, const std::string& trusted_from);
+
 // MakeBootstrapToken makes a random token in kubeadm's form [a-z0-9]{6}.[a-z0-9]{16}.
 Result<std::string> MakeBootstrapToken();
 // ValidBootstrapToken checks that form.

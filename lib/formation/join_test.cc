@@ -473,3 +473,107 @@ TEST_CASE("worker tokens: one per 12-hour window, derived from the base token, e
   CHECK(t->find(base.substr(7)) == std::string::npos);
   CHECK_FALSE(WorkerToken("not a token", w).ok());
 }
+
+namespace {
+
+// PinnedHash is the hash a worker personalized with secret pins.
+std::string PinnedHash(const std::string& secret) {
+  auto hash = sprout::pki::ClusterCaCertHash(secret);
+  REQUIRE(hash);
+  return *hash;
+}
+
+}  // namespace
+
+TEST_CASE("worker CA pin: a pinned worker keeps only the CA whose hash is its pin", "[formation]") {
+  const std::string secret = "a cluster secret of 32 bytes....";
+  auto real = sprout::pki::MakeClusterCAs(secret);
+  auto rogue = sprout::pki::MakeClusterCAs();  // a worker-secret holder's own CA
+  REQUIRE(real);
+  REQUIRE(rogue);
+  const std::string pin = PinnedHash(secret);
+  WorkerCaTrust trust{pin, "sprout.ca-cert-hash (config area)", "", "/var/lib/sprout/worker/ca.crt"};
+
+  auto kept = CheckWorkerCa(trust, "198.18.0.12:7777", real->kubernetes_ca.cert_pem);
+  CHECK(kept.keep);
+  CHECK_FALSE(kept.first_use);
+  CHECK(kept.offered == pin);
+  CHECK(kept.refusal.empty());
+
+  auto refused = CheckWorkerCa(trust, "198.18.0.11:7777", rogue->kubernetes_ca.cert_pem);
+  CHECK_FALSE(refused.keep);
+  const std::string offered = sprout::pki::SpkiSha256(rogue->kubernetes_ca.cert_pem).value();
+  CHECK(refused.offered == offered);
+  CHECK(refused.refusal ==
+        "worker: refused the credentials of the join endpoint 198.18.0.11:7777: it hands out the cluster CA " +
+            offered + ", and this worker pins " + pin +
+            " (sprout.ca-cert-hash (config area)); nothing was saved, trying the next endpoint. That endpoint holds "
+            "the worker secret but not this cluster's CA: another worker posing as the control plane, or the pin is "
+            "wrong. If `sprout-firstboot status` on a control-plane node of this cluster prints " +
+            offered +
+            " (a cluster formed before workers pinned the CA), pin that: sprout personalize IMAGE --ca-cert-hash " +
+            offered + " (or sprout.ca-cert-hash= in fw_cfg)");
+
+  // A pin beats the CA kept before: one kept from a rogue before the pin was given is not
+  // trusted, and the real one is taken although it differs from it.
+  WorkerCaTrust poisoned = trust;
+  poisoned.trusted = offered;
+  CHECK(CheckWorkerCa(poisoned, "198.18.0.12:7777", real->kubernetes_ca.cert_pem).keep);
+  CHECK_FALSE(CheckWorkerCa(poisoned, "198.18.0.11:7777", rogue->kubernetes_ca.cert_pem).keep);
+}
+
+TEST_CASE("worker CA pin: the pinned CA with another certificate behind it is refused", "[formation]") {
+  const std::string secret = "a cluster secret of 32 bytes....";
+  auto real = sprout::pki::MakeClusterCAs(secret);
+  auto rogue = sprout::pki::MakeClusterCAs();
+  REQUIRE(real);
+  REQUIRE(rogue);
+  WorkerCaTrust trust{PinnedHash(secret), "--ca-cert-hash", "", ""};
+  // The kubelet would trust every certificate of the bundle: the real CA's hash must not
+  // carry a rogue's CA in behind it.
+  auto bundle = CheckWorkerCa(trust, "198.18.0.11:7777", real->kubernetes_ca.cert_pem + rogue->kubernetes_ca.cert_pem);
+  CHECK_FALSE(bundle.keep);
+  CHECK(bundle.offered.empty());
+  CHECK(bundle.refusal ==
+        "worker: refused the credentials of the join endpoint 198.18.0.11:7777: its CA certificate is unusable (not "
+        "one certificate: 2 PEM blocks); nothing was saved, trying the next endpoint");
+  CHECK_FALSE(CheckWorkerCa(trust, "198.18.0.11:7777", "").keep);
+  CHECK_FALSE(CheckWorkerCa(trust, "198.18.0.11:7777", rogue->kubernetes_ca.key_pem).keep);
+}
+
+TEST_CASE("worker CA pin: without a pin the first CA is trusted, and any other refused afterwards", "[formation]") {
+  auto first = sprout::pki::MakeClusterCAs();
+  auto other = sprout::pki::MakeClusterCAs();
+  REQUIRE(first);
+  REQUIRE(other);
+  WorkerCaTrust fresh{"", "", "", "/var/lib/sprout/worker/ca.crt"};
+  auto taken = CheckWorkerCa(fresh, "198.18.0.11:7777", first->kubernetes_ca.cert_pem);
+  CHECK(taken.keep);
+  CHECK(taken.first_use);
+
+  WorkerCaTrust after = fresh;
+  after.trusted = taken.offered;
+  auto again = CheckWorkerCa(after, "198.18.0.12:7777", first->kubernetes_ca.cert_pem);
+  CHECK(again.keep);
+  CHECK_FALSE(again.first_use);
+  auto refused = CheckWorkerCa(after, "198.18.0.13:7777", other->kubernetes_ca.cert_pem);
+  CHECK_FALSE(refused.keep);
+  CHECK(refused.refusal ==
+        "worker: refused the credentials of the join endpoint 198.18.0.13:7777: it hands out the cluster CA " +
+            refused.offered + ", and this worker trusted " + taken.offered +
+            " on first use (/var/lib/sprout/worker/ca.crt); nothing was saved, trying the next endpoint. If the "
+            "cluster's CA really changed (this worker now belongs to a new cluster), pin the new one: sprout "
+            "personalize IMAGE --ca-cert-hash HASH with the hash `sprout-firstboot status` prints on a control-plane "
+            "node");
+}
+
+TEST_CASE("worker CA pin: a worker without a pin says how to add one", "[formation]") {
+  CHECK(NoCaPinWarning("", "") ==
+        "worker: no pin of the cluster CA (ca-cert-hash): it will trust the first CA a join endpoint hands it, and any "
+        "holder of the worker secret can pose as a join endpoint; pin it: sprout personalize IMAGE --role worker "
+        "--cluster-secret FILE writes the pin of a cluster formed with that secret, or give --ca-cert-hash "
+        "sha256:HEX (sprout.ca-cert-hash=) with the hash `sprout-firstboot status` prints on a control-plane node");
+  CHECK_THAT(NoCaPinWarning("sha256:ab", "/var/lib/sprout/worker/ca.crt"),
+             Catch::StartsWith("worker: no pin of the cluster CA (ca-cert-hash): it trusts the CA sha256:ab it was "
+                               "handed first (/var/lib/sprout/worker/ca.crt), and any holder"));
+}

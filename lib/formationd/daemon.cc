@@ -307,6 +307,16 @@ int RunDaemon(const DaemonOptions& o, const volatile std::sig_atomic_t* stop) {
     Journal(LOG_ERR, keys.error(), {{"PHASE", "error"}});
     return 1;
   }
+  if (!o.control_plane) {
+    // Said at every start: a worker without a pin takes whatever CA answers first.
+    if (o.ca_cert_hash.empty()) {
+      auto trust = WorkerTrust(o);
+      Journal(LOG_WARNING, NoCaPinWarning(trust.trusted, trust.trusted_from), {{"PHASE", "worker"}, {"CA_PIN", ""}});
+    } else {
+      Journal(LOG_INFO, "worker: pins the cluster CA " + o.ca_cert_hash + " (" + o.ca_cert_hash_source + ")",
+              {{"PHASE", "worker"}, {"CA_PIN", o.ca_cert_hash}});
+    }
+  }
   TransportConfig tc;
   tc.listen = o.listen;
   tc.port = o.port;

@@ -108,7 +108,9 @@ FoundingPlan PlanFounding(const DaemonOptions& o, const EtcdConfig& etcd_config,
     case FounderPki::kMake:
       break;
   }
-  auto made = MakeFounderCredentials(s.founding);
+  // The Kubernetes CA's key comes from the cluster secret: a worker personalized with
+  // that secret pins its hash and refuses a join endpoint that hands it any other CA.
+  auto made = MakeFounderCredentials(s.founding, o.secret);
   if (!made) {
     Journal(LOG_ERR, "cannot make the cluster PKI: " + made.error(), {{"PHASE", "error"}});
     return {};
@@ -121,8 +123,11 @@ FoundingPlan PlanFounding(const DaemonOptions& o, const EtcdConfig& etcd_config,
     Journal(LOG_ERR, "cannot install the cluster PKI: " + installed.error(), {{"PHASE", "error"}});
     return {};
   }
-  Journal(LOG_INFO, "founder: made the etcd, Kubernetes and front-proxy CAs under " + o.pki_dir.string(),
-          {{"PHASE", "founding"}});
+  auto hash = pki::SpkiSha256(made->cas.kubernetes_ca.cert_pem);
+  Journal(LOG_INFO,
+          "founder: made the etcd, Kubernetes and front-proxy CAs under " + o.pki_dir.string() +
+              " (the Kubernetes CA's key derived from the cluster secret: workers pin " + (hash ? *hash : "?") + ")",
+          {{"PHASE", "founding"}, {"CA_CERT_HASH", hash ? *hash : ""}});
   return {FoundingPlan::kServe, *made, args};
 }
 

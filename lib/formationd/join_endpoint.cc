@@ -83,8 +83,8 @@ Status InstallCredentials(const NodeCredentialFiles& files, const Credentials& c
   return pki::WritePkiFiles(files.pki_dir, *node);
 }
 
-Result<Credentials> MakeFounderCredentials(const Founding& f) {
-  auto cas = pki::MakeClusterCAs();
+Result<Credentials> MakeFounderCredentials(const Founding& f, std::string_view cluster_secret) {
+  auto cas = pki::MakeClusterCAs(cluster_secret);
   if (!cas) return Fail(cas.error());
   auto token = MakeBootstrapToken();
   if (!token) return Fail(token.error());

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -75,8 +76,10 @@ FounderPki DecideFounderPki(const FounderPkiInput& in);
 Status InstallCredentials(const NodeCredentialFiles& files, const Credentials& c);
 
 // MakeFounderCredentials makes a new cluster's CAs and bootstrap token, naming the
-// founding members' API endpoints.
-Result<Credentials> MakeFounderCredentials(const Founding& f);
+// founding members' API endpoints. The Kubernetes CA's key is derived from
+// cluster_secret (pki::MakeClusterCAs), so workers can pin it ("Workers pin the cluster
+// CA" in docs/formation.md); empty: random (tests).
+Result<Credentials> MakeFounderCredentials(const Founding& f, std::string_view cluster_secret);
 
 // JoinEndpoint is this node's join server and what it serves.
 class JoinEndpoint {

@@ -25,7 +25,7 @@ TEST_CASE("join endpoint: credentials installed by one run are what the next run
   f::NodeCredentialFiles files{dir.path() / "pki", dir.path() / "bootstrap-token", dir.path() / "founded-pki", "node1",
                                "127.0.0.1"};
   CHECK_FALSE(f::LoadLocalCredentials(files, TwoMembers()));
-  auto made = f::MakeFounderCredentials(TwoMembers());
+  auto made = f::MakeFounderCredentials(TwoMembers(), "");
   REQUIRE(made);
   CHECK(f::ValidBootstrapToken(made->bootstrap_token));
   CHECK(made->api_endpoints == f::ApiEndpoints(TwoMembers()));
@@ -63,7 +63,7 @@ TEST_CASE("join endpoint: a founder's marker, etcd's member directory and any CA
   std::filesystem::remove_all(etcd);
   // A PKI installed by a founding that crashed before its mark is a trace too: the node
   // cannot know that nobody saw it, and a second CA is what must never happen.
-  auto made = f::MakeFounderCredentials(TwoMembers());
+  auto made = f::MakeFounderCredentials(TwoMembers(), "");
   REQUIRE(made);
   REQUIRE(f::InstallCredentials(files, *made));
   CHECK(f::TracesOfEarlierFounding(files, etcd).size() == 9);  // eight CA files and the encryption key
@@ -114,8 +114,8 @@ TEST_CASE("join endpoint: installing never replaces a CA, but restores a lost ke
   sprout::TempDir dir(std::filesystem::temp_directory_path(), "join-endpoint-ca-test");
   f::NodeCredentialFiles files{dir.path() / "pki", dir.path() / "bootstrap-token", dir.path() / "founded-pki", "node1",
                                "127.0.0.1"};
-  auto first = f::MakeFounderCredentials(TwoMembers());
-  auto second = f::MakeFounderCredentials(TwoMembers());
+  auto first = f::MakeFounderCredentials(TwoMembers(), "");
+  auto second = f::MakeFounderCredentials(TwoMembers(), "");
   REQUIRE(first);
   REQUIRE(second);
   REQUIRE(f::InstallCredentials(files, *first));
@@ -137,7 +137,7 @@ TEST_CASE("join endpoint: installing never replaces a CA, but restores a lost ke
 }
 
 TEST_CASE("join endpoint: serves its credentials and tells joiners changed API endpoints", "[formation]") {
-  auto made = f::MakeFounderCredentials(TwoMembers());
+  auto made = f::MakeFounderCredentials(TwoMembers(), "");
   REQUIRE(made);
   auto key = f::DeriveKey("right secret 0123456789", "test");
   auto worker_key = f::DeriveKey(f::WorkerSecret("right secret 0123456789"), "test");

@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <set>
 #include <thread>
 #include <utility>
 #include <variant>
 
 #include "formationd/join_net.h"
 #include "formationd/journal.h"
+#include "pki/pki.h"
+#include "util/fs.h"
 
 namespace sprout::formation {
 
@@ -32,6 +35,8 @@ class Backoff {
     }
     return Pause(stop, BackoffMs(attempts_++));
   }
+  // Sleep waits as Wait does, for a reason already logged.
+  bool Sleep(const std::atomic<bool>& stop) { return Pause(stop, BackoffMs(attempts_++)); }
 
  private:
   std::string what_;
@@ -40,9 +45,11 @@ class Backoff {
 };
 
 // FetchFromMembers asks the founding members' join endpoints in turn (the founder
-// first) until one answers; empty once stopped.
+// first) until one answers; empty once stopped. A worker passes its trust in the cluster
+// CA: an answer whose CA it refuses (CheckWorkerCa) is logged and the next endpoint asked.
 std::optional<JoinResponse> FetchFromMembers(const DaemonOptions& o, const JoinKey& psk, const Founding& f,
-                                             bool control_plane, const std::atomic<bool>& stop) {
+                                             bool control_plane, const std::atomic<bool>& stop,
+                                             const WorkerCaTrust* trust = nullptr) {
   std::vector<std::string> addresses;
   for (const auto& m : f.members) {
     if (m.name == o.name) continue;
@@ -56,9 +63,31 @@ std::optional<JoinResponse> FetchFromMembers(const DaemonOptions& o, const JoinK
   if (addresses.empty()) return std::nullopt;
   JoinRequest request{kJoinVersion, control_plane, o.name, o.listen};
   Backoff backoff("fetching credentials");
+  std::set<std::string> refused;  // (endpoint, CA) pairs logged already
   for (std::size_t i = 0; !stop; ++i) {
     const auto& address = addresses[i % addresses.size()];
     auto r = FetchJoin(address, o.port, psk, request);
+    if (r && trust) {
+      const std::string endpoint = address + ":" + std::to_string(o.port);
+      auto verdict = CheckWorkerCa(*trust, endpoint, r->ca_bundle);
+      if (!verdict.keep) {
+        if (refused.insert(endpoint + " " + verdict.offered).second) {
+          Journal(LOG_ERR, verdict.refusal,
+                  {{"PHASE", "joining"},
+                   {"JOIN_FROM", address},
+                   {"JOIN_REFUSED_CA", verdict.offered},
+                   {"CA_PIN", trust->pin.empty() ? trust->trusted : trust->pin}});
+        }
+        if (!backoff.Sleep(stop)) break;
+        continue;
+      }
+      if (verdict.first_use) {
+        Journal(LOG_WARNING,
+                "worker: trusting the cluster CA " + verdict.offered + " of the join endpoint " + endpoint +
+                    " on first use (no ca-cert-hash pin); from now on this worker refuses any other",
+                {{"PHASE", "joining"}, {"JOIN_FROM", address}, {"CA_CERT_HASH", verdict.offered}});
+      }
+    }
     if (r) {
       Journal(LOG_INFO,
               "received " + std::string(control_plane ? "control-plane" : "worker") +
@@ -235,10 +264,40 @@ void Membership::StartPromote(const Founding& f) {
   });
 }
 
+WorkerCaTrust WorkerTrust(const DaemonOptions& o) {
+  WorkerCaTrust trust;
+  trust.pin = o.ca_cert_hash;
+  trust.pin_source = o.ca_cert_hash_source.empty() ? "ca-cert-hash" : o.ca_cert_hash_source;
+  const auto kept = o.state_dir / "worker" / "ca.crt";
+  trust.trusted_from = kept.string();
+  std::error_code ec;
+  if (!std::filesystem::exists(kept, ec)) return trust;
+  auto text = ReadFile(kept);
+  auto hash = text ? pki::SpkiSha256(*text) : Result<std::string>(Fail(text.error()));
+  if (hash) {
+    trust.trusted = *hash;
+  } else {
+    Journal(LOG_WARNING, "worker: " + kept.string() + " holds no usable CA (" + hash.error() + "); it trusts none",
+            {{"PHASE", "worker"}});
+  }
+  return trust;
+}
+
 bool Membership::StartWorker(const JoinAsWorker& w) {
   std::error_code ec;
   auto dir = o_.state_dir / "worker";
-  if (std::filesystem::exists(dir / "bootstrap-token", ec)) {
+  const WorkerCaTrust trust = WorkerTrust(o_);
+  // Credentials saved under a CA the pin refuses (saved before the pin was given, or by an
+  // older version from whoever answered first) are fetched again, as if none were there.
+  const bool pinned_away = !trust.pin.empty() && !trust.trusted.empty() && trust.trusted != trust.pin;
+  if (pinned_away) {
+    Journal(LOG_ERR,
+            "worker: the credentials in " + dir.string() + " came with the cluster CA " + trust.trusted +
+                ", and this worker pins " + trust.pin + " (" + trust.pin_source +
+                "); fetching them again from an endpoint that hands out the pinned CA",
+            {{"PHASE", "worker"}, {"CA_PIN", trust.pin}, {"JOIN_REFUSED_CA", trust.trusted}});
+  }
+  if (!pinned_away && std::filesystem::exists(dir / "bootstrap-token", ec)) {
     // The token is a worker token (WorkerToken), which expires 12 to 24 hours after
     // it was handed out. Once the kubelet has its certificate the token is not needed;
     // until then a token older than one window is fetched anew.
@@ -256,8 +315,8 @@ bool Membership::StartWorker(const JoinAsWorker& w) {
   }
   const DaemonOptions& o = o_;
   const std::atomic<bool>& stop = stop_;
-  worker_ = std::async(std::launch::async, [&o, psk = psk_, w, dir, &stop]() {
-    auto r = FetchFromMembers(o, psk, w.founding, false, stop);
+  worker_ = std::async(std::launch::async, [&o, psk = psk_, w, dir, trust, &stop]() {
+    auto r = FetchFromMembers(o, psk, w.founding, false, stop, &trust);
     if (!r) return false;
     if (auto s = SaveWorkerCredentials(dir, *r); !s) {
       Journal(LOG_ERR, s.error(), {{"PHASE", "error"}});

@@ -40,6 +40,10 @@ const EtcdMember* FindSelf(const std::vector<EtcdMember>& members, const std::st
 // FindByPeerUrl is the last entry with peer_url among its peer URLs, or nullptr.
 const EtcdMember* FindByPeerUrl(const std::vector<EtcdMember>& members, const std::string& peer_url);
 
+// WorkerTrust is what the worker of o holds against a join endpoint's CA: its pin
+// (o.ca_cert_hash), and the CA it kept before (<state>/worker/ca.crt), if any.
+WorkerCaTrust WorkerTrust(const DaemonOptions& o);
+
 // MemberStart is what a start task hands back: the credentials this node now has and
 // how to start its etcd.
 struct MemberStart {
@@ -68,8 +72,10 @@ class Membership {
   void StartLearner(const JoinAsLearner& j);
   // StartPromote promotes this learner once etcd accepts that (it must catch up).
   void StartPromote(const Founding& f);
-  // StartWorker fetches worker credentials into <state>/worker; true when they are
-  // there already (and no task starts).
+  // StartWorker fetches worker credentials into <state>/worker, keeping only those whose
+  // CA the worker trusts (CheckWorkerCa: its pin, else the CA kept first); true when they
+  // are there already (and no task starts). Saved credentials whose CA the pin refuses
+  // are fetched again.
   bool StartWorker(const JoinAsWorker& w);
   // RefreshEndpoints starts asking this node's etcd for the voting members' API
   // endpoints, every 15 s while ready (serving, with etcd started).

@@ -4,6 +4,9 @@
 #include <chrono>
 #include <thread>
 
+#include "formationd/daemon.h"
+#include "formationd/join_net.h"
+#include "pki/pki.h"
 #include "util/fs.h"
 
 namespace f = sprout::formation;
@@ -90,7 +93,7 @@ TEST_CASE("membership: a learner that started before restarts from its data dir 
   auto o = OptionsIn(dir.path(), "node4");
   std::filesystem::create_directories(o.state_dir);  // as RunDaemon does
   f::Founding founding{"node1", 1, "sprout-x", {{"node1", "https://198.18.0.11:2380"}}};
-  auto made = f::MakeFounderCredentials(founding);
+  auto made = f::MakeFounderCredentials(founding, "");
   REQUIRE(made);
   REQUIRE(f::InstallCredentials(f::CredentialFiles(o), *made));
   std::filesystem::create_directories(o.etcd_data_dir / "member");
@@ -118,4 +121,113 @@ TEST_CASE("membership: stopping ends a task that is backing off", "[formation]")
     membership.Stop();
   }  // waits for the task
   CHECK(std::chrono::steady_clock::now() - begin < std::chrono::seconds(3));
+}
+
+namespace {
+
+// WorkerKeys are a cluster's join keys: what its endpoints accept, and a worker's PSK.
+struct WorkerKeys {
+  f::JoinKeys serve;
+  f::JoinKey worker;
+};
+
+WorkerKeys KeysOf(const std::string& secret) {
+  f::DaemonOptions cp;
+  cp.secret = secret;
+  cp.cluster_name = "test";
+  auto c = f::DeriveNodeKeys(cp);
+  REQUIRE(c);
+  REQUIRE(c->serve);
+  f::DaemonOptions w;
+  w.control_plane = false;
+  w.worker_secret = f::WorkerSecret(secret);
+  w.cluster_name = "test";
+  auto k = f::DeriveNodeKeys(w);
+  REQUIRE(k);
+  return {*c->serve, k->join};
+}
+
+}  // namespace
+
+TEST_CASE("membership: a pinned worker refuses a rogue endpoint with the worker secret and joins through the real one",
+          "[formation]") {
+  const std::string secret = "a cluster secret of 32 bytes....";
+  auto keys = KeysOf(secret);
+  // The founder's address answers with the worker PSK but a CA of its own: a worker
+  // posing as the join endpoint. The other founding member is the real control plane.
+  f::Founding founding{
+      "node1", 1, "sprout-x", {{"node1", "https://127.0.0.1:2380"}, {"node2", "https://127.0.0.2:2380"}}};
+  auto rogue = f::MakeFounderCredentials(founding, "");
+  auto real = f::MakeFounderCredentials(founding, secret);
+  REQUIRE(rogue);
+  REQUIRE(real);
+  rogue->api_endpoints = {"https://127.0.0.1:6443"};  // itself as the API server
+  f::JoinKeys rogue_keys{f::JoinPsk(f::Key{}), keys.serve.worker};
+  f::JoinServer rogue_server;
+  REQUIRE(rogue_server.Start("127.0.0.1", 0, rogue_keys));
+  rogue_server.SetCredentials(*rogue);
+  f::JoinServer real_server;
+  REQUIRE(real_server.Start("127.0.0.2", rogue_server.port(), keys.serve));
+  real_server.SetCredentials(*real);
+
+  sprout::TempDir dir(std::filesystem::temp_directory_path(), "membership-test");
+  auto o = OptionsIn(dir.path(), "w1");
+  o.control_plane = false;
+  o.port = rogue_server.port();
+  f::JoinAsWorker w{"sprout-x", founding};
+  const auto ca_file = o.state_dir / "worker" / "ca.crt";
+
+  SECTION("pinned: the rogue's CA is refused and nothing of it is saved") {
+    auto pin = sprout::pki::ClusterCaCertHash(secret);
+    REQUIRE(pin);
+    o.ca_cert_hash = *pin;
+    o.ca_cert_hash_source = "--ca-cert-hash";
+    f::Membership membership(o, keys.worker, EtcdConfigOf(o));
+    CHECK_FALSE(membership.StartWorker(w));
+    auto done = Eventually([&membership] { return membership.TakeWorker(); });
+    REQUIRE(done);
+    CHECK(*done);
+    auto saved = sprout::ReadFile(ca_file);
+    REQUIRE(saved);
+    CHECK(*saved == real->cas.kubernetes_ca.cert_pem);
+    auto endpoints = sprout::ReadFile(o.state_dir / "worker" / "api-endpoints");
+    REQUIRE(endpoints);
+    CHECK(*endpoints ==
+          "https://127.0.0.1:6443\nhttps://127.0.0.2:6443\n");  // the real endpoint's list, not the rogue's
+  }
+  SECTION("not pinned: the first answer is kept, the rogue's (the attack the pin stops)") {
+    f::Membership membership(o, keys.worker, EtcdConfigOf(o));
+    CHECK_FALSE(membership.StartWorker(w));
+    auto done = Eventually([&membership] { return membership.TakeWorker(); });
+    REQUIRE(done);
+    CHECK(*done);
+    auto saved = sprout::ReadFile(ca_file);
+    REQUIRE(saved);
+    CHECK(*saved == rogue->cas.kubernetes_ca.cert_pem);
+  }
+  SECTION("not pinned, a CA kept before: another is refused (trust on first use)") {
+    std::filesystem::create_directories(ca_file.parent_path());
+    REQUIRE(sprout::WriteFileAtomic(ca_file, real->cas.kubernetes_ca.cert_pem));
+    f::Membership membership(o, keys.worker, EtcdConfigOf(o));
+    CHECK_FALSE(membership.StartWorker(w));
+    auto done = Eventually([&membership] { return membership.TakeWorker(); });
+    REQUIRE(done);
+    CHECK(*done);
+    CHECK(sprout::ReadFile(ca_file).value() == real->cas.kubernetes_ca.cert_pem);
+    CHECK(sprout::ReadFile(o.state_dir / "worker" / "bootstrap-token"));
+  }
+  SECTION("pinned, credentials saved from the rogue before: they are fetched again") {
+    std::filesystem::create_directories(ca_file.parent_path());
+    REQUIRE(sprout::WriteFileAtomic(ca_file, rogue->cas.kubernetes_ca.cert_pem));
+    REQUIRE(sprout::WriteFileAtomic(o.state_dir / "worker" / "bootstrap-token", "abcdef.0123456789abcdef\n"));
+    o.ca_cert_hash = sprout::pki::ClusterCaCertHash(secret).value();
+    f::Membership membership(o, keys.worker, EtcdConfigOf(o));
+    CHECK_FALSE(membership.StartWorker(w));  // not "already there"
+    auto done = Eventually([&membership] { return membership.TakeWorker(); });
+    REQUIRE(done);
+    CHECK(*done);
+    CHECK(sprout::ReadFile(ca_file).value() == real->cas.kubernetes_ca.cert_pem);
+  }
+  rogue_server.Stop();
+  real_server.Stop();
 }

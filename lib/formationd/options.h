@@ -42,16 +42,20 @@ struct RestorePlan {
 
 // DaemonOptions is everything `sprout-firstboot run` resolved from flags and node config.
 struct DaemonOptions {
-  std::filesystem::path state_dir;      // formation.state, state.json and etcd.log live here
-  std::string name;                     // node name, also the etcd member name
-  std::string listen;                   // node IPv4 address (etcd URLs, multicast interface)
-  std::vector<std::string> peers;       // static peer addresses (may include this node)
-  int expected = 3;                     // N: expected control-plane count
-  int electorate = 0;                   // M: most control-plane nodes voting at once; 0 (none given)
-                                        // with no static list: this node never founds
-  bool control_plane = true;            // workers never found
-  std::string secret;                   // cluster secret: control-plane nodes need it; a worker never uses it
-  std::string worker_secret;            // WorkerSecret(secret): all a worker needs (derived from secret when empty)
+  std::filesystem::path state_dir;  // formation.state, state.json and etcd.log live here
+  std::string name;                 // node name, also the etcd member name
+  std::string listen;               // node IPv4 address (etcd URLs, multicast interface)
+  std::vector<std::string> peers;   // static peer addresses (may include this node)
+  int expected = 3;                 // N: expected control-plane count
+  int electorate = 0;               // M: most control-plane nodes voting at once; 0 (none given)
+                                    // with no static list: this node never founds
+  bool control_plane = true;        // workers never found
+  std::string secret;               // cluster secret: control-plane nodes need it; a worker never uses it
+  std::string worker_secret;        // WorkerSecret(secret): all a worker needs (derived from secret when empty)
+  // A worker's pin of the cluster CA (pki::SpkiSha256 form): a join endpoint that hands it
+  // another CA is refused. "": none, trust on first use (CheckWorkerCa in formation/join.h).
+  std::string ca_cert_hash;
+  std::string ca_cert_hash_source;      // where the pin came from, for the log ("sprout.ca-cert-hash (fw_cfg)")
   std::string cluster_name = "sprout";  // cluster identity
   std::string etcd_bin = "etcd";        // etcd executable
   std::filesystem::path etcd_data_dir;  // etcd --data-dir (default: <state>/etcd)

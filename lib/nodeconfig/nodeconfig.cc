@@ -3,15 +3,17 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <cctype>
 
 #include "util/text.h"
 
 namespace sprout {
 
 const std::vector<std::string>& NodeConfigKeys() {
-  static const std::vector<std::string> kKeys{"hostname",   "role",           "address",       "gateway",
-                                              "peers",      "cluster-secret", "worker-secret", "ssh-authorized-key",
-                                              "backup-dir", "restore-from"};
+  static const std::vector<std::string> kKeys{"hostname",      "role",         "address",
+                                              "gateway",       "peers",        "cluster-secret",
+                                              "worker-secret", "ca-cert-hash", "ssh-authorized-key",
+                                              "backup-dir",    "restore-from"};
   return kKeys;
 }
 
@@ -85,6 +87,23 @@ std::string Set(NodeConfig& c, const std::string& key, const std::string& value,
              std::to_string(value.size()) + " characters";
     }
     c.worker_secret = value;
+  } else if (key == "ca-cert-hash") {
+    // pki::ValidSpkiSha256's form (nodeconfig does not depend on pki); hex digits of
+    // either case are taken, as kubeadm does, and kept in lower case.
+    std::string hash = value;
+    std::transform(hash.begin(), hash.end(), hash.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    const std::string_view prefix = "sha256:";
+    const bool ok = hash.size() == prefix.size() + 64 && hash.starts_with(prefix) &&
+                    std::all_of(hash.begin() + static_cast<std::ptrdiff_t>(prefix.size()), hash.end(),
+                                [](char ch) { return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f'); });
+    if (!ok) {
+      return "ca-cert-hash must be 'sha256:' and the 64 hex digits of the cluster CA's public-key hash, as "
+             "`sprout-firstboot status` on a control-plane node prints it (kubeadm's --discovery-token-ca-cert-hash "
+             "form); got '" +
+             value.substr(0, 80) + "'";
+    }
+    c.ca_cert_hash = hash;
   } else if (key == "ssh-authorized-key") {
     if (!value.starts_with("ssh-") && !value.starts_with("ecdsa-")) {
       return "ssh-authorized-key must be one public key line, such as 'ssh-ed25519 AAAA... me@laptop'";
@@ -154,6 +173,7 @@ NodeConfig MergeNodeConfig(const std::vector<NodeConfig>& lowest_first) {
   for (const auto& c : lowest_first) {
     if (c.cluster_secret) out.cluster_secret = c.cluster_secret;
     if (c.worker_secret) out.worker_secret = c.worker_secret;
+    if (c.ca_cert_hash) out.ca_cert_hash = c.ca_cert_hash;
     if (c.hostname) out.hostname = c.hostname;
     if (c.role) out.role = c.role;
     if (c.address) out.address = c.address;
@@ -176,6 +196,7 @@ std::string RenderNodeConfig(const NodeConfig& c) {
   if (c.peers) out += "peers=" + Join(*c.peers, ",") + "\n";
   if (c.cluster_secret) out += "cluster-secret=" + Base64Encode(*c.cluster_secret) + "\n";
   if (c.worker_secret) out += "worker-secret=" + *c.worker_secret + "\n";
+  if (c.ca_cert_hash) out += "ca-cert-hash=" + *c.ca_cert_hash + "\n";
   if (c.ssh_authorized_key) out += "ssh-authorized-key=" + *c.ssh_authorized_key + "\n";
   if (c.backup_dir) out += "backup-dir=" + *c.backup_dir + "\n";
   if (c.restore_from) out += "restore-from=" + *c.restore_from + "\n";

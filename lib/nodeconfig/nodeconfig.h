@@ -18,6 +18,9 @@ namespace sprout {
 struct NodeConfig {
   std::optional<std::string> cluster_secret;  // raw bytes
   std::optional<std::string> worker_secret;   // 64 lower-case hex digits: a worker's only secret
+  // A worker's pin of the cluster CA: "sha256:" and 64 lower-case hex digits of its
+  // SubjectPublicKeyInfo's SHA-256, as kubeadm's discovery hash (public, not a secret).
+  std::optional<std::string> ca_cert_hash;
   std::optional<std::string> hostname;
   std::optional<std::string> role;     // "control-plane" or "worker"
   std::optional<std::string> address;  // IPv4/IPv6 address with prefix, "198.18.0.10/24"

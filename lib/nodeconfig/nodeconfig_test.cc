@@ -94,3 +94,33 @@ TEST_CASE("A worker secret is 64 lower-case hex digits, from any source, and rou
         "fw_cfg:1: worker-secret must be the 64 lower-case hex digits that `sprout worker-secret` prints; got 6 "
         "characters");
 }
+
+TEST_CASE("A CA pin is sha256: and 64 hex digits, from any source, kept in lower case", "[nodeconfig]") {
+  const std::string hash = "sha256:7e858bf6c6e83eaf78d3cc3967d2e34b5d1608e99687acd70f16c5948e9fd40b";
+  // Public, so the kernel command line may carry it (a PXE node's pin).
+  auto cmdline = ParseCmdline("quiet sprout.role=worker sprout.ca-cert-hash=" + hash);
+  REQUIRE(cmdline.ok());
+  CHECK(*cmdline->ca_cert_hash == hash);
+  CHECK(cmdline->origin.at("ca-cert-hash") == "kernel command line");
+  auto back = ParseNodeConfig(RenderNodeConfig(*cmdline), "config area");
+  REQUIRE(back.ok());
+  CHECK(*back->ca_cert_hash == hash);
+  CHECK(MergeNodeConfig({NodeConfig{}, *back}).ca_cert_hash == hash);
+  CHECK(MergeNodeConfig({*back, NodeConfig{}}).ca_cert_hash == hash);
+  auto upper = ParseNodeConfig("ca-cert-hash=SHA256:7E858BF6C6E83EAF78D3CC3967D2E34B5D1608E99687ACD70F16C5948E9FD40B\n",
+                               "fw_cfg");
+  REQUIRE(upper.ok());
+  CHECK(*upper->ca_cert_hash == hash);
+  for (const std::string& bad :
+       {std::string("7e858bf6c6e83eaf78d3cc3967d2e34b5d1608e99687acd70f16c5948e9fd40b"), std::string("sha256:7e858bf6"),
+        std::string("sha1:") + hash.substr(7), hash + "00", std::string("sha256:") + std::string(64, 'g')}) {
+    INFO(bad);
+    auto refused = ParseNodeConfig("ca-cert-hash=" + bad + "\n", "fw_cfg");
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error() ==
+          "fw_cfg:1: ca-cert-hash must be 'sha256:' and the 64 hex digits of the cluster CA's public-key hash, as "
+          "`sprout-firstboot status` on a control-plane node prints it (kubeadm's --discovery-token-ca-cert-hash "
+          "form); got '" +
+              bad + "'");
+  }
+}

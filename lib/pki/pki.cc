@@ -3,8 +3,12 @@
 #include <arpa/inet.h>
 #include <openssl/bio.h>
 #include <openssl/bn.h>
+#include <openssl/core_names.h>
+#include <openssl/ec.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/kdf.h>
+#include <openssl/param_build.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
 #include <openssl/x509.h>
@@ -16,6 +20,7 @@
 #include <optional>
 
 #include "util/fs.h"
+#include "util/sha256.h"
 #include "util/text.h"
 
 namespace sprout::pki {
@@ -119,22 +124,37 @@ std::string Join(const std::vector<std::string>& v, const std::string& prefix) {
 
 }  // namespace
 
-Result<CertKey> MakeCA(const std::string& common_name, int days) {
-  PKey key = NewKey();
-  if (!key) return Fail(OpenSslError("cannot make a P-256 key"));
-  Cert cert = NewCert(common_name, {}, static_cast<std::int64_t>(days) * 86400, key.get());
+namespace {
+
+// SelfSignedCA makes a CA certificate for key.
+Result<CertKey> SelfSignedCA(const std::string& common_name, EVP_PKEY* key, int days) {
+  Cert cert = NewCert(common_name, {}, static_cast<std::int64_t>(days) * 86400, key);
   if (!cert || X509_set_issuer_name(cert.get(), X509_get_subject_name(cert.get())) != 1 ||
       !AddExt(cert.get(), cert.get(), NID_basic_constraints, "critical,CA:TRUE") ||
       !AddExt(cert.get(), cert.get(), NID_key_usage, "critical,digitalSignature,keyEncipherment,keyCertSign") ||
       !AddExt(cert.get(), cert.get(), NID_subject_key_identifier, "hash") ||
-      X509_sign(cert.get(), key.get(), EVP_sha256()) == 0) {
+      X509_sign(cert.get(), key, EVP_sha256()) == 0) {
     return Fail(OpenSslError("cannot make the CA " + common_name));
   }
   auto c = CertPem(cert.get());
   if (!c) return Fail(c.error());
-  auto k = PrivatePem(key.get());
+  auto k = PrivatePem(key);
   if (!k) return Fail(k.error());
   return CertKey{*c, *k};
+}
+
+}  // namespace
+
+Result<CertKey> MakeCA(const std::string& common_name, int days) {
+  PKey key = NewKey();
+  if (!key) return Fail(OpenSslError("cannot make a P-256 key"));
+  return SelfSignedCA(common_name, key.get(), days);
+}
+
+Result<CertKey> MakeCAWithKey(const std::string& common_name, const std::string& key_pem, int days) {
+  PKey key = ReadKey(key_pem);
+  if (!key) return Fail(OpenSslError("the key for the CA " + common_name + " does not parse"));
+  return SelfSignedCA(common_name, key.get(), days);
 }
 
 Result<KeyPair> MakeKeyPair() {
@@ -147,11 +167,156 @@ Result<KeyPair> MakeKeyPair() {
   return KeyPair{*k, BioText(b.get())};
 }
 
-Result<ClusterCAs> MakeClusterCAs() {
-  ClusterCAs out;
+namespace {
+
+using Bn = std::unique_ptr<BIGNUM, Deleter<BN_clear_free>>;
+
+// kPkiHkdfSalt separates DeriveKeyPair's HKDF from every other use of the same secret.
+constexpr std::string_view kPkiHkdfSalt = "sprout pki v1";
+// kDerivedKeyBytes is the HKDF output reduced to a scalar: 256 bits of the order plus 128.
+constexpr std::size_t kDerivedKeyBytes = 48;
+
+// Okm is kDerivedKeyBytes of HKDF-SHA256 of seed, kPkiHkdfSalt and label.
+Result<std::string> Okm(std::string_view seed, std::string_view label) {
+  std::unique_ptr<EVP_KDF, Deleter<EVP_KDF_free>> kdf(EVP_KDF_fetch(nullptr, "HKDF", nullptr));
+  std::unique_ptr<EVP_KDF_CTX, Deleter<EVP_KDF_CTX_free>> ctx(kdf ? EVP_KDF_CTX_new(kdf.get()) : nullptr);
+  if (!ctx) return Fail(OpenSslError("cannot set up HKDF"));
+  // OSSL_PARAM wants non-const pointers although it only reads these buffers.
+  std::string digest = "SHA256";
+  std::string key(seed);
+  std::string salt(kPkiHkdfSalt);
+  std::string info(label);
+  OSSL_PARAM params[] = {
+      OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, digest.data(), 0),
+      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, key.data(), key.size()),
+      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, salt.data(), salt.size()),
+      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, info.data(), info.size()),
+      OSSL_PARAM_construct_end(),
+  };
+  std::string out(kDerivedKeyBytes, '\0');
+  const int rc = EVP_KDF_derive(ctx.get(), reinterpret_cast<unsigned char*>(out.data()), out.size(), params);
+  OPENSSL_cleanse(key.data(), key.size());
+  if (rc != 1) return Fail(OpenSslError("HKDF-SHA256 failed"));
+  return out;
+}
+
+}  // namespace
+
+Result<KeyPair> DeriveKeyPair(std::string_view seed, std::string_view label) {
+  if (seed.empty()) return Fail("cannot derive a key from an empty secret");
+  auto okm = Okm(seed, label);
+  if (!okm) return Fail(okm.error());
+  std::unique_ptr<EC_GROUP, Deleter<EC_GROUP_free>> group(EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1));
+  std::unique_ptr<BN_CTX, Deleter<BN_CTX_free>> bn_ctx(BN_CTX_new());
+  Bn c(BN_bin2bn(reinterpret_cast<const unsigned char*>(okm->data()), static_cast<int>(okm->size()), nullptr));
+  OPENSSL_cleanse(okm->data(), okm->size());
+  Bn order_minus_one(group ? BN_dup(EC_GROUP_get0_order(group.get())) : nullptr);
+  Bn d(BN_secure_new());
+  if (!group || !bn_ctx || !c || !order_minus_one || !d || BN_sub_word(order_minus_one.get(), 1) != 1 ||
+      BN_nnmod(d.get(), c.get(), order_minus_one.get(), bn_ctx.get()) != 1 || BN_add_word(d.get(), 1) != 1) {
+    return Fail(OpenSslError("cannot reduce the derived key"));
+  }
+  // The public point d*G, uncompressed, as EVP_PKEY_fromdata wants it beside d.
+  std::unique_ptr<EC_POINT, Deleter<EC_POINT_free>> point(EC_POINT_new(group.get()));
+  if (!point || EC_POINT_mul(group.get(), point.get(), d.get(), nullptr, nullptr, bn_ctx.get()) != 1) {
+    return Fail(OpenSslError("cannot compute the derived public key"));
+  }
+  unsigned char pub[65];
+  const std::size_t pub_len =
+      EC_POINT_point2oct(group.get(), point.get(), POINT_CONVERSION_UNCOMPRESSED, pub, sizeof pub, bn_ctx.get());
+  std::unique_ptr<OSSL_PARAM_BLD, Deleter<OSSL_PARAM_BLD_free>> bld(OSSL_PARAM_BLD_new());
+  if (pub_len != sizeof pub || !bld ||
+      OSSL_PARAM_BLD_push_utf8_string(bld.get(), OSSL_PKEY_PARAM_GROUP_NAME, "prime256v1", 0) != 1 ||
+      OSSL_PARAM_BLD_push_BN(bld.get(), OSSL_PKEY_PARAM_PRIV_KEY, d.get()) != 1 ||
+      OSSL_PARAM_BLD_push_octet_string(bld.get(), OSSL_PKEY_PARAM_PUB_KEY, pub, pub_len) != 1) {
+    return Fail(OpenSslError("cannot describe the derived key"));
+  }
+  std::unique_ptr<OSSL_PARAM, Deleter<OSSL_PARAM_free>> params(OSSL_PARAM_BLD_to_param(bld.get()));
+  std::unique_ptr<EVP_PKEY_CTX, Deleter<EVP_PKEY_CTX_free>> pctx(EVP_PKEY_CTX_new_from_name(nullptr, "EC", nullptr));
+  EVP_PKEY* raw = nullptr;
+  if (!params || !pctx || EVP_PKEY_fromdata_init(pctx.get()) != 1 ||
+      EVP_PKEY_fromdata(pctx.get(), &raw, EVP_PKEY_KEYPAIR, params.get()) != 1) {
+    return Fail(OpenSslError("cannot build the derived key"));
+  }
+  PKey key(raw);
+  auto k = PrivatePem(key.get());
+  if (!k) return Fail(k.error());
+  Bio b(BIO_new(BIO_s_mem()));
+  if (!b || PEM_write_bio_PUBKEY(b.get(), key.get()) != 1) return Fail(OpenSslError("cannot encode a public key"));
+  return KeyPair{*k, BioText(b.get())};
+}
+
+Result<std::string> SpkiSha256(std::string_view pem) {
+  if (pem.size() > (1U << 20)) return Fail("not a certificate: more than 1 MiB");
+  // Exactly one PEM block: whoever trusts the hash of the first certificate of a bundle
+  // would also trust whatever follows it.
+  std::size_t blocks = 0;
+  for (std::size_t at = pem.find("-----BEGIN "); at != std::string_view::npos; at = pem.find("-----BEGIN ", at + 1)) {
+    ++blocks;
+  }
+  if (blocks != 1) return Fail("not one certificate: " + std::to_string(blocks) + " PEM blocks");
+  const std::string text(pem);
+  // A certificate's own encoding of its key (kubeadm hashes RawSubjectPublicKeyInfo), or
+  // a bare public key's.
+  unsigned char* der = nullptr;
+  int len = -1;
+  Bio b(BIO_new_mem_buf(text.data(), static_cast<int>(text.size())));
+  if (text.find("-----BEGIN CERTIFICATE-----") != std::string::npos) {
+    Cert cert(b ? PEM_read_bio_X509(b.get(), nullptr, nullptr, nullptr) : nullptr);
+    if (!cert) return Fail(OpenSslError("the certificate does not parse"));
+    len = i2d_X509_PUBKEY(X509_get_X509_PUBKEY(cert.get()), &der);
+  } else {
+    PKey key(b ? PEM_read_bio_PUBKEY(b.get(), nullptr, nullptr, nullptr) : nullptr);
+    if (!key) return Fail(OpenSslError("neither a certificate nor a public key (PEM)"));
+    len = i2d_PUBKEY(key.get(), &der);
+  }
+  // Nothing but line ends may follow the block.
+  const std::string rest = BioText(b.get());
+  if (!std::all_of(rest.begin(), rest.end(), [](char c) { return c == '\n' || c == '\r' || c == ' '; })) {
+    OPENSSL_free(der);
+    return Fail("not one certificate: text follows it");
+  }
+  if (len <= 0 || der == nullptr) return Fail(OpenSslError("cannot encode the public key"));
+  Sha256 h;
+  h.Update(der, static_cast<std::size_t>(len));
+  OPENSSL_free(der);
+  return "sha256:" + h.HexDigest();
+}
+
+bool ValidSpkiSha256(std::string_view hash) {
+  constexpr std::string_view kPrefix = "sha256:";
+  if (hash.size() != kPrefix.size() + 64 || !hash.starts_with(kPrefix)) return false;
+  return std::all_of(hash.begin() + kPrefix.size(), hash.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+Result<std::string> ClusterCaCertHash(std::string_view cluster_secret) {
+  auto key = DeriveKeyPair(cluster_secret, kKubernetesCaKeyLabel);
+  if (!key) return Fail(key.error());
+  OPENSSL_cleanse(key->private_pem.data(), key->private_pem.size());
+  return SpkiSha256(key->public_pem);
+}
+
+namespace {
+
+// KubernetesCA is the Kubernetes CA with the key derived from cluster_secret (random
+// without one). Only this CA's key is derived: it is the one workers are handed and must
+// check; the others never leave the control plane.
+Result<CertKey> KubernetesCA(std::string_view cluster_secret) {
+  if (cluster_secret.empty()) return MakeCA("kubernetes");
+  auto key = DeriveKeyPair(cluster_secret, kKubernetesCaKeyLabel);
+  if (!key) return Fail(key.error());
+  auto ca = MakeCAWithKey("kubernetes", key->private_pem);
+  OPENSSL_cleanse(key->private_pem.data(), key->private_pem.size());
+  return ca;
+}
+
+}  // namespace
+
+Result<ClusterCAs> MakeClusterCAs(std::string_view cluster_secret) {
   auto etcd = MakeCA("etcd-ca");
   if (!etcd) return Fail(etcd.error());
-  auto kube = MakeCA("kubernetes");
+  auto kube = KubernetesCA(cluster_secret);
   if (!kube) return Fail(kube.error());
   auto proxy = MakeCA("front-proxy-ca");
   if (!proxy) return Fail(proxy.error());

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "util/result.h"
@@ -75,11 +76,39 @@ struct PkiFile {
 
 // MakeCA makes a self-signed CA certificate valid for days, with a fresh key.
 Result<CertKey> MakeCA(const std::string& common_name, int days = 3650);
+// MakeCAWithKey makes a self-signed CA certificate valid for days for the private key
+// key_pem (PKCS#8 PEM); everything but the key is as MakeCA's (a random serial).
+Result<CertKey> MakeCAWithKey(const std::string& common_name, const std::string& key_pem, int days = 3650);
 // MakeKeyPair makes a fresh key pair.
 Result<KeyPair> MakeKeyPair();
 // MakeClusterCAs makes all CAs, the service-account key pair and the encryption key
-// (the founder, once).
-Result<ClusterCAs> MakeClusterCAs();
+// (the founder, once). The Kubernetes CA's key is DeriveKeyPair(cluster_secret,
+// kKubernetesCaKeyLabel), so whoever holds the cluster secret knows the CA's hash before
+// the cluster exists (ClusterCaCertHash: what a worker pins); every other key is random.
+// An empty cluster_secret makes every key random (tests).
+Result<ClusterCAs> MakeClusterCAs(std::string_view cluster_secret = {});
+
+// kKubernetesCaKeyLabel is the HKDF label of the Kubernetes CA's key. Changing it changes
+// every new cluster's CA hash, and a worker pinned to the old one refuses the new cluster:
+// it is versioned, never edited.
+inline constexpr std::string_view kKubernetesCaKeyLabel = "sprout kubernetes ca key v1";
+
+// DeriveKeyPair is the P-256 key pair of seed and label, the same on every machine: the
+// private scalar is OKM mod (n - 1) + 1, where OKM is 48 bytes of HKDF-SHA256 (key seed,
+// salt "sprout pki v1", info label) read big-endian and n is the group order (the 128
+// extra bits make the bias of the reduction negligible, as FIPS 186-5 A.2.1 does). An
+// empty seed is refused.
+Result<KeyPair> DeriveKeyPair(std::string_view seed, std::string_view label);
+
+// SpkiSha256 is kubeadm's CA pin of a certificate or a public key (PEM): "sha256:" and
+// the lower-case hex SHA-256 of its DER SubjectPublicKeyInfo, as
+// `openssl x509 -pubkey -noout | openssl pkey -pubin -outform der | sha256sum` prints.
+Result<std::string> SpkiSha256(std::string_view pem);
+// ValidSpkiSha256 is true for "sha256:" and 64 lower-case hex digits.
+bool ValidSpkiSha256(std::string_view hash);
+// ClusterCaCertHash is the SpkiSha256 of the Kubernetes CA a founder with
+// cluster_secret makes (MakeClusterCAs): what `sprout personalize --role worker` writes.
+Result<std::string> ClusterCaCertHash(std::string_view cluster_secret);
 // Issue signs a fresh key for request with ca.
 Result<CertKey> Issue(const CertKey& ca, const CertRequest& request);
 

@@ -4,6 +4,7 @@
 
 #include "backup/sink.h"
 #include "formation/auth.h"
+#include "pki/pki.h"
 
 namespace sprout::settings {
 namespace {
@@ -164,8 +165,44 @@ class Resolver {
       Origin("worker secret", "derived from the cluster secret (" + out_.settings.origin["secret"] + ")");
     }
     if (worker.empty()) Idle("no worker secret configured");
+    CaCertHash(secret);
     o.secret.clear();  // a worker's daemon never holds the cluster secret
     o.worker_secret = worker;
+  }
+
+  // CaCertHash is a worker's pin of the cluster CA: the flag, else the node config's
+  // (sprout personalize --role worker writes it), else the hash of the CA a founder makes
+  // from the cluster secret when the worker was given that secret, else none (the daemon
+  // then trusts the first CA it is handed, and warns).
+  void CaCertHash(const std::string& secret) {
+    auto& o = out_.settings.formation;
+    if (!flags_.ca_cert_hash.empty()) {
+      auto parsed = ParseNodeConfig("ca-cert-hash=" + flags_.ca_cert_hash + "\n", "--ca-cert-hash");
+      if (!parsed || !parsed->ca_cert_hash) {
+        Error("ca cert hash", "--ca-cert-hash", "'" + flags_.ca_cert_hash + "' is not sha256:<64 hex digits>",
+              "give the hash `sprout-firstboot status` prints on a control-plane node, or `sprout ca-cert-hash "
+              "--cluster-secret FILE`");
+        return;
+      }
+      o.ca_cert_hash = *parsed->ca_cert_hash;
+      o.ca_cert_hash_source = "--ca-cert-hash";
+      Origin("ca cert hash", "flag");
+    } else if (config_.ca_cert_hash) {
+      o.ca_cert_hash = *config_.ca_cert_hash;
+      o.ca_cert_hash_source = FromConfig(config_, "ca-cert-hash");
+      Origin("ca cert hash", ConfigOrigin(config_, "ca-cert-hash"));
+    } else if (!secret.empty()) {
+      auto hash = pki::ClusterCaCertHash(secret);
+      if (!hash) {
+        Error("ca cert hash", out_.settings.origin["secret"], hash.error(), "give --ca-cert-hash");
+        return;
+      }
+      o.ca_cert_hash = *hash;
+      o.ca_cert_hash_source = "derived from the cluster secret (" + out_.settings.origin["secret"] + ")";
+      Origin("ca cert hash", o.ca_cert_hash_source);
+    } else {
+      Origin("ca cert hash", "none");
+    }
   }
 
   void Listen() {
@@ -433,7 +470,17 @@ std::string Describe(const SettingError& e) {
 
 Result<NodeConfig> SecretsForRole(NodeConfig config) {
   const bool worker = config.role && *config.role == "worker";
+  if (!worker && config.ca_cert_hash) {
+    config.ca_cert_hash.reset();  // a control-plane node holds the CA; it pins nothing
+    config.origin.erase("ca-cert-hash");
+  }
   if (worker && config.cluster_secret) {
+    if (!config.ca_cert_hash) {
+      auto hash = pki::ClusterCaCertHash(*config.cluster_secret);
+      if (!hash) return Fail(hash.error());
+      config.ca_cert_hash = *hash;
+      config.origin["ca-cert-hash"] = "derived from the cluster secret";
+    }
     config.worker_secret = formation::WorkerSecret(*config.cluster_secret);
     config.cluster_secret.reset();
     config.origin.erase("cluster-secret");

@@ -31,6 +31,7 @@ struct RunFlags {
   int electorate = 0;  // --max-control-planes
   std::string secret_file;
   std::string worker_secret_file;  // a worker's secret (WorkerSecret of the cluster secret)
+  std::string ca_cert_hash;        // --ca-cert-hash: a worker's pin of the cluster CA
   std::string cluster_name;
   std::filesystem::path cluster_file = "/usr/share/sprout/cluster.json";
   std::string etcd_launch = "auto";  // auto | process | static-pod
@@ -105,9 +106,11 @@ struct [[nodiscard]] Resolved {
 
 // SecretsForRole keeps in config only the secret its role needs, for an image's config
 // area: a worker's cluster secret is replaced by the worker secret derived from it (so a
-// worker's personalization holds no control-plane secret), and a control-plane node's
-// worker secret is dropped (it derives its own). A control-plane role (also by default)
-// with only a worker secret is an error that names the fix. Pure.
+// worker's personalization holds no control-plane secret) and, unless config pins one
+// already, by the pin of the CA a cluster formed with that secret has
+// (pki::ClusterCaCertHash); a control-plane node's worker secret and CA pin are dropped
+// (it derives the one and holds the CA). A control-plane role (also by default) with only
+// a worker secret is an error that names the fix. Pure.
 Result<NodeConfig> SecretsForRole(NodeConfig config);
 
 // ResolveSettings merges the flags, the node config and the cluster record by

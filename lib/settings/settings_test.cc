@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "formation/auth.h"
+#include "pki/pki.h"
 #include "util/text.h"
 
 namespace sprout::settings {
@@ -46,6 +47,7 @@ std::string Value(const NodeSettings& s, const std::string& setting) {
   if (setting == "backup interval") return std::to_string(s.backup.interval);
   if (setting == "backup keep") return std::to_string(s.backup.keep);
   if (setting == "restore from") return s.backup.restore_from;
+  if (setting == "ca cert hash") return o.ca_cert_hash;
   return "unknown setting " + setting;
 }
 
@@ -300,6 +302,36 @@ TEST_CASE("ResolveSettings precedence table: flag > node config > cluster record
          in.config.restore_from = "nfs://198.18.0.5/backups/c-20261125T095500Z-scheduled.sprout-backup";
        },
        "restore from", "/mnt/usb/c-20261125T095500Z-scheduled.sprout-backup", "flag"},
+      // a worker's CA pin: given, else derived from a cluster secret the worker was given
+      {"ca cert hash: the flag beats the node config",
+       [](Inputs& in) {
+         in.flags.role = "worker";
+         in.flags.ca_cert_hash = "SHA256:" + std::string(64, 'A');
+         in.config.ca_cert_hash = "sha256:" + std::string(64, 'b');
+       },
+       "ca cert hash", "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "flag"},
+      {"ca cert hash: the node config beats the one derived from the cluster secret",
+       [](Inputs& in) {
+         in.config.role = "worker";
+         in.config.ca_cert_hash = "sha256:" + std::string(64, 'b');
+         in.config.origin["ca-cert-hash"] = "config area";
+         SecretFile(in, "s3cret-0123456789\n");
+       },
+       "ca cert hash", "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
+       "node config (config area)"},
+      {"ca cert hash: a worker given the cluster secret pins the CA a founder makes from it",
+       [](Inputs& in) {
+         in.flags.role = "worker";
+         SecretFile(in, "example cluster secret 0123456789\n");
+       },
+       "ca cert hash", "sha256:7e858bf6c6e83eaf78d3cc3967d2e34b5d1608e99687acd70f16c5948e9fd40b",
+       "derived from the cluster secret (flag)"},
+      {"ca cert hash: none for a worker given only the worker secret",
+       [](Inputs& in) {
+         in.config.role = "worker";
+         in.config.worker_secret = "ba880e710a35ca014c6bf8618972d84f9676b0d73bbd0b385e7039437b284b77";
+       },
+       "ca cert hash", "", "none"},
       {"restore from: the node config, handed over like other per-node settings",
        [](Inputs& in) {
          in.config.restore_from = "nfs://198.18.0.5/backups/c-20261125T095500Z-scheduled.sprout-backup";
@@ -338,6 +370,14 @@ TEST_CASE("SecretsForRole: a worker's config area holds the worker secret, never
   REQUIRE(c);
   CHECK(c->cluster_secret);
   CHECK_FALSE(c->worker_secret);  // it derives its own
+
+  // ...and the pin of the CA a founder with that secret makes, unless one is given.
+  CHECK(w->ca_cert_hash == pki::ClusterCaCertHash("s3cret-0123456789").value());
+  CHECK(w->origin.at("ca-cert-hash") == "derived from the cluster secret");
+  NodeConfig given = worker;
+  given.ca_cert_hash = "sha256:" + std::string(64, 'c');
+  CHECK(SecretsForRole(given)->ca_cert_hash == given.ca_cert_hash);
+  CHECK(c->ca_cert_hash == std::nullopt);  // a control-plane node holds the CA; it pins nothing
 
   NodeConfig cp_without = *w;
   cp_without.role.reset();  // control-plane by default
@@ -415,6 +455,14 @@ TEST_CASE("ResolveSettings validation table: every bad setting is named with its
        },
        {"max control planes: 3 is below the expected control-plane count 5 (from --max-control-planes); give at "
         "least 5, or lower --expected"}},
+      {"a worker's CA pin from the flag that is not sha256:HEX",
+       [](Inputs& in) {
+         Ready(in);
+         in.flags.role = "worker";
+         in.flags.ca_cert_hash = "7e858bf6";
+       },
+       {"ca cert hash: '7e858bf6' is not sha256:<64 hex digits> (from --ca-cert-hash); give the hash "
+        "`sprout-firstboot status` prints on a control-plane node, or `sprout ca-cert-hash --cluster-secret FILE`"}},
       {"port 0",
        [](Inputs& in) {
          Ready(in);
