@@ -16,6 +16,7 @@ tests_require "openssl, python3" openssl python3
 tests_cache
 FIRSTBOOT=$(readlink -f "${SPROUT_FIRSTBOOT:-$SRC/build/sprout-firstboot}")
 . "$(dirname "$0")/lib/stack-sets.sh"
+. "$(dirname "$0")/lib/host-control-plane.sh"
 KDIR=$(stack_set "$CACHE" kubernetes kube-apiserver)
 EDIR=$(stack_set "$CACHE" etcd etcd)
 for b in "$KDIR/kube-apiserver" "$KDIR/kubectl" "$EDIR/etcd"; do
@@ -31,13 +32,8 @@ mkdir -p "$PKI/etcd" "$WORK/etcd-data" "$WORK/logs" "$WORK/state"
 chmod 700 "$WORK/etcd-data"
 ETCD_PID="" API_PID="" CLIENT_PID=""
 cleanup() {
-  local p
-  for p in $CLIENT_PID $API_PID $ETCD_PID; do
-    kill "$p" 2>/dev/null
-    for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$p" 2>/dev/null
-    wait "$p" 2>/dev/null
-  done
+  # shellcheck disable=SC2086
+  hcp_stop $CLIENT_PID $API_PID $ETCD_PID
   if [ "$failed" -ne 0 ] || [ "$passed" -eq 0 ]; then
     for f in "$WORK"/logs/*.log; do [ -f "$f" ] && { echo "--- $f (tail)"; tail -n 8 "$f"; }; done
   fi
@@ -48,24 +44,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-read -r P_CLIENT P_PEER P_API < <(python3 -c '
-import socket
-ss=[socket.socket() for _ in range(3)]
-for s in ss: s.bind(("127.0.0.1", 0))
-print(*[s.getsockname()[1] for s in ss])')
+hcp_ports
 
-# The cluster CAs in kubeadm's layout, as formation leaves them (P-256, PKCS#8).
-ca() {  # ca FILE-BASE CN
-  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$1.key" -out "$1.crt" -days 2 \
-    -subj "/CN=$2" -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign \
-    >/dev/null 2>&1 || { bad "openssl could not make the CA $2"; exit 1; }
-}
-ca "$PKI/ca" kubernetes
-ca "$PKI/etcd/ca" etcd-ca
-ca "$PKI/front-proxy-ca" front-proxy-ca
-openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$PKI/sa.key" 2>/dev/null
-openssl pkey -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>/dev/null
-head -c 32 /dev/urandom | base64 >"$PKI/encryption.key"
+hcp_cas
 
 certs=("$FIRSTBOOT" certs --pki-dir "$PKI" --state-dir "$WORK/state" --name node-1 --address 127.0.0.1
   --cluster-file "$WORK/none.json" --validity 60)
@@ -92,37 +73,12 @@ else
   bad "the list does not show apiserver.crt with 66s: $out"
 fi
 
-"$EDIR/etcd" --name node-1 --data-dir "$WORK/etcd-data" \
-  --listen-client-urls "https://127.0.0.1:$P_CLIENT" --advertise-client-urls "https://127.0.0.1:$P_CLIENT" \
-  --listen-peer-urls "https://127.0.0.1:$P_PEER" --initial-advertise-peer-urls "https://127.0.0.1:$P_PEER" \
-  --initial-cluster "node-1=https://127.0.0.1:$P_PEER" --listen-metrics-urls "" \
-  --cert-file "$PKI/etcd/server.crt" --key-file "$PKI/etcd/server.key" --client-cert-auth \
-  --trusted-ca-file "$PKI/etcd/ca.crt" --peer-cert-file "$PKI/etcd/peer.crt" --peer-key-file "$PKI/etcd/peer.key" \
-  --peer-client-cert-auth --peer-trusted-ca-file "$PKI/etcd/ca.crt" >"$WORK/logs/etcd.log" 2>&1 &
-ETCD_PID=$!
+hcp_etcd
 start_etcd_again() {
   kill "$ETCD_PID"; wait "$ETCD_PID" 2>/dev/null
-  "$EDIR/etcd" --name node-1 --data-dir "$WORK/etcd-data" \
-    --listen-client-urls "https://127.0.0.1:$P_CLIENT" --advertise-client-urls "https://127.0.0.1:$P_CLIENT" \
-    --listen-peer-urls "https://127.0.0.1:$P_PEER" --initial-advertise-peer-urls "https://127.0.0.1:$P_PEER" \
-    --initial-cluster "node-1=https://127.0.0.1:$P_PEER" --listen-metrics-urls "" \
-    --cert-file "$PKI/etcd/server.crt" --key-file "$PKI/etcd/server.key" --client-cert-auth \
-    --trusted-ca-file "$PKI/etcd/ca.crt" --peer-cert-file "$PKI/etcd/peer.crt" --peer-key-file "$PKI/etcd/peer.key" \
-    --peer-client-cert-auth --peer-trusted-ca-file "$PKI/etcd/ca.crt" >>"$WORK/logs/etcd.log" 2>&1 &
-  ETCD_PID=$!
+  hcp_etcd
 }
-"$KDIR/kube-apiserver" --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$P_API" \
-  --etcd-servers="https://127.0.0.1:$P_CLIENT" --etcd-cafile="$PKI/etcd/ca.crt" \
-  --etcd-certfile="$PKI/apiserver-etcd-client.crt" --etcd-keyfile="$PKI/apiserver-etcd-client.key" \
-  --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" --client-ca-file="$PKI/ca.crt" \
-  --kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt" --kubelet-client-key="$PKI/apiserver-kubelet-client.key" \
-  --proxy-client-cert-file="$PKI/front-proxy-client.crt" --proxy-client-key-file="$PKI/front-proxy-client.key" \
-  --requestheader-client-ca-file="$PKI/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client \
-  --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
-  --service-account-issuer=https://kubernetes.default.svc --service-account-key-file="$PKI/sa.pub" \
-  --service-account-signing-key-file="$PKI/sa.key" --service-cluster-ip-range=10.96.0.0/12 \
-  --authorization-mode=Node,RBAC >"$WORK/logs/kube-apiserver.log" 2>&1 &
-API_PID=$!
+hcp_apiserver
 kc() { "$KDIR/kubectl" --kubeconfig "$WORK/k8s/admin.conf" --server "https://127.0.0.1:$P_API" \
   --cache-dir "$WORK/kubectl-cache" --request-timeout=5s "$@"; }
 up=0

@@ -22,6 +22,7 @@ tests_require "openssl, python3" openssl python3
 tests_cache
 FIRSTBOOT=$(readlink -f "${SPROUT_FIRSTBOOT:-$SRC/build/sprout-firstboot}")
 . "$(dirname "$0")/lib/stack-sets.sh"
+. "$(dirname "$0")/lib/host-control-plane.sh"
 KDIR=$(stack_set "$CACHE" kubernetes kube-apiserver)
 EDIR=$(stack_set "$CACHE" etcd etcd)
 for b in "$KDIR/kube-apiserver" "$KDIR/kubectl" "$EDIR/etcd"; do
@@ -37,13 +38,8 @@ mkdir -p "$PKI/etcd" "$WORK/etcd-data" "$WORK/logs" "$WORK/state" "$WL/objects"
 chmod 700 "$WORK/etcd-data"
 ETCD_PID="" API_PID="" RUN_PID=""
 cleanup() {
-  local p
-  for p in $RUN_PID $API_PID $ETCD_PID; do
-    kill "$p" 2>/dev/null
-    for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$p" 2>/dev/null
-    wait "$p" 2>/dev/null
-  done
+  # shellcheck disable=SC2086
+  hcp_stop $RUN_PID $API_PID $ETCD_PID
   if [ "$failed" -ne 0 ] || [ "$passed" -eq 0 ]; then
     for f in "$WORK"/logs/*.log; do [ -f "$f" ] && { echo "--- $f (tail)"; tail -n 12 "$f"; }; done
   fi
@@ -54,23 +50,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-read -r P_CLIENT P_PEER P_API < <(python3 -c '
-import socket
-ss=[socket.socket() for _ in range(3)]
-for s in ss: s.bind(("127.0.0.1", 0))
-print(*[s.getsockname()[1] for s in ss])')
+hcp_ports
 
-ca() {  # ca FILE-BASE CN
-  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$1.key" -out "$1.crt" -days 2 \
-    -subj "/CN=$2" -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign \
-    >/dev/null 2>&1 || { bad "openssl could not make the CA $2"; exit 1; }
-}
-ca "$PKI/ca" kubernetes
-ca "$PKI/etcd/ca" etcd-ca
-ca "$PKI/front-proxy-ca" front-proxy-ca
-openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$PKI/sa.key" 2>/dev/null
-openssl pkey -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>/dev/null
-head -c 32 /dev/urandom | base64 >"$PKI/encryption.key"
+hcp_cas
 if ! out=$("$FIRSTBOOT" certs --renew --no-restart --pki-dir "$PKI" --state-dir "$WORK/state" --name node-1 \
   --address 127.0.0.1 --cluster-file "$WORK/none.json" --validity 7200 2>&1); then
   bad "sprout-firstboot certs --renew failed: $out"
@@ -79,26 +61,8 @@ fi
 # admin.conf names the node's own apiserver at :6443; this one listens on a free port.
 sed "s#server: https://.*#server: https://127.0.0.1:$P_API#" "$WORK/k8s/admin.conf" >"$WORK/admin.conf"
 
-"$EDIR/etcd" --name node-1 --data-dir "$WORK/etcd-data" \
-  --listen-client-urls "https://127.0.0.1:$P_CLIENT" --advertise-client-urls "https://127.0.0.1:$P_CLIENT" \
-  --listen-peer-urls "https://127.0.0.1:$P_PEER" --initial-advertise-peer-urls "https://127.0.0.1:$P_PEER" \
-  --initial-cluster "node-1=https://127.0.0.1:$P_PEER" --listen-metrics-urls "" \
-  --cert-file "$PKI/etcd/server.crt" --key-file "$PKI/etcd/server.key" --client-cert-auth \
-  --trusted-ca-file "$PKI/etcd/ca.crt" --peer-cert-file "$PKI/etcd/peer.crt" --peer-key-file "$PKI/etcd/peer.key" \
-  --peer-client-cert-auth --peer-trusted-ca-file "$PKI/etcd/ca.crt" >"$WORK/logs/etcd.log" 2>&1 &
-ETCD_PID=$!
-"$KDIR/kube-apiserver" --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$P_API" \
-  --etcd-servers="https://127.0.0.1:$P_CLIENT" --etcd-cafile="$PKI/etcd/ca.crt" \
-  --etcd-certfile="$PKI/apiserver-etcd-client.crt" --etcd-keyfile="$PKI/apiserver-etcd-client.key" \
-  --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" --client-ca-file="$PKI/ca.crt" \
-  --kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt" --kubelet-client-key="$PKI/apiserver-kubelet-client.key" \
-  --proxy-client-cert-file="$PKI/front-proxy-client.crt" --proxy-client-key-file="$PKI/front-proxy-client.key" \
-  --requestheader-client-ca-file="$PKI/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client \
-  --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
-  --service-account-issuer=https://kubernetes.default.svc --service-account-key-file="$PKI/sa.pub" \
-  --service-account-signing-key-file="$PKI/sa.key" --service-cluster-ip-range=10.96.0.0/12 \
-  --authorization-mode=Node,RBAC >"$WORK/logs/kube-apiserver.log" 2>&1 &
-API_PID=$!
+hcp_etcd
+hcp_apiserver
 kc() { "$KDIR/kubectl" --kubeconfig "$WORK/admin.conf" --cache-dir "$WORK/kubectl-cache" --request-timeout=10s "$@"; }
 up=0
 for _ in $(seq 90); do
