@@ -53,7 +53,7 @@ Result<WorkloadIndex> ParseWorkloadIndex(const std::string& text, const std::str
   std::vector<std::string> problems;
   const auto version = JsonUnsigned(j, "version");
   if (!version) {
-    problems.push_back("no version number");
+    problems.emplace_back("no version number");
   } else if (*version != 1) {
     problems.push_back("version " + std::to_string(*version) +
                        " is not 1, the one this sprout-firstboot reads (a newer builder wrote it)");
@@ -65,12 +65,12 @@ Result<WorkloadIndex> ParseWorkloadIndex(const std::string& text, const std::str
     if (auto s = JsonUnsigned(j, "serial")) {
       index.serial = static_cast<std::int64_t>(*s);
     } else {
-      problems.push_back("serial is not a whole number");
+      problems.emplace_back("serial is not a whole number");
     }
   }
   const json& workloads = Field(j, "workloads");
   if (!workloads.is_array()) {
-    problems.push_back("workloads is not a list");
+    problems.emplace_back("workloads is not a list");
     return Fail(file + ": " + Join(problems, "; "));
   }
   std::map<std::string, std::string> seen;  // identity -> where
@@ -114,10 +114,10 @@ Result<WorkloadIndex> ParseWorkloadIndex(const std::string& text, const std::str
       o.ref.ns = JsonString(oj, "namespace").value_or("");
       o.ref.name = JsonString(oj, "name").value_or("");
       std::vector<std::string> missing;
-      if (o.file.empty()) missing.push_back("file");
-      if (o.ref.api_version.empty()) missing.push_back("apiVersion");
-      if (o.ref.kind.empty()) missing.push_back("kind");
-      if (o.ref.name.empty()) missing.push_back("name");
+      if (o.file.empty()) missing.emplace_back("file");
+      if (o.ref.api_version.empty()) missing.emplace_back("apiVersion");
+      if (o.ref.kind.empty()) missing.emplace_back("kind");
+      if (o.ref.name.empty()) missing.emplace_back("name");
       if (!missing.empty()) problems.push_back(where + ": no " + Join(missing, ", no "));
       if (!o.file.empty() && !SafeRelative(o.file)) {
         problems.push_back(where + ": the file must be a relative path inside the workloads folder");

@@ -123,8 +123,9 @@ enum class Phase { kCrd, kNamespace, kRest };
 Phase PhaseOf(const ObjectRef& r);
 
 // LoadedObject is an index entry with its file read: the object to send, and what went
-// wrong reading it ("" when nothing).
-struct LoadedObject {
+// wrong reading it ("" when nothing). (clang-tidy takes nlohmann::json's special
+// members for ones that may throw.)
+struct LoadedObject {  // NOLINT(bugprone-exception-escape)
   std::string workload;
   WorkloadObject entry;
   nlohmann::json body;
