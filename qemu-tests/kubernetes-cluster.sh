@@ -162,6 +162,7 @@ kube get pods -n kube-system -o wide | sed 's/^/     /'
 # the apiservers verify (--kubelet-certificate-authority).
 echo "== 1b. a worker-secret holder gets no certificate for an existing node's name"
 node_ssh 4 cat /etc/kubernetes/bootstrap-kubelet.conf > "$CLUSTER_DIR/rogue-bootstrap.conf"
+cluster_find_kubectl  # CLUSTER_KUBECTL, which cluster_kubectl sets only in the subshells it runs in
 rogue_kubectl() {
   ip netns exec "$CLUSTER_NS" "$CLUSTER_KUBECTL" --kubeconfig "$CLUSTER_DIR/rogue-bootstrap.conf" --request-timeout=20s \
     --cache-dir "$CLUSTER_DIR/kubectl-cache-rogue" "$@"
