@@ -238,8 +238,8 @@ Result<RenderedWorkloads> RenderWorkloads(const Profile& p, const BuildOptions& 
     out.list.push_back(entry);
     objects.insert(objects.end(), std::make_move_iterator(mine.begin()), std::make_move_iterator(mine.end()));
   }
-  workloads::CheckServed(objects, apis, diags);
   workloads::FillNamespaces(objects, namespace_of, apis);
+  workloads::CheckServed(objects, apis, diags);
   workloads::CheckDuplicates(objects, diags);
   for (auto& n : workloads::MissingNamespaces(objects)) {
     note("  namespace " + n.name + " is made for workload " + p.workloads[n.workload].name +
