@@ -11,7 +11,10 @@
 # with no apiVersion, and a chart that does not render; and all of them at once, every
 # one reported in one run. The chart is rendered by the helm that images/stack/compile.sh
 # compiled (it skips when there is none: compiling takes minutes). Nothing leaves the
-# machine: the image comes from an OCI layout written here.
+# machine: the image comes from an OCI layout written here. When the 1.36 stack is
+# compiled, the baked objects are then applied, in their order, with kubectl's
+# server-side apply (strict field validation) to a real kube-apiserver 1.36 and etcd on
+# loopback: what the image carries is what that API accepts.
 # Usage: tests/workloads_build_test.sh   (exit 0: passed or skipped; 1: failed)
 set -uo pipefail
 name=workloads_build_test
@@ -36,7 +39,21 @@ if [ -z "$helm" ]; then
 fi
 export SPROUT_HELM=$helm
 work=$(mktemp -d /tmp/sprout-workloads.XXXXXX)
-trap 'rm -rf "$work"; tests_end' EXIT
+pids=()  # the apiserver and etcd of the apply part, newest first
+cleanup() {
+  local p
+  # The apiserver first, then etcd; a process that does not stop in 10 s is killed.
+  for p in "${pids[@]}"; do
+    kill "$p" 2>/dev/null
+    for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$p" 2>/dev/null
+  done
+  wait 2>/dev/null
+  rm -rf "$work"
+  tests_end
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
 check() {  # check NAME ACTUAL EXPECTED-REGEX
   if [[ "$2" =~ $3 ]]; then ok "$1"; else bad "$1: got '$2', want /$3/"; fi
 }
@@ -252,3 +269,52 @@ profile allatonce "${good[@]:0:4}" "    set: {image: localhost/sprout/missing:1}
   "  - {name: bad, manifests: [bad], namespace: demo}"
 fails "every mistake at once" allatonce 'the workloads have 6 errors' \
   'does not render' 'not valid YAML' 'does not serve Ingress' 'no apiVersion or kind' 'missing:1., which the profile does not preload'
+
+# --- the baked objects against the real 1.36 API (only if the stack is compiled)
+. "$(dirname "$0")/lib/stack-sets.sh"
+KDIR=$(stack_set "$CACHE" kubernetes kube-apiserver)
+EDIR=$(stack_set "$CACHE" etcd etcd)
+if [ -z "$KDIR" ] || [ -z "$EDIR" ] || ! command -v openssl >/dev/null; then
+  echo "$name: the apply part is skipped: the 1.36 stack (kubernetes, etcd) is not compiled in $CACHE/stack/bin, or openssl is missing"
+  exit 0
+fi
+read -r p_client p_peer p_api < <(python3 -c '
+import socket
+s = [socket.socket() for _ in range(3)]
+for x in s: x.bind(("127.0.0.1", 0))
+print(*[x.getsockname()[1] for x in s])')
+A="$work/api"
+mkdir -p "$A/certs"
+openssl genrsa -out "$A/sa.key" 2048 2>/dev/null && openssl rsa -in "$A/sa.key" -pubout -out "$A/sa.pub" 2>/dev/null
+echo 'test-token,admin,1,system:masters' > "$A/tokens.csv"
+"$EDIR/etcd" --data-dir "$A/etcd" --listen-client-urls "http://127.0.0.1:$p_client" \
+  --advertise-client-urls "http://127.0.0.1:$p_client" --listen-peer-urls "http://127.0.0.1:$p_peer" \
+  --initial-advertise-peer-urls "http://127.0.0.1:$p_peer" --initial-cluster "default=http://127.0.0.1:$p_peer" \
+  >"$A/etcd.log" 2>&1 &
+pids=($! "${pids[@]}")
+"$KDIR/kube-apiserver" --etcd-servers "http://127.0.0.1:$p_client" --bind-address 127.0.0.1 --secure-port "$p_api" \
+  --cert-dir "$A/certs" --service-account-issuer https://kubernetes.default.svc --service-account-key-file "$A/sa.pub" \
+  --service-account-signing-key-file "$A/sa.key" --token-auth-file "$A/tokens.csv" --authorization-mode RBAC \
+  --service-cluster-ip-range 10.96.0.0/12 >"$A/apiserver.log" 2>&1 &
+pids=($! "${pids[@]}")
+k() { "$KDIR/kubectl" --server "https://127.0.0.1:$p_api" --insecure-skip-tls-verify --token test-token "$@"; }
+for _ in $(seq 90); do k get --raw /readyz >/dev/null 2>&1 && break; sleep 1; done
+check "kube-apiserver $(k version -o json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["serverVersion"]["gitVersion"])' 2>/dev/null) is ready on 127.0.0.1:$p_api" \
+  "$(k get --raw /readyz 2>&1)" '^ok$'
+applied=""
+for f in "$W"/objects/*.json; do
+  applied+=$(k apply --server-side --field-manager sprout-test -f "$f" 2>&1)$'\n'
+  # A CRD serves its kind once established; the objects after it need that.
+  if python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))["kind"] != "CustomResourceDefinition")' "$f"; then
+    k wait --for condition=established --timeout 60s \
+      "crd/$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["metadata"]["name"])' "$f")" >/dev/null 2>&1
+  fi
+done
+echo "$applied" | quote
+check "all nine objects are accepted, in the image's order, by server-side apply with strict field validation" \
+  "$(grep -c ' serverside-applied$' <<<"$applied")" '^9$'
+check "the Greeting of the chart's own CRD carries the inline message" \
+  "$(k get greetings -n demo demo -o jsonpath='{.spec.message}' 2>&1)" '^built by the workloads test$'
+check "the Deployment has the values file's replicas, and the ServiceAccount its namespace" \
+  "$(k get deploy -n demo demo-web -o jsonpath='{.spec.replicas}' 2>&1) $(k get sa -n demo reader -o name 2>&1)" \
+  '^3 serviceaccount/reader$'
