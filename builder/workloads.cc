@@ -150,6 +150,9 @@ Result<RenderedWorkloads> RenderWorkloads(const Profile& p, const BuildOptions& 
   TempDir scratch(fs::temp_directory_path(), "sprout-workloads");
   fs::path helm;
   if (charts) {
+    if (const char* h = std::getenv("SPROUT_HELM"); !h || !*h) {
+      note("  helm: from images/stack/compile.sh, cached after its first compile (that one takes minutes)");
+    }
     auto found = HelmBinary(options.cache_dir, options.offline);
     if (!found) return Fail(found.error());
     helm = *found;

@@ -264,6 +264,13 @@ fails "a chart that does not render" norender \
   "norender\.yaml:[0-9]+:[0-9]+: error: chart 'charts/broken' of workload 'broken' does not render: template: sprout-demo/templates/broken\.yaml:1:[0-9]+: executing \"sprout-demo/templates/broken\.yaml\" at <\.Values\.nope\.deeper>: nil pointer evaluating interface \{\}\.deeper" \
   'hint: fix the template, or the values it is given; `helm template broken charts/broken` gives the same message'
 
+# A packaged chart renders too; its templates are named inside the .tgz.
+(cd "$work/p/charts" && "$helm" package sprout-demo >/dev/null)
+profile packaged "  - {name: demo, chart: charts/sprout-demo-0.1.0.tgz, namespace: demo, set: {image: localhost/sprout/missing:1}}"
+fails "a packaged chart (.tgz), with an image that is not preloaded" packaged \
+  'demo: chart charts/sprout-demo-0\.1\.0\.tgz 0\.1\.0, release demo in demo: 5 objects' \
+  'charts/sprout-demo-0\.1\.0\.tgz: sprout-demo/templates/deployment\.yaml: error: Deployment demo/demo-web: container .httpd.'
+
 profile allatonce "${good[@]:0:4}" "    set: {image: localhost/sprout/missing:1}" \
   "  - {name: broken, chart: charts/broken}" \
   "  - {name: bad, manifests: [bad], namespace: demo}"

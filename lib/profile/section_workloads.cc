@@ -3,6 +3,7 @@
 // renders them and checks the objects.
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <regex>
 
 #include "profile/layer.h"
