@@ -65,9 +65,7 @@ std::vector<Chunk> SplitDocuments(std::string_view text) {
 class Place {
  public:
   Place(const Text& from, const Chunk& chunk) : from_(from), chunk_(chunk) {
-    if (!from.rendered) {
-      file_ = from.file;
-    } else if (chunk.source.empty()) {
+    if (!from.rendered || chunk.source.empty()) {
       file_ = from.file;
     } else if (from.folder) {
       // "sprout-demo/templates/x.yaml" is the file templates/x.yaml of the chart folder.

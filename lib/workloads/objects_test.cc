@@ -336,6 +336,7 @@ TEST_CASE("order: CRDs, then Namespaces, then the rest as rendered; the index an
   FillNamespaces(objects, {"demo", "default"}, ServedApis());
   Order(objects);
   std::vector<std::string> names;
+  names.reserve(objects.size());
   for (const auto& o : objects) names.push_back(o.name);
   CHECK(names == std::vector<std::string>{"gs.example.com", "b.c", "demo", "first", "second"});
 
