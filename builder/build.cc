@@ -175,13 +175,22 @@ int Build(const BuildOptions& options) {
   if (options.serial) profile->update_serial = *options.serial;
   const bool tty = ::isatty(2) != 0;
   const bool compiles = CompilesKubelet(*profile);
-  StepProgress steps(tty, BuildSteps(options.formats.empty() ? profile->formats : options.formats, compiles));
+  const bool workloads = !profile->workloads.empty();
+  StepProgress steps(tty,
+                     BuildSteps(options.formats.empty() ? profile->formats : options.formats, compiles, workloads));
   auto fail = [&](const std::string& why) {
     steps.Note("sprout: " + why);
     return 1;
   };
   auto in = steps.Run(kResolveProfile, ResolveProfile, std::move(*profile), options);
   if (!in) return fail(in.error());
+  if (workloads) {
+    // Seconds, and every mistake in the charts and manifests, before any long step.
+    auto rendered = steps.Run(kRenderWorkloads, RenderWorkloads, in->profile, options,
+                              [&steps](const std::string& line) { steps.Note(line); });
+    if (!rendered) return fail(rendered.error());
+    in->workloads = std::move(*rendered);
+  }
   if (compiles) {
     // Minutes on a cold cache (Debian's Kubernetes source, six components), so its phases show.
     Phases phases(steps.progress(), tty);

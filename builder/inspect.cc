@@ -4,6 +4,7 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "builder/commands.h"
 #include "efi/authenticode.h"
@@ -89,6 +90,65 @@ void AddState(nlohmann::ordered_json& out, const std::string& entry_text) {
 
 // The protective MBR, the GPT header and its 128 entries: 34 sectors.
 constexpr std::size_t kGptHeadBytes = 34 * kSectorSize;
+
+// Text is a string field of a JSON object, or "" when it is not one (the metadata is
+// read from a disk, so a wrong type must not end inspect).
+std::string Text(const nlohmann::ordered_json& o, const char* key) {
+  if (!o.is_object()) return "";
+  auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// PrintWorkloads lists the workloads the root carries (docs/workloads.md), their objects
+// and the images those run, each marked whether the image preloads it.
+void PrintWorkloads(const nlohmann::ordered_json& index, const nlohmann::ordered_json& images) {
+  const auto* list = index.is_object() && index.contains("workloads") ? &index["workloads"] : nullptr;
+  if (!list || !list->is_array() || list->empty()) {
+    std::cout << "workloads:  none\n";
+    return;
+  }
+  std::size_t objects = 0;
+  for (const auto& w : *list) {
+    if (w.is_object() && w.contains("objects") && w["objects"].is_array()) objects += w["objects"].size();
+  }
+  std::cout << "workloads:  " << list->size() << ", " << objects << (objects == 1 ? " object" : " objects") << " ("
+            << Text(index, "digest") << ")\n";
+  std::set<std::string> used;
+  for (const auto& w : *list) {
+    const std::string type = Text(w, "type");
+    std::cout << "  " << Text(w, "name") << ": " << type << " " << Text(w, "source");
+    if (type == "chart") {
+      std::cout << (Text(w, "chartVersion").empty() ? "" : " " + Text(w, "chartVersion")) << ", release "
+                << Text(w, "release");
+    }
+    std::cout << ", namespace " << Text(w, "namespace") << "\n";
+    if (!w.is_object() || !w.contains("objects") || !w["objects"].is_array()) continue;
+    for (const auto& o : w["objects"]) {
+      const std::string ns = Text(o, "namespace");
+      std::cout << "    " << Text(o, "file") << "  " << Text(o, "apiVersion") << " " << Text(o, "kind") << " "
+                << (ns.empty() ? "" : ns + "/") << Text(o, "name");
+      std::vector<std::string> runs;
+      if (o.contains("images") && o["images"].is_array()) {
+        for (const auto& i : o["images"]) {
+          if (!i.is_string()) continue;
+          runs.push_back(i.get<std::string>());
+          used.insert(i.get<std::string>());
+        }
+      }
+      if (!runs.empty()) std::cout << "  runs " << Join(runs, ", ");
+      std::cout << "\n";
+    }
+  }
+  std::set<std::string> preloaded;
+  if (images.is_array()) {
+    for (const auto& i : images) preloaded.insert(Text(i, "reference"));
+  }
+  std::cout << "workload images:" << (used.empty() ? " none" : "") << "\n";
+  for (const auto& i : used) {
+    std::cout << "  " << i << (preloaded.contains(i) ? " (preloaded)" : " (not under this name in the preload)")
+              << "\n";
+  }
+}
 
 // ReadAt reads at most size bytes at offset of the file (fewer at its end).
 // EspPeSignature reads the signature of an EFI program on the ESP image esp_file:
@@ -257,6 +317,8 @@ int Inspect(const fs::path& image, bool json) {
   // What an updating node compares (docs/updates.md); null for a build before serials.
   out["update"] = meta.contains("update") ? meta["update"] : nlohmann::ordered_json();
   out["images"] = meta.contains("images") ? meta["images"] : nlohmann::ordered_json::array();
+  // The workloads' index (docs/workloads.md); null for an image without workloads.
+  out["workloads"] = meta.contains("workloads") ? meta["workloads"] : nlohmann::ordered_json();
   const std::string next_entry = AddSlots(out, partitions, esp_file);
   AddState(out, next_entry);
   AddSecureBoot(out, esp_file, tmp.path(),
@@ -314,6 +376,7 @@ int Inspect(const fs::path& image, bool json) {
   if (out["images"].empty()) std::cout << " none";
   std::cout << "\n";
   for (const auto& i : out["images"]) std::cout << "  " << i.dump() << "\n";
+  PrintWorkloads(out["workloads"], out["images"]);
   return 0;
 }
 

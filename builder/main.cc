@@ -185,7 +185,8 @@ int Verify(int argc, char** argv) {
 }
 
 int Inspect(int argc, char** argv) {
-  cxxopts::Options o("sprout inspect", "Show an image's partitions, root hash, update slots, profile and images.");
+  cxxopts::Options o("sprout inspect",
+                     "Show an image's partitions, root hash, update slots, profile, images and workloads.");
   o.add_options()("json", "print JSON");
   return Run(o,
              Positional{"image", "raw, qcow2 or ISO image, or an EFI file (its sections and signature)",
@@ -464,7 +465,7 @@ const Command kCommands[] = {
     {"uki", "uki --stub F --kernel F -o OUT", "make a unified kernel image, signed for Secure Boot", Uki},
     {"sign-efi", "sign-efi IMAGE --key K -o OUT", "sign an EFI image for Secure Boot", SignEfi},
     {"verify", "verify DIR [--key PUB]", "check a build's outputs against its sums and signature", Verify},
-    {"inspect", "inspect IMAGE [--json]", "show an image's partitions, root hash, profile, images", Inspect},
+    {"inspect", "inspect IMAGE [--json]", "show an image's partitions, root hash, profile, images, workloads", Inspect},
 };
 
 // Usage is `sprout help`: the introduction, one entry a command, and where to start.

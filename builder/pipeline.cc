@@ -168,6 +168,12 @@ Result<BuildPlan> PlanBuild(BuildInputs in, BaseRef base) {
     j["updateTrustRoot"] = Sha256Hex(in.update_pub);
     plan.inputs_json = j.dump(2);
   }
+  if (in.workloads.present()) {
+    // What the root gets of the workloads, by content: helm's output as checked and baked.
+    auto j = nlohmann::ordered_json::parse(plan.inputs_json);
+    j["workloadsBaked"] = in.workloads.baked.digest;
+    plan.inputs_json = j.dump(2);
+  }
   plan.seed = SeedOf(plan.inputs_json);
   plan.disk = PlanDisk(in.profile, plan.seed);
   plan.in = std::move(in);
@@ -217,6 +223,7 @@ Result<std::vector<RootEntry>> RootAdditions(const BuildPlan& plan) {
     add.push_back(e);
   }
   if (auto s = AddClusterFiles(p, data, add); !s) return Fail(s.error());
+  AddWorkloadFiles(plan.in.workloads, add);
   return add;
 }
 
@@ -293,7 +300,8 @@ Result<Esp> MakeEsp(const BuildPlan& plan, const BootFiles& boot, const RootCont
   const Profile& p = plan.in.profile;
   Esp esp{{plan.work / "esp.vfat", p.esp_size},
           ImageMetadata(plan.profile_json, plan.identity, plan.disk.root_hash, boot.kernel_version, plan.seed,
-                        oci::ImagesJson(contents.images))};
+                        oci::ImagesJson(contents.images),
+                        plan.in.workloads.present() ? plan.in.workloads.baked.index_json : "")};
   std::vector<EspFile> files;
   if (plan.in.secure_boot.on()) {
     auto signed_boot = SignedBoot(boot, plan.in.secure_boot, plan.disk.cmdline, "the disk's unified kernel image");

@@ -12,6 +12,7 @@
 
 #include "builder/commands.h"
 #include "builder/live_media.h"
+#include "builder/workloads.h"
 #include "image/base.h"
 #include "image/boot_files.h"
 #include "image/compile_log.h"
@@ -32,6 +33,7 @@ struct BuildInputs {
   std::filesystem::path firstboot;  // the sprout-firstboot binary that goes into the root
   std::string update_pub;           // with --sign: the signing key's public key, the image's update trust root
   SecureBootKeys secure_boot;       // with --secure-boot-key: the pair the boot files are signed with
+  RenderedWorkloads workloads;      // the profile's workloads, rendered and checked (none: empty)
 };
 
 // BuildPlan is what every later step reads: the inputs, the base, and the decisions made

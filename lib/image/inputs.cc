@@ -39,6 +39,16 @@ Result<std::string> InputsJson(const Profile& profile, std::int64_t epoch, const
     auto colon = img.source.find(':');
     e["source"] = img.source.substr(0, colon + 1) + of(img.source.substr(colon + 1));
   }
+  for (std::size_t i = 0; i < p.workloads.size(); ++i) {
+    const ProfileWorkload& w = p.workloads[i];
+    auto& e = j["workloads"][i];
+    if (w.type == ProfileWorkload::Type::kChart) {
+      e["chart"] = of(w.chart);
+    } else {
+      for (std::size_t k = 0; k < w.manifests.size(); ++k) e["manifests"][k] = of(w.manifests[k]);
+    }
+    for (std::size_t k = 0; k < w.values.size(); ++k) e["values"][k] = of(w.values[k]);
+  }
   if (p.shoot) {
     j["shoot"] = nlohmann::ordered_json::parse(ShootToJson(*p.shoot));
   } else {

@@ -19,8 +19,9 @@ using DigestFn = std::function<Result<std::string>(const std::filesystem::path&)
 // InputsJson renders the build's inputs by content: the resolved profile's settings
 // (ProfileToJson, with the epoch the build uses) with every path replaced by what it
 // names: the base by its identity (base_id: a recipe's key or a digest), overlays,
-// source files, static-pod folders and image and kubelet recipes by their digests, the
-// Shoot by its parsed fields; the `extends` chain and registry credentials are left out
+// source files, static-pod folders, image and kubelet recipes and workloads (charts,
+// manifests, values files) by their digests, the Shoot by its parsed fields; the
+// `extends` chain and registry credentials are left out
 // (their effect is already in the merged settings, or in the pulled images' digests).
 // Equal contents give equal text, wherever the checkout, the profile or the working
 // directory sit.

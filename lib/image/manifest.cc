@@ -18,7 +18,8 @@ BuildIdentity IdentityOfBuild(const Profile& p, std::int64_t epoch) {
 }
 
 std::string ImageMetadata(const std::string& profile_json, const BuildIdentity& identity, const std::string& root_hash,
-                          const std::string& kernel, const std::string& seed, const std::string& images_json) {
+                          const std::string& kernel, const std::string& seed, const std::string& images_json,
+                          const std::string& workloads_json) {
   nlohmann::ordered_json j;
   j["sprout"] = SPROUT_VERSION;
   j["profile"] = nlohmann::json::parse(profile_json);
@@ -27,6 +28,7 @@ std::string ImageMetadata(const std::string& profile_json, const BuildIdentity& 
   j["kernel"] = kernel;
   j["seed"] = seed;
   j["images"] = nlohmann::json::parse(images_json.empty() ? "[]" : images_json);
+  if (!workloads_json.empty()) j["workloads"] = nlohmann::ordered_json::parse(workloads_json);
   return j.dump(2) + "\n";
 }
 

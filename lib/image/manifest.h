@@ -34,9 +34,11 @@ inline constexpr const char* kDefaultClusterName = "sprout";
 BuildIdentity IdentityOfBuild(const Profile& p, std::int64_t epoch);
 
 // ImageMetadata renders sprout/image.json: what `sprout inspect` reports about an image,
-// and what an updating node reads of the build it runs.
+// and what an updating node reads of the build it runs. workloads_json is the index of
+// the workloads in the root (docs/workloads.md); "" (no workloads) leaves it out.
 std::string ImageMetadata(const std::string& profile_json, const BuildIdentity& identity, const std::string& root_hash,
-                          const std::string& kernel, const std::string& seed, const std::string& images_json);
+                          const std::string& kernel, const std::string& seed, const std::string& images_json,
+                          const std::string& workloads_json = "");
 
 // SbomNamespace is the SPDX document namespace of a build: unique per profile and seed.
 std::string SbomNamespace(const std::string& profile_name, const std::string& seed);

@@ -9,6 +9,8 @@ std::string_view StepName(BuildStep step) {
   switch (step) {
     case BuildStep::kResolveProfile:
       return "resolve profile";
+    case BuildStep::kRenderWorkloads:
+      return "render workloads";
     case BuildStep::kCompileHost:
       return "compile Kubernetes (kubelet recipe)";
     case BuildStep::kPrepareBase:
@@ -48,12 +50,14 @@ std::vector<BuildStep> MediaSteps(const std::vector<Format>& formats) {
   return steps;
 }
 
-std::vector<BuildStep> BuildSteps(const std::vector<Format>& formats, bool compiles) {
+std::vector<BuildStep> BuildSteps(const std::vector<Format>& formats, bool compiles, bool workloads) {
   std::vector<BuildStep> steps{BuildStep::kResolveProfile};
+  if (workloads) steps.push_back(BuildStep::kRenderWorkloads);
   if (compiles) steps.push_back(BuildStep::kCompileHost);
-  steps.insert(steps.end(),
-               {BuildStep::kPrepareBase, BuildStep::kPreloadImages, BuildStep::kPackRoot, BuildStep::kVerity,
-                BuildStep::kInitrd, BuildStep::kEsp, BuildStep::kState, BuildStep::kRawDisk});
+  for (BuildStep step : {BuildStep::kPrepareBase, BuildStep::kPreloadImages, BuildStep::kPackRoot, BuildStep::kVerity,
+                         BuildStep::kInitrd, BuildStep::kEsp, BuildStep::kState, BuildStep::kRawDisk}) {
+    steps.push_back(step);
+  }
   auto media = MediaSteps(formats);
   steps.insert(steps.end(), media.begin(), media.end());
   steps.push_back(BuildStep::kManifest);

@@ -18,6 +18,7 @@ namespace sprout {
 // BuildStep is one timed step of a build, listed in the order a build runs them.
 enum class BuildStep {
   kResolveProfile,
+  kRenderWorkloads,
   kCompileHost,
   kPrepareBase,
   kPreloadImages,
@@ -38,10 +39,11 @@ std::string_view StepName(BuildStep step);
 
 // BuildSteps lists the steps a build of formats runs: ten always (the raw disk is made
 // even when it is not kept, because every other medium is made from it), plus the
-// compile of host binaries after the profile when compiles is true (a recipe with a
-// host.sh: the kubelet's, images/kubernetes), plus one per other medium, in the order
-// ISO, PXE, qcow2.
-std::vector<BuildStep> BuildSteps(const std::vector<Format>& formats, bool compiles = false);
+// rendering of the profile's workloads right after the profile when workloads is true
+// (its errors come before any long step), plus the compile of host binaries after that
+// when compiles is true (a recipe with a host.sh: the kubelet's, images/kubernetes), plus
+// one per other medium, in the order ISO, PXE, qcow2.
+std::vector<BuildStep> BuildSteps(const std::vector<Format>& formats, bool compiles = false, bool workloads = false);
 
 // MediaSteps is the part of BuildSteps that makes media from the raw disk.
 std::vector<BuildStep> MediaSteps(const std::vector<Format>& formats);

@@ -38,6 +38,16 @@ TEST_CASE("a profile whose kubelet comes from a recipe compiles it in a step of 
   CHECK(BuildSteps({Format::kRaw, Format::kIso}, true).size() == 12);
 }
 
+TEST_CASE("a profile with workloads renders them right after the profile, before any long step", "[steps]") {
+  auto steps = BuildSteps({Format::kRaw}, true, true);
+  REQUIRE(steps.size() == 12);
+  CHECK(Names({steps.begin(), steps.begin() + 4}) == std::vector<std::string>{"resolve profile", "render workloads",
+                                                                              "compile Kubernetes (kubelet recipe)",
+                                                                              "prepare base OS"});
+  CHECK(Names(BuildSteps({Format::kRaw}, false, true))[1] == "render workloads");
+  CHECK(BuildSteps({Format::kRaw}, false, false).size() == 10);
+}
+
 TEST_CASE("each medium beyond the raw disk adds its step, in a fixed order", "[steps]") {
   auto all = BuildSteps({Format::kQcow2, Format::kPxe, Format::kRaw, Format::kIso});
   REQUIRE(all.size() == 13);

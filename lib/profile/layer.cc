@@ -42,10 +42,10 @@ Layer LayerParser::Parse(const YAML::Node& root) {
     return layer;
   }
   CheckKeys(root, "the profile",
-            {"extends",     "name",       "description",       "base",    "role",         "arch",     "formats",
-             "kernel",      "disk",       "overlays",          "files",   "reproducible", "hostname", "images",
-             "shoot",       "staticPods", "withoutStaticPods", "podHost", "kubelet",      "backup",   "update",
-             "certificates"});
+            {"extends",      "name",       "description",       "base",    "role",         "arch",     "formats",
+             "kernel",       "disk",       "overlays",          "files",   "reproducible", "hostname", "images",
+             "shoot",        "staticPods", "withoutStaticPods", "podHost", "kubelet",      "backup",   "update",
+             "certificates", "workloads"});
   ParseCluster(root, layer);
   if (auto n = root["extends"]) {
     if (auto s = String(n, "extends")) {
@@ -58,6 +58,9 @@ Layer LayerParser::Parse(const YAML::Node& root) {
   ParseFiles(root, layer);
   if (auto n = root["images"]) {
     for (const auto& item : Seq(n, "images")) ParseImage(item, layer);
+  }
+  if (auto n = root["workloads"]) {
+    for (const auto& item : Seq(n, "workloads")) ParseWorkload(item, layer);
   }
   return layer;
 }

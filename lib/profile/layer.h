@@ -32,6 +32,7 @@ struct Layer {
   std::vector<std::filesystem::path> overlays;
   std::vector<ProfileFile> files;
   std::vector<ProfileImage> images;
+  std::vector<ProfileWorkload> workloads;
   std::optional<std::uint64_t> esp_size, state_size, root_size;
   std::optional<StateEncryption> state_encryption;
   std::optional<WithoutTpm> without_tpm;
@@ -114,6 +115,8 @@ class LayerParser {
   bool ParseFetched(const YAML::Node& item, ProfileFile& f);
   // section_images.cc: one `images:` entry (docs/images.md).
   void ParseImage(const YAML::Node& item, Layer& layer);
+  // section_workloads.cc: one `workloads:` entry (docs/workloads.md).
+  void ParseWorkload(const YAML::Node& item, Layer& layer);
   // section_cluster.cc: shoot, staticPods, withoutStaticPods, podHost, then backup and kubelet.
   void ParseCluster(const YAML::Node& root, Layer& layer);
   // section_kubelet.cc: `kubelet: {recipe | url | source, sha256, config}`.
@@ -127,6 +130,7 @@ class LayerParser {
   std::filesystem::path file_;
   std::filesystem::path dir_;
   Diagnostics& diags_;
+  std::vector<std::string> workload_names_;  // every `workloads:` name of this file, valid entry or not
 };
 
 }  // namespace sprout

@@ -176,6 +176,15 @@ std::optional<Profile> LoadProfile(const fs::path& path, Diagnostics& diags) {
         p.images.push_back(img);
       }
     }
+    for (auto& w : l.workloads) {  // a later profile replaces a workload with the same name
+      auto same = std::find_if(p.workloads.begin(), p.workloads.end(),
+                               [&](const ProfileWorkload& g) { return g.name == w.name; });
+      if (same != p.workloads.end()) {
+        *same = w;
+      } else {
+        p.workloads.push_back(w);
+      }
+    }
     if (l.esp_size) p.esp_size = *l.esp_size;
     if (l.state_size) p.state_size = *l.state_size;
     if (l.root_size) p.root_size = *l.root_size;
@@ -291,6 +300,27 @@ std::string ProfileToJson(const Profile& p) {
       if (!img.credentials.empty()) e["credentials"] = rel(img.credentials);
       if (!img.platform.empty()) e["platform"] = img.platform;
       j["images"].push_back(e);
+    }
+  }
+  // Only when there are any, so the record of a profile without workloads stays as it was.
+  if (!p.workloads.empty()) {
+    j["workloads"] = nlohmann::json::array();
+    for (const auto& w : p.workloads) {
+      nlohmann::ordered_json e{{"name", w.name}};
+      if (w.type == ProfileWorkload::Type::kChart) {
+        e["chart"] = rel(w.chart);
+        e["release"] = w.release;
+      } else {
+        e["manifests"] = nlohmann::json::array();
+        for (const auto& m : w.manifests) e["manifests"].push_back(rel(m));
+      }
+      e["namespace"] = w.ns;
+      if (!w.values.empty()) {
+        e["values"] = nlohmann::json::array();
+        for (const auto& v : w.values) e["values"].push_back(rel(v));
+      }
+      if (!w.set_json.empty()) e["set"] = nlohmann::ordered_json::parse(w.set_json);
+      j["workloads"].push_back(e);
     }
   }
   j["reproducible"]["sourceDateEpoch"] = p.source_date_epoch;

@@ -95,6 +95,22 @@ struct ProfileImage {
   Location where;
 };
 
+// ProfileWorkload is one `workloads:` entry (docs/workloads.md): plain manifests, or a
+// Helm chart rendered at build time, baked into the root for the cluster to apply.
+struct ProfileWorkload {
+  enum class Type { kManifests, kChart };
+  std::string name;  // a DNS label, unique in the profile
+  Type type = Type::kManifests;
+  std::string source;                            // the chart or the manifests as the profile wrote them
+  std::vector<std::filesystem::path> manifests;  // kManifests: files and folders, absolute
+  std::filesystem::path chart;                   // kChart: a packaged .tgz or a chart folder, absolute
+  std::string release;                           // kChart: the release name; default: name
+  std::string ns = "default";                    // the namespace of namespaced objects that name none
+  std::vector<std::filesystem::path> values;     // kChart: values files, absolute, in order
+  std::string set_json;                          // kChart: `set:`, the inline values as JSON; "" none
+  Location where;                                // the entry
+};
+
 // BackupProfile is the profile's `backup:` block (docs/backup.md): the node's default
 // sink, schedule and retention, baked into the cluster record. Per-node settings
 // (sprout.backup-dir) and flags override it; a generic image bakes no share credentials.
@@ -133,8 +149,9 @@ struct Profile {
   std::vector<std::string> without_static_pods;    // template names left out of the image (no .yaml)
   PodHost pod_host = PodHost::kPodman;
   KubeletSettings kubelet;
-  std::vector<ProfileImage> images;  // container images to preload, in order
-  BackupProfile backup;              // a child's `backup:` block replaces its parent's
+  std::vector<ProfileImage> images;        // container images to preload, in order
+  std::vector<ProfileWorkload> workloads;  // manifests and charts the cluster applies, in order
+  BackupProfile backup;                    // a child's `backup:` block replaces its parent's
   // certificates.validity: the lifetime of the leaf certificates the nodes issue
   // themselves (renewed two thirds into it); 0: one year (pki::kDefaultLeafValiditySeconds).
   std::int64_t cert_validity_seconds = 0;
