@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <regex>
 #include <set>
 #include <vector>
@@ -250,7 +251,11 @@ std::optional<nlohmann::ordered_json> ResolvePlainScalar(std::string_view s) {
   if (first == '.') {
     // go-yaml tries ParseFloat on what starts with '.', such as .5.
     static const std::regex dot_float(R"(^\.[0-9]+([eE][-+]?[0-9]+)?$)");
-    if (std::regex_match(s.begin(), s.end(), dot_float)) return Number(std::stod(std::string(s)));
+    if (std::regex_match(s.begin(), s.end(), dot_float)) {
+      double d = std::strtod(std::string(s).c_str(), nullptr);
+      // Out of a double's range, Go's ParseFloat fails and go-yaml keeps the text.
+      return std::isinf(d) ? nlohmann::ordered_json(std::string(s)) : Number(d);
+    }
     return nlohmann::ordered_json(std::string(s));
   }
   if (!((first >= '0' && first <= '9') || first == '+' || first == '-')) return nlohmann::ordered_json(std::string(s));
@@ -263,8 +268,7 @@ std::optional<nlohmann::ordered_json> ResolvePlainScalar(std::string_view s) {
   static const std::regex yaml_float(R"(^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$)");
   if (std::regex_match(plain, yaml_float)) {
     double d = std::strtod(plain.c_str(), nullptr);
-    if (std::isinf(d)) return std::nullopt;
-    return Number(d);
+    return std::isinf(d) ? nlohmann::ordered_json(std::string(s)) : Number(d);
   }
   return nlohmann::ordered_json(std::string(s));
 }

@@ -18,7 +18,8 @@ namespace sprout {
 
 // ResolvePlainScalar is the JSON value of an unquoted scalar: null, a boolean, an integer
 // (decimal, 0x, 0o, 0b, a leading 0 for octal, '_' ignored), a number, or else the text.
-// NaN and the infinities, which JSON cannot hold, are nullopt.
+// NaN and the infinities (.nan, .inf), which JSON cannot hold, are nullopt; a number
+// beyond a double's range stays text, as go-yaml keeps it.
 std::optional<nlohmann::ordered_json> ResolvePlainScalar(std::string_view text);
 
 // YamlToJson converts n, reporting each problem at its place in file (the node's line

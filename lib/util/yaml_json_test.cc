@@ -43,6 +43,9 @@ TEST_CASE("plain scalars resolve as go-yaml v2 (kubectl's YAML) resolves them", 
   CHECK(ResolvePlainScalar("-")->dump() == "\"-\"");
   CHECK_FALSE(ResolvePlainScalar(".inf"));
   CHECK_FALSE(ResolvePlainScalar(".NaN"));
+  // Out of a double's range, Go's ParseFloat fails and go-yaml keeps the text.
+  CHECK(ResolvePlainScalar(".5e999")->dump() == "\".5e999\"");
+  CHECK(ResolvePlainScalar("1e999")->dump() == "\"1e999\"");
 }
 
 TEST_CASE("quoted scalars and block text stay text; order is kept", "[yaml]") {

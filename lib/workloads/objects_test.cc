@@ -374,3 +374,37 @@ TEST_CASE("order: CRDs, then Namespaces, then the rest as rendered; the index an
              objects)
             .index_json == baked.index_json);
 }
+
+TEST_CASE("objects of the wrong shapes are reported or passed over, never thrown", "[workloads]") {
+  Diagnostics d;
+  std::vector<Object> objects;
+  REQUIRE_NOTHROW(
+      objects = Parse(
+          "just a scalar\n---\n"
+          "apiVersion: v1\nkind: ConfigMap\nmetadata: a string\n---\n"
+          "apiVersion: v1\nkind: List\nitems: {not: a list}\n---\n"
+          "apiVersion: v1\nkind: List\nitems: [1, {apiVersion: v1, kind: Secret, metadata: {name: s}}]\n---\n"
+          "apiVersion: [v1]\nkind: Pod\nmetadata: {name: p}\n---\n"
+          "apiVersion: v1\nkind: Pod\nmetadata: {name: q}\nspec: {containers: a string}\n---\n"
+          "apiVersion: v1\nkind: Pod\nmetadata: {name: r}\nspec: {containers: [1, {image: 2}], volumes: [3]}\n---\n"
+          "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: c}\nspec: {jobTemplate: []}\n---\n"
+          "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: x.y}\n"
+          "spec: {versions: [1, {served: yes}], names: []}\n",
+          d));
+  ServedApis apis;
+  REQUIRE_NOTHROW(AddCrds(objects, apis, d));
+  REQUIRE_NOTHROW(FillNamespaces(objects, {"demo"}, apis));
+  REQUIRE_NOTHROW(CheckServed(objects, apis, d));
+  REQUIRE_NOTHROW(CheckImages(objects, {"localhost/a:1"}, d));
+  REQUIRE_NOTHROW(Order(objects));
+  REQUIRE_NOTHROW(Bake({{"w", "manifests", "m.yaml", "", "demo", ""}}, objects));
+  INFO(d.Render());
+  // The Secret of the List, the Pods q and r, the CronJob and the CRD are objects; r's
+  // containers have no image it can name.
+  CHECK(objects.size() == 5);
+  CHECK_THAT(d.Render(), Catch::Contains("a manifest must be a mapping (one Kubernetes object), but this document is "
+                                         "a single value"));
+  CHECK_THAT(d.Render(), Catch::Contains("ConfigMap has no metadata.name"));
+  CHECK_THAT(d.Render(), Catch::Contains("this List has no 'items'"));
+  CHECK_THAT(d.Render(), Catch::Contains("Pod demo/r: container '' (spec.containers[0]) names no image"));
+}
