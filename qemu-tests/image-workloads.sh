@@ -8,20 +8,21 @@
 # Sourced by kubernetes-cluster.sh, which gives kube, check, wait_until and node_ssh.
 
 # image_workloads_index: one line an object of the node's index.json: RESOURCE NS NAME,
-# where RESOURCE is kubectl's kind.version.group ("ConfigMap.v1." for the core group).
+# where RESOURCE is kubectl's kind.version.group, or the kind alone in the core group.
 image_workloads_index() {
   node_ssh 1 cat /usr/lib/sprout/workloads/index.json | python3 -c '
 import json, sys
 for w in json.load(sys.stdin).get("workloads", []):
     for o in w.get("objects", []):
         group, _, version = o["apiVersion"].rpartition("/")
-        print("%s.%s.%s %s %s" % (o["kind"], version, group, o.get("namespace") or "-", o["name"]))'
+        res = "%s.%s.%s" % (o["kind"], version, group) if group else o["kind"]
+        print("%s %s %s" % (res, o.get("namespace") or "-", o["name"]))'
 }
 
 image_workloads_get() {  # image_workloads_get RESOURCE NS NAME JSONPATH
   local ns=()
   [ "$2" = - ] || ns=(-n "$2")
-  kube get "${1%.}" "${ns[@]}" "$3" -o jsonpath="$4" 2>/dev/null
+  kube get "$1" "${ns[@]}" "$3" -o jsonpath="$4" 2>/dev/null
 }
 
 image_workloads_all_there() {  # every object of the index exists
@@ -47,7 +48,7 @@ image_workloads_deployments_available() {  # every Deployment of the index has a
 image_workloads_versions() {
   local r ns n
   while read -r r ns n; do
-    case $r in Deployment.* | Job.* | CronJob.* | StatefulSet.* | DaemonSet.* | ReplicaSet.* | Pod.* | Service.* | Namespace.* | CustomResourceDefinition.*) continue ;; esac
+    case $r in Deployment.* | Job.* | CronJob.* | StatefulSet.* | DaemonSet.* | ReplicaSet.* | Pod | Service | Namespace | CustomResourceDefinition.*) continue ;; esac
     echo "$r/$ns/$n=$(image_workloads_get "$r" "$ns" "$n" '{.metadata.resourceVersion}')"
   done <<<"$IMAGE_WL_INDEX" | tr '\n' ' '
 }
