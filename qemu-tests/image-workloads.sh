@@ -141,6 +141,26 @@ image_workloads_update() {
   }
   wait_until 120 "the objects build B dropped pruned" pruned
   check "what build B no longer carries is pruned (${gone% })" "${WAITED:-timeout}" '^[0-9]+$'
+  # B's chart is a new version: each of its objects that carries Helm's chart label
+  # names that version now.
+  local versions
+  versions=$(node_ssh 1 cat /usr/lib/sprout/workloads/index.json | python3 -c '
+import json, sys
+for w in json.load(sys.stdin).get("workloads", []):
+    if w.get("chartVersion"):
+        for o in w.get("objects", []):
+            group, _, version = o["apiVersion"].rpartition("/")
+            res = "%s.%s.%s" % (o["kind"], version, group) if group else o["kind"]
+            print("%s %s %s %s" % (res, o.get("namespace") or "-", o["name"], w["chartVersion"]))')
+  local labelled="" v
+  while read -r r ns2 n v; do
+    [ -n "$r" ] || continue
+    local l
+    l=$(image_workloads_get "$r" "$ns2" "$n" '{.metadata.labels.helm\.sh/chart}')
+    [ -z "$l" ] || labelled+="$l=$v "
+  done <<<"$versions"
+  check "build B's chart objects are its new version (helm.sh/chart=chartVersion)" "$labelled" '^([a-z0-9-]+-([0-9.]+)=\2 )+$'
+  echo "   chart labels on build B: $labelled"
   check "the ConfigMap a user made by hand is untouched" "$(kube -n "$ns" get configmap made-by-hand -o jsonpath='{.data.by}')" '^hand$'
   check "sprout-firstboot status on node-1 shows build B's workloads applied" \
     "$(node_ssh 1 sprout-firstboot status | sed -n '/^workloads/,/^[a-z]/p' | grep -c ': applied')" '^[1-9]'
