@@ -172,15 +172,17 @@ TEST_CASE("csr: a bootstrap request is refused unless it is exactly a node clien
     CHECK_FALSE(d.record.has_value());
   };
   const std::string user = "system:bootstrap:abcdef";
-  refused(Item("a", kClientKubeletSigner, user, kBootGroups, kClientUsages, Csr(key, "system:node:w", {"system:masters"})),
-          "O is not system:nodes");
+  refused(
+      Item("a", kClientKubeletSigner, user, kBootGroups, kClientUsages, Csr(key, "system:node:w", {"system:masters"})),
+      "O is not system:nodes");
   refused(Item("b", kClientKubeletSigner, user, kBootGroups, kClientUsages,
                Csr(key, "system:node:w", {"system:nodes", "system:masters"})),
           "O is not system:nodes");
   refused(Item("c", kClientKubeletSigner, user, kBootGroups, kClientUsages, Csr(key, "admin", {"system:nodes"})),
           "CN system:node:NAME");
-  refused(Item("d", kClientKubeletSigner, user, kBootGroups, kClientUsages, Csr(key, "system:node:W_1", {"system:nodes"})),
-          "not a node name");
+  refused(
+      Item("d", kClientKubeletSigner, user, kBootGroups, kClientUsages, Csr(key, "system:node:W_1", {"system:nodes"})),
+      "not a node name");
   refused(Item("e", kClientKubeletSigner, user, kBootGroups, {"client auth", "server auth"},
                Csr(key, "system:node:w", {"system:nodes"})),
           "usage 'server auth'");
@@ -317,8 +319,9 @@ TEST_CASE("csr: the identity record and the approval are read and written as the
   CHECK(body["metadata"]["resourceVersion"] == "42");
   CHECK(body["metadata"]["annotations"]["sprout.dev/restored-at"] == "99");
   CHECK(body["data"]["w1"] == "sha256:0000000000000000000000000000000000000000000000000000000000000000@1234");
-  auto again = ParseIdentityRecord(R"({"kind":"ConfigMap","metadata":{"annotations":{"sprout.dev/restored-at":"99"}},)"
-                                   R"("data":{"w1":"sha256:0000000000000000000000000000000000000000000000000000000000000000@1234"}})");
+  auto again = ParseIdentityRecord(
+      R"({"kind":"ConfigMap","metadata":{"annotations":{"sprout.dev/restored-at":"99"}},)"
+      R"("data":{"w1":"sha256:0000000000000000000000000000000000000000000000000000000000000000@1234"}})");
   REQUIRE(again.ok());
   CHECK(again->restored_at == 99);
   CHECK(again->bound_at["w1"] == 1'234);
