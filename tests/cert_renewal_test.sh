@@ -33,19 +33,12 @@ chmod 700 "$WORK/etcd-data"
 ETCD_PID="" API_PID="" CLIENT_PID=""
 cleanup() {
   # shellcheck disable=SC2086
-  hcp_stop $CLIENT_PID $API_PID $ETCD_PID
-  if [ "$failed" -ne 0 ] || [ "$passed" -eq 0 ]; then
-    for f in "$WORK"/logs/*.log; do [ -f "$f" ] && { echo "--- $f (tail)"; tail -n 8 "$f"; }; done
-  fi
-  rm -rf "$WORK"
-  [ "$passed" -gt 0 ] || failed=$((failed + 1))
-  tests_end
+  hcp_end $CLIENT_PID $API_PID $ETCD_PID
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
 hcp_ports
-
 hcp_cas
 
 certs=("$FIRSTBOOT" certs --pki-dir "$PKI" --state-dir "$WORK/state" --name node-1 --address 127.0.0.1

@@ -40,14 +40,10 @@ fi
 export SPROUT_HELM=$helm
 work=$(mktemp -d /tmp/sprout-workloads.XXXXXX)
 pids=()  # the apiserver and etcd of the apply part, newest first
+. "$(dirname "$0")/lib/host-control-plane.sh"
 cleanup() {
-  local p
   # The apiserver first, then etcd; a process that does not stop in 10 s is killed.
-  for p in "${pids[@]}"; do
-    kill "$p" 2>/dev/null
-    for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$p" 2>/dev/null
-  done
+  hcp_stop "${pids[@]}"
   wait 2>/dev/null
   rm -rf "$work"
   tests_end

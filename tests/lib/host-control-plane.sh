@@ -69,3 +69,15 @@ hcp_stop() {
     wait "$p" 2>/dev/null
   done
 }
+
+# hcp_end PID...: a test's end: its processes stopped (hcp_stop), the tails of WORK/logs
+# shown when a check failed or none passed (then counted as a failure), WORK removed.
+hcp_end() {
+  hcp_stop "$@"
+  if [ "$failed" -ne 0 ] || [ "$passed" -eq 0 ]; then
+    for f in "$WORK"/logs/*.log; do [ -f "$f" ] && { echo "--- $f (tail)"; tail -n 12 "$f"; }; done
+  fi
+  rm -rf "$WORK"
+  [ "$passed" -gt 0 ] || failed=$((failed + 1))
+  tests_end
+}
